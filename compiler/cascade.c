@@ -1,0 +1,508 @@
+/*
+** compiler/cascade.c: constructors, host-side evaluation of index and scalar
+** expressions, lookups, and the stable text form printed by --emit=cascade.
+*/
+#include "cascade.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *dtype_names[DT_COUNT] = {"bool", "i32",  "f8e4m3", "f8e5m2",
+					    "f16",  "bf16", "f32",    "f64"};
+
+const char *dtype_name(DType t) { return t < DT_COUNT ? dtype_names[t] : "?"; }
+
+int dtype_is_float(DType t) { return t >= DT_F8E4M3 && t <= DT_F64; }
+
+const char *vtype_name(VType t)
+{
+	return t == VT_BOOL ? "bool" : t == VT_INT ? "int" : "float";
+}
+
+/* Spelling and binding strength of each operator, for printing. */
+static const struct {
+	const char *s;
+	int prec;
+} op_tab[OP_COUNT] = {
+	[OP_NEG] = {"-", 7}, [OP_NOT] = {"!", 7},  [OP_ADD] = {"+", 5},  [OP_SUB] = {"-", 5},
+	[OP_MUL] = {"*", 6}, [OP_DIV] = {"/", 6},  [OP_MOD] = {"%", 6},  [OP_MAX] = {"max", 9},
+	[OP_MIN] = {"min", 9}, [OP_LT] = {"<", 4}, [OP_LE] = {"<=", 4}, [OP_GT] = {">", 4},
+	[OP_GE] = {">=", 4}, [OP_EQ] = {"==", 4}, [OP_NE] = {"!=", 4}, [OP_AND] = {"&&", 3},
+	[OP_OR] = {"||", 2},
+};
+
+const char *op_spelling(Op op) { return op < OP_COUNT ? op_tab[op].s : "?"; }
+
+static const char *fn_names[FN_COUNT] = {"exp",  "exp2",  "log",  "log2", "tanh",
+					 "sigmoid", "sqrt", "rsqrt", "abs", "relu"};
+
+const char *fn_name(Fn f) { return f < FN_COUNT ? fn_names[f] : "?"; }
+
+const char *redop_name(RedOp r)
+{
+	static const char *n[] = {"none", "sum", "max", "min", "prod"};
+	return r <= RED_PROD ? n[r] : "?";
+}
+
+double redop_identity(RedOp r)
+{
+	switch (r) {
+	case RED_SUM: return 0.0;
+	case RED_PROD: return 1.0;
+	case RED_MAX: return -INFINITY;
+	case RED_MIN: return INFINITY;
+	default: return 0.0;
+	}
+}
+
+Expr *expr_new(Arena *a, ExprKind k, VType t, SrcLoc loc)
+{
+	Expr *e = ARENA_NEW(a, Expr);
+	e->kind = k, e->type = t, e->loc = loc;
+	return e;
+}
+
+Expr *expr_int(Arena *a, long v)
+{
+	Expr *e = expr_new(a, EX_INT, VT_INT, NOLOC);
+	e->ival = v;
+	return e;
+}
+
+Expr *expr_float(Arena *a, double v)
+{
+	Expr *e = expr_new(a, EX_FLOAT, VT_FLOAT, NOLOC);
+	e->fval = v;
+	return e;
+}
+
+Expr *expr_index(Arena *a, int var)
+{
+	Expr *e = expr_new(a, EX_INDEX, VT_INT, NOLOC);
+	e->var = var;
+	return e;
+}
+
+/* Result type follows the operands for arithmetic, bool for comparisons and
+** logic; the front end has already checked that the operands agree. */
+Expr *expr_binop(Arena *a, Op op, Expr *l, Expr *r)
+{
+	VType t = (op >= OP_LT) ? VT_BOOL : l->type;
+	Expr *e = expr_new(a, EX_BINOP, t, loc_span(l->loc, r->loc));
+	e->op = op;
+	e->nargs = 2;
+	e->args = ARENA_ARRAY(a, Expr *, 2);
+	e->args[0] = l, e->args[1] = r;
+	return e;
+}
+
+Expr *expr_and(Arena *a, Expr *l, Expr *r)
+{
+	if (!l)
+		return r;
+	if (!r)
+		return l;
+	return expr_binop(a, OP_AND, l, r);
+}
+
+Expr *expr_copy(Arena *a, const Expr *e) { return expr_subst(a, e, NULL, 0); }
+
+Expr *expr_subst(Arena *a, const Expr *e, Expr *const *sub, int nsub)
+{
+	if (!e)
+		return NULL;
+	if (e->kind == EX_INDEX && sub && e->var < nsub && sub[e->var])
+		return expr_subst(a, sub[e->var], NULL, 0);
+	Expr *c = ARENA_NEW(a, Expr);
+	*c = *e;
+	if (e->nargs) {
+		c->args = ARENA_ARRAY(a, Expr *, e->nargs);
+		for (int i = 0; i < e->nargs; i++)
+			c->args[i] = expr_subst(a, e->args[i], sub, nsub);
+	}
+	return c;
+}
+
+unsigned long long expr_vars(const Expr *e)
+{
+	if (!e)
+		return 0;
+	unsigned long long m = 0;
+	if (e->kind == EX_INDEX && e->var < 64)
+		m |= 1ull << e->var;
+	for (int i = 0; i < e->nargs; i++)
+		m |= expr_vars(e->args[i]);
+	return m;
+}
+
+long floordiv(long a, long b)
+{
+	if (b == 0)
+		return 0;
+	long q = a / b;
+	if ((a % b != 0) && ((a < 0) != (b < 0)))
+		q--;
+	return q;
+}
+
+long floormod(long a, long b)
+{
+	if (b == 0)
+		return 0;
+	long m = a % b;
+	if (m != 0 && ((m < 0) != (b < 0)))
+		m += b;
+	return m;
+}
+
+long expr_eval_int(const Expr *e, const long *dims, const long *vars)
+{
+	switch (e->kind) {
+	case EX_INT:
+	case EX_BOOL: return e->ival;
+	case EX_FLOAT: return (long)e->fval;
+	case EX_INDEX: return vars ? vars[e->var] : 0;
+	case EX_DIM: return dims[e->dim->id];
+	case EX_UNOP: {
+		long x = expr_eval_int(e->args[0], dims, vars);
+		return e->op == OP_NEG ? -x : !x;
+	}
+	case EX_SELECT:
+		return expr_eval_int(e->args[0], dims, vars) ? expr_eval_int(e->args[1], dims, vars)
+							      : expr_eval_int(e->args[2], dims, vars);
+	case EX_BINOP: {
+		long x = expr_eval_int(e->args[0], dims, vars);
+		long y = expr_eval_int(e->args[1], dims, vars);
+		switch ((Op)e->op) {
+		case OP_ADD: return x + y;
+		case OP_SUB: return x - y;
+		case OP_MUL: return x * y;
+		case OP_DIV: return floordiv(x, y);
+		case OP_MOD: return floormod(x, y);
+		case OP_MAX: return x > y ? x : y;
+		case OP_MIN: return x < y ? x : y;
+		case OP_LT: return x < y;
+		case OP_LE: return x <= y;
+		case OP_GT: return x > y;
+		case OP_GE: return x >= y;
+		case OP_EQ: return x == y;
+		case OP_NE: return x != y;
+		case OP_AND: return x && y;
+		case OP_OR: return x || y;
+		default: return 0;
+		}
+	}
+	default: return 0;
+	}
+}
+
+static double apply_fn(Fn f, double x)
+{
+	switch (f) {
+	case FN_EXP: return exp(x);
+	case FN_EXP2: return exp2(x);
+	case FN_LOG: return log(x);
+	case FN_LOG2: return log2(x);
+	case FN_TANH: return tanh(x);
+	case FN_SIGMOID: return 1.0 / (1.0 + exp(-x));
+	case FN_SQRT: return sqrt(x);
+	case FN_RSQRT: return 1.0 / sqrt(x);
+	case FN_ABS: return fabs(x);
+	case FN_RELU: return x > 0 ? x : 0;
+	default: return NAN;
+	}
+}
+
+double expr_eval_float(const Expr *e, const long *dims, const double *params)
+{
+	switch (e->kind) {
+	case EX_FLOAT: return e->fval;
+	case EX_INT:
+	case EX_BOOL: return (double)e->ival;
+	case EX_DIM: return (double)dims[e->dim->id];
+	case EX_PARAM: return params[e->param->id];
+	case EX_CAST: return expr_eval_float(e->args[0], dims, params);
+	case EX_CALL: return apply_fn((Fn)e->op, expr_eval_float(e->args[0], dims, params));
+	case EX_UNOP: {
+		double x = expr_eval_float(e->args[0], dims, params);
+		return e->op == OP_NEG ? -x : !x;
+	}
+	case EX_SELECT:
+		return expr_eval_float(e->args[0], dims, params)
+			       ? expr_eval_float(e->args[1], dims, params)
+			       : expr_eval_float(e->args[2], dims, params);
+	case EX_BINOP: {
+		double x = expr_eval_float(e->args[0], dims, params);
+		double y = expr_eval_float(e->args[1], dims, params);
+		int ints = e->args[0]->type == VT_INT;
+		switch ((Op)e->op) {
+		case OP_ADD: return x + y;
+		case OP_SUB: return x - y;
+		case OP_MUL: return x * y;
+		case OP_DIV: return ints ? (double)floordiv((long)x, (long)y) : x / y;
+		case OP_MOD: return (double)floormod((long)x, (long)y);
+		case OP_MAX: return x > y ? x : y;
+		case OP_MIN: return x < y ? x : y;
+		case OP_LT: return x < y;
+		case OP_LE: return x <= y;
+		case OP_GT: return x > y;
+		case OP_GE: return x >= y;
+		case OP_EQ: return x == y;
+		case OP_NE: return x != y;
+		case OP_AND: return x && y;
+		case OP_OR: return x || y;
+		default: return NAN;
+		}
+	}
+	default: return NAN;
+	}
+}
+
+long tensor_dim_size(const Tensor *t, int k, const long *dims)
+{
+	return expr_eval_int(t->shape[k], dims, NULL);
+}
+
+long tensor_numel(const Tensor *t, const long *dims)
+{
+	long n = 1;
+	for (int k = 0; k < t->rank; k++)
+		n *= tensor_dim_size(t, k, dims);
+	return n;
+}
+
+int cascade_param_defaults(const Cascade *c, const long *dims, double *params, const int *given)
+{
+	for (int i = 0; i < c->params.n; i++) {
+		Param *p = c->params.v[i];
+		if (given && given[i])
+			continue;
+		if (!p->deflt)
+			return i;
+		double v = expr_eval_float(p->deflt, dims, params);
+		params[i] = p->type == VT_INT ? (double)(long)v : v;
+	}
+	return -1;
+}
+
+Tensor *cascade_tensor(const Cascade *c, const char *name)
+{
+	for (int i = 0; i < c->tensors.n; i++) {
+		Tensor *t = c->tensors.v[i];
+		if (!strcmp(t->name, name))
+			return t;
+	}
+	return NULL;
+}
+
+Dim *cascade_dim(const Cascade *c, const char *name)
+{
+	for (int i = 0; i < c->dims.n; i++) {
+		Dim *d = c->dims.v[i];
+		if (!strcmp(d->name, name))
+			return d;
+	}
+	return NULL;
+}
+
+Param *cascade_param(const Cascade *c, const char *name)
+{
+	for (int i = 0; i < c->params.n; i++) {
+		Param *p = c->params.v[i];
+		if (!strcmp(p->name, name))
+			return p;
+	}
+	return NULL;
+}
+
+/* ---- printing ---------------------------------------------------------- */
+
+static int expr_prec(const Expr *e)
+{
+	switch (e->kind) {
+	case EX_BINOP: return op_tab[e->op].prec;
+	case EX_UNOP: return 7;
+	case EX_SELECT: return 1;
+	default: return 10;
+	}
+}
+
+static void print_sub(FILE *out, const Expr *e, const Node *scope, int min_prec)
+{
+	int paren = expr_prec(e) < min_prec;
+	if (paren)
+		fputc('(', out);
+	expr_print(out, e, scope);
+	if (paren)
+		fputc(')', out);
+}
+
+static void print_float(FILE *out, double v)
+{
+	if (isinf(v))
+		fputs(v < 0 ? "-inf" : "inf", out);
+	else if (v == (double)(long)v && fabs(v) < 1e15)
+		fprintf(out, "%.1f", v);
+	else
+		fprintf(out, "%.9g", v);
+}
+
+/* Index variables print by name when the node is known, else as %k. */
+void expr_print(FILE *out, const Expr *e, const Node *scope)
+{
+	if (!e) {
+		fputs("true", out);
+		return;
+	}
+	switch (e->kind) {
+	case EX_FLOAT: print_float(out, e->fval); break;
+	case EX_INT: fprintf(out, "%ld", e->ival); break;
+	case EX_BOOL: fputs(e->ival ? "true" : "false", out); break;
+	case EX_INDEX:
+		if (scope && e->var < scope->nfree + scope->nred)
+			fputs(scope->vars[e->var].name, out);
+		else
+			fprintf(out, "%%%d", e->var);
+		break;
+	case EX_DIM: fputs(e->dim->name, out); break;
+	case EX_PARAM: fputs(e->param->name, out); break;
+	case EX_ACCESS:
+		fprintf(out, "%s[", e->tensor->name);
+		for (int i = 0; i < e->nargs; i++) {
+			if (i)
+				fputs(", ", out);
+			expr_print(out, e->args[i], scope);
+		}
+		fputc(']', out);
+		break;
+	case EX_UNOP:
+		fputs(op_tab[e->op].s, out);
+		print_sub(out, e->args[0], scope, 8);
+		break;
+	case EX_BINOP:
+		if (e->op == OP_MAX || e->op == OP_MIN) {
+			fprintf(out, "%s(", op_tab[e->op].s);
+			expr_print(out, e->args[0], scope);
+			fputs(", ", out);
+			expr_print(out, e->args[1], scope);
+			fputc(')', out);
+		} else {
+			int p = op_tab[e->op].prec;
+			/* comparisons do not chain; left-assoc elsewhere */
+			print_sub(out, e->args[0], scope, p == 4 ? p + 1 : p);
+			fprintf(out, " %s ", op_tab[e->op].s);
+			print_sub(out, e->args[1], scope, p + 1);
+		}
+		break;
+	case EX_SELECT:
+		print_sub(out, e->args[0], scope, 2);
+		fputs(" ? ", out);
+		print_sub(out, e->args[1], scope, 2);
+		fputs(" : ", out);
+		print_sub(out, e->args[2], scope, 1);
+		break;
+	case EX_CALL:
+		fprintf(out, "%s(", fn_name((Fn)e->op));
+		expr_print(out, e->args[0], scope);
+		fputc(')', out);
+		break;
+	case EX_CAST:
+		fputs("float(", out);
+		expr_print(out, e->args[0], scope);
+		fputc(')', out);
+		break;
+	}
+}
+
+static void print_shape(FILE *out, const Tensor *t)
+{
+	fputc('[', out);
+	for (int k = 0; k < t->rank; k++) {
+		if (k)
+			fputs(", ", out);
+		expr_print(out, t->shape[k], NULL);
+	}
+	fputc(']', out);
+}
+
+static void print_node(FILE *out, const Node *n)
+{
+	fprintf(out, "  %%%d = %s[", n->id, n->out->name);
+	for (int k = 0; k < n->nfree; k++)
+		fprintf(out, "%s%s", k ? ", " : "", n->vars[k].name);
+	fputs("] = ", out);
+	if (n->red != RED_NONE) {
+		fprintf(out, "%s[", redop_name(n->red));
+		for (int k = 0; k < n->nred; k++)
+			fprintf(out, "%s%s", k ? ", " : "", n->vars[n->nfree + k].name);
+		fputs("](", out);
+		expr_print(out, n->body, n);
+		fputc(')', out);
+	} else {
+		expr_print(out, n->body, n);
+	}
+	if (n->filter) {
+		fputs(" where ", out);
+		expr_print(out, n->filter, n);
+	}
+	fprintf(out, "    ; %s", n->origin ? n->origin : "statement");
+	if (n->loc.file >= 0)
+		fprintf(out, " at %d:%d", n->loc.line, n->loc.col);
+	fputc('\n', out);
+	fputs("      ranges:", out);
+	for (int k = 0; k < n->nfree + n->nred; k++) {
+		fprintf(out, " %s%s<", k == n->nfree ? "| " : "", n->vars[k].name);
+		expr_print(out, n->vars[k].extent, NULL);
+	}
+	fputc('\n', out);
+}
+
+/* A domain is stored over the tensor's own dimensions; print it with the
+** defining node's variable names when there is one. */
+static void print_tensor(FILE *out, const Tensor *t)
+{
+	static const char *kinds[] = {"in", "out", "temp"};
+	fprintf(out, "  %s %s", kinds[t->kind], t->name);
+	print_shape(out, t);
+	fprintf(out, " : %s", dtype_name(t->dtype));
+	if (t->domain) {
+		fputs(" present where ", out);
+		expr_print(out, t->domain, t->def);
+	}
+	fputc('\n', out);
+}
+
+void cascade_print(FILE *out, const Cascade *c)
+{
+	fprintf(out, "cascade %s {\n", c->name);
+	for (int i = 0; i < c->dims.n; i++) {
+		Dim *d = c->dims.v[i];
+		if (d->fixed)
+			fprintf(out, "  dim %s = %ld\n", d->name, d->fixed);
+		else
+			fprintf(out, "  dim %s\n", d->name);
+	}
+	for (int i = 0; i < c->params.n; i++) {
+		Param *p = c->params.v[i];
+		fprintf(out, "  param %s : %s", p->name, dtype_name(p->dtype));
+		if (p->deflt) {
+			fputs(" = ", out);
+			expr_print(out, p->deflt, NULL);
+		}
+		fputc('\n', out);
+	}
+	for (int i = 0; i < c->tensors.n; i++)
+		print_tensor(out, c->tensors.v[i]);
+	for (int i = 0; i < c->nodes.n; i++)
+		print_node(out, c->nodes.v[i]);
+	fputs("}\n", out);
+}
+
+void program_print(FILE *out, const Program *p)
+{
+	for (int i = 0; i < p->cascades.n; i++) {
+		if (i)
+			fputc('\n', out);
+		cascade_print(out, p->cascades.v[i]);
+	}
+}

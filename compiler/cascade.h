@@ -1,0 +1,250 @@
+/*
+** compiler/cascade.h: the cascade IR.
+**
+** A Cascade is what one `attention NAME { ... }` block means after semantic
+** analysis: a list of dims, params and tensors, and a topologically ordered
+** list of extended-Einsum Nodes. The front end (lang/) builds it; every later
+** stage (pass analysis, MLIR interchange, the reference executor, the C and
+** PTX back ends) reads it.
+**
+** Node semantics (the single definition every evaluator implements):
+**
+**   iteration space   vars[0 .. nfree)            the output's dimensions, in
+**                                                 order (var k spans out->shape[k])
+**                     vars[nfree .. nfree+nred)   reduced indices
+**   for each free point p:
+**     if out->domain is set and false at p:  out[p] = 0        (absent point)
+**     else if red == RED_NONE:               out[p] = body(p)
+**     else: acc = identity(red)
+**           for each reduced point r with filter(p, r) true (or filter NULL):
+**               acc = acc (+)red body(p, r)
+**           out[p] = acc
+**
+** identity: sum 0, prod 1, max -inf, min +inf. `filter` is the node's whole
+** predicate (its own `where` plus the domains of the tensors it reads,
+** substituted); `out->domain` is the part of it that mentions free indices
+** only. Reading a tensor outside its domain cannot happen: consumers inherit
+** the producer's domain into their filter. Temporaries hold the compute type
+** (f32 or f64 in the reference executor; FLOAT, INT or BOOL by value type).
+*/
+#ifndef ATTN_CASCADE_H
+#define ATTN_CASCADE_H
+
+#include <stdio.h>
+
+#include "../lang/diag.h"
+#include "../support/arena.h"
+
+/* Storage element types of declared tensors and params. */
+typedef enum DType {
+	DT_BOOL,
+	DT_I32,
+	DT_F8E4M3,
+	DT_F8E5M2,
+	DT_F16,
+	DT_BF16,
+	DT_F32,
+	DT_F64,
+	DT_COUNT
+} DType;
+
+/* Value types inside expressions. INT covers indices, dims and i32 data
+** (evaluated in 64-bit); FLOAT is the compute precision. */
+typedef enum VType { VT_BOOL, VT_INT, VT_FLOAT } VType;
+
+typedef enum ExprKind {
+	EX_FLOAT,  /* fval (may be +-INFINITY) */
+	EX_INT,    /* ival */
+	EX_BOOL,   /* ival is 0 or 1 */
+	EX_INDEX,  /* var: position in the node's iteration space */
+	EX_DIM,    /* dim */
+	EX_PARAM,  /* param */
+	EX_ACCESS, /* tensor[args...]; args are VT_INT index expressions */
+	EX_UNOP,   /* op: OP_NEG, OP_NOT; args[0] */
+	EX_BINOP,  /* op: arithmetic, comparison, logic, OP_MAX/OP_MIN; args[0], args[1] */
+	EX_SELECT, /* args[0] ? args[1] : args[2]; args[0] is VT_BOOL */
+	EX_CALL,   /* op: a FN_* function of args[0]; the argument is VT_FLOAT */
+	EX_CAST,   /* float(args[0]): VT_INT or VT_BOOL to VT_FLOAT */
+} ExprKind;
+
+typedef enum Op {
+	OP_NEG,
+	OP_NOT,
+	OP_ADD,
+	OP_SUB,
+	OP_MUL,
+	OP_DIV, /* float: IEEE; int: floor division (rounds toward -inf) */
+	OP_MOD, /* int only: floor modulo (result has the divisor's sign) */
+	OP_MAX,
+	OP_MIN,
+	OP_LT,
+	OP_LE,
+	OP_GT,
+	OP_GE,
+	OP_EQ,
+	OP_NE,
+	OP_AND,
+	OP_OR,
+	OP_COUNT
+} Op;
+
+typedef enum Fn {
+	FN_EXP,
+	FN_EXP2,
+	FN_LOG,
+	FN_LOG2,
+	FN_TANH,
+	FN_SIGMOID,
+	FN_SQRT,
+	FN_RSQRT,
+	FN_ABS,
+	FN_RELU,
+	FN_COUNT
+} Fn;
+
+typedef enum RedOp { RED_NONE, RED_SUM, RED_MAX, RED_MIN, RED_PROD } RedOp;
+
+typedef enum TensorKind { TK_IN, TK_OUT, TK_TEMP } TensorKind;
+
+typedef struct Dim Dim;
+typedef struct Param Param;
+typedef struct Tensor Tensor;
+typedef struct Node Node;
+typedef struct Expr Expr;
+
+struct Dim {
+	const char *name;
+	int id;     /* index in Cascade.dims */
+	long fixed; /* > 0: compile-time size (`dims D = 128`); 0: given at run time */
+	SrcLoc loc;
+};
+
+struct Param {
+	const char *name;
+	int id; /* index in Cascade.params */
+	DType dtype; /* DT_F32 or DT_I32 */
+	VType type;
+	Expr *deflt; /* NULL: the caller must supply it; else over dims and earlier params */
+	SrcLoc loc;
+};
+
+struct Tensor {
+	const char *name; /* temporaries made by desugaring contain a '.', e.g. "P.max" */
+	int id;           /* index in Cascade.tensors */
+	TensorKind kind;
+	DType dtype;  /* declared dtype; for temporaries DT_F32, DT_I32 or DT_BOOL by value type */
+	VType type;
+	int rank;
+	Expr **shape;  /* rank VT_INT expressions over dims and literals */
+	Node *def;     /* defining node; NULL for inputs */
+	Expr *domain;  /* presence predicate over EX_INDEX 0..rank-1 (the tensor's own
+			  dimensions); NULL = present everywhere */
+	SrcLoc loc;
+};
+
+struct Expr {
+	ExprKind kind;
+	VType type;
+	int op; /* Op for UNOP/BINOP, Fn for CALL */
+	double fval;
+	long ival;
+	int var; /* EX_INDEX */
+	Dim *dim;
+	Param *param;
+	Tensor *tensor;
+	int nargs;
+	Expr **args;
+	SrcLoc loc;
+};
+
+typedef struct IndexVar {
+	const char *name; /* the user's name, or a made-up one for desugared nodes */
+	Expr *extent;     /* VT_INT over dims and literals */
+	SrcLoc loc;
+} IndexVar;
+
+struct Node {
+	int id; /* index in Cascade.nodes (topological order) */
+	Tensor *out;
+	int nfree, nred;
+	IndexVar *vars; /* nfree + nred */
+	RedOp red;
+	Expr *body;   /* value type matches out->type */
+	Expr *filter; /* NULL = every point */
+	SrcLoc loc;   /* the statement (or sub-expression) it came from */
+	const char *origin; /* what made it: "statement", "softmax max", "reduction", ... */
+};
+
+typedef struct Cascade {
+	const char *name;
+	SrcLoc loc;
+	PtrVec dims;    /* Dim* */
+	PtrVec params;  /* Param* */
+	PtrVec tensors; /* Tensor*: inputs and outputs in declaration order, then temporaries */
+	PtrVec nodes;   /* Node*, topologically ordered */
+} Cascade;
+
+typedef struct Program {
+	PtrVec cascades; /* Cascade* in file order */
+} Program;
+
+/* Names and properties, shared by every printer and emitter. */
+const char *dtype_name(DType t);
+int dtype_is_float(DType t);
+const char *vtype_name(VType t);
+const char *op_spelling(Op op); /* "+", "<=", "max", ... */
+const char *fn_name(Fn f);      /* "exp", ... */
+const char *redop_name(RedOp r);
+double redop_identity(RedOp r);
+
+/* Constructors (arena-allocated). */
+Expr *expr_new(Arena *a, ExprKind k, VType t, SrcLoc loc);
+Expr *expr_int(Arena *a, long v);
+Expr *expr_float(Arena *a, double v);
+Expr *expr_index(Arena *a, int var);
+Expr *expr_binop(Arena *a, Op op, Expr *l, Expr *r);
+Expr *expr_and(Arena *a, Expr *l, Expr *r); /* either may be NULL (= true) */
+Expr *expr_copy(Arena *a, const Expr *e);
+/* Copy of e with each EX_INDEX k replaced by a copy of sub[k]. */
+Expr *expr_subst(Arena *a, const Expr *e, Expr *const *sub, int nsub);
+/* Bit set of the iteration variables an expression mentions (vars < 64). */
+unsigned long long expr_vars(const Expr *e);
+
+/* Evaluation of index, shape and param-default expressions on the host:
+** dims[] holds each dim's size, params[] each param's value, vars[] the
+** iteration point. Tensor accesses are not allowed here (returns 0). */
+long expr_eval_int(const Expr *e, const long *dims, const long *vars);
+double expr_eval_float(const Expr *e, const long *dims, const double *params);
+long tensor_dim_size(const Tensor *t, int k, const long *dims);
+long tensor_numel(const Tensor *t, const long *dims);
+/* Fills params[] with defaults for those not marked in given[]; returns the
+** index of the first required param that is missing, or -1. */
+int cascade_param_defaults(const Cascade *c, const long *dims, double *params, const int *given);
+/* Floor division and modulo, as the language defines them. */
+long floordiv(long a, long b);
+long floormod(long a, long b);
+
+/* Printing: `--emit=cascade` (stable text for FileCheck). */
+void expr_print(FILE *out, const Expr *e, const Node *scope);
+void cascade_print(FILE *out, const Cascade *c);
+void program_print(FILE *out, const Program *p);
+
+/* Lookups by name, or NULL. */
+Tensor *cascade_tensor(const Cascade *c, const char *name);
+Dim *cascade_dim(const Cascade *c, const char *name);
+Param *cascade_param(const Cascade *c, const char *name);
+
+/*
+** Values bound to a cascade for one evaluation (attnc run, tests). All data
+** is f64, row-major and contiguous, whatever the tensor's dtype: integers and
+** booleans are stored exactly (0/1 for bool). Evaluators convert to their
+** working precision.
+*/
+typedef struct Binding {
+	const Cascade *c;
+	long *dims;     /* [ndims] */
+	double *params; /* [nparams] */
+	double **data;  /* [ntensors]: buffers of TK_IN and TK_OUT tensors; NULL for temporaries */
+} Binding;
+
+#endif
