@@ -2,7 +2,10 @@
 ** compiler/cascade.c: constructors, host-side evaluation of index and scalar
 ** expressions, lookups, and the stable text form printed by --emit=cascade.
 */
+#define _POSIX_C_SOURCE 200809L
 #include "cascade.h"
+
+#include <stdlib.h>
 
 #include <math.h>
 #include <string.h>
@@ -162,7 +165,7 @@ long expr_eval_int(const Expr *e, const long *dims, const long *vars)
 	case EX_BOOL: return e->ival;
 	case EX_FLOAT: return (long)e->fval;
 	case EX_INDEX: return vars ? vars[e->var] : 0;
-	case EX_DIM: return dims[e->dim->id];
+	case EX_DIM: return e->dim->fixed ? e->dim->fixed : dims ? dims[e->dim->id] : 0;
 	case EX_UNOP: {
 		long x = expr_eval_int(e->args[0], dims, vars);
 		return e->op == OP_NEG ? -x : !x;
@@ -219,8 +222,9 @@ double expr_eval_float(const Expr *e, const long *dims, const double *params)
 	case EX_FLOAT: return e->fval;
 	case EX_INT:
 	case EX_BOOL: return (double)e->ival;
-	case EX_DIM: return (double)dims[e->dim->id];
-	case EX_PARAM: return params[e->param->id];
+	case EX_DIM:
+		return (double)(e->dim->fixed ? e->dim->fixed : dims ? dims[e->dim->id] : 0);
+	case EX_PARAM: return params ? params[e->param->id] : 0.0;
 	case EX_CAST: return expr_eval_float(e->args[0], dims, params);
 	case EX_CALL: return apply_fn((Fn)e->op, expr_eval_float(e->args[0], dims, params));
 	case EX_UNOP: {
@@ -505,4 +509,18 @@ void program_print(FILE *out, const Program *p)
 			fputc('\n', out);
 		cascade_print(out, p->cascades.v[i]);
 	}
+}
+
+char *expr_str(Arena *a, const Expr *e, const Node *scope)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+	if (!f)
+		return arena_strdup(a, "?");
+	expr_print(f, e, scope);
+	fclose(f);
+	char *r = arena_strdup(a, buf ? buf : "?");
+	free(buf);
+	return r;
 }

@@ -226,6 +226,7 @@ long floormod(long a, long b);
 
 /* Printing: `--emit=cascade` (stable text for FileCheck). */
 void expr_print(FILE *out, const Expr *e, const Node *scope);
+char *expr_str(Arena *a, const Expr *e, const Node *scope); /* the same, as a string */
 void cascade_print(FILE *out, const Cascade *c);
 void program_print(FILE *out, const Program *p);
 

@@ -1,0 +1,168 @@
+/*
+** compiler/attnc.c: the attnc command.
+**
+**   attnc [options] FILE.attn        compile (today: check, or --emit a form)
+**   attnc run FILE.attn [options]    run the reference on seeded inputs
+**
+** Exit status: 0 success, 1 errors in the input, 2 usage errors, 3 a tool
+** or internal failure. Output files are written whole or not at all.
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lang/front.h"
+#include "mlir_emit.h"
+#include "run.h"
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_TOOL = 3 };
+
+typedef enum Emit { EMIT_NONE, EMIT_CASCADE, EMIT_MLIR } Emit;
+
+static const char *usage_text =
+	"usage: attnc [options] FILE.attn\n"
+	"       attnc run FILE.attn [run options]   (see 'attnc run --help')\n"
+	"\n"
+	"Compiles attention variants written as cascades of Einsums.\n"
+	"\n"
+	"options:\n"
+	"  --emit=cascade     print the cascade IR (stable text form)\n"
+	"  --emit=mlir        print the cascade as MLIR (func.func of linalg.generic)\n"
+	"  --target=T         sm_80, sm_90a, sm_100a or cpu (default sm_90a)\n"
+	"  --f64              use f64 as the float type of --emit=mlir\n"
+	"  -o PATH            write the output to PATH instead of standard output\n"
+	"  --max-errors=N     stop after N errors (default 20)\n"
+	"  -h, --help         print this help\n"
+	"  --version          print the version\n"
+	"\n"
+	"Without --emit, attnc checks the file and reports diagnostics only.\n"
+	"Exit status: 0 success, 1 errors in the input, 2 usage errors, 3 tool failure.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "attnc: error: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\ntry 'attnc --help'\n");
+	return EXIT_USAGE;
+}
+
+static const char *targets[] = {"sm_80", "sm_90a", "sm_100a", "cpu"};
+
+/* Writes through a temporary file in the destination's directory and
+** renames it into place on success, so a failed run leaves no partial file. */
+static int emit_to(const char *path, Emit emit, const Program *p, int f64)
+{
+	FILE *out = stdout;
+	char *tmp = NULL;
+	if (path) {
+		size_t n = strlen(path) + 16;
+		tmp = malloc(n);
+		if (!tmp)
+			return EXIT_TOOL;
+		snprintf(tmp, n, "%s.tmpXXXXXX", path);
+		int fd = mkstemp(tmp);
+		if (fd < 0 || !(out = fdopen(fd, "w"))) {
+			fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(errno));
+			if (fd >= 0)
+				close(fd), unlink(tmp);
+			free(tmp);
+			return EXIT_TOOL;
+		}
+	}
+	int rc = 0;
+	if (emit == EMIT_CASCADE)
+		program_print(out, p);
+	else if (emit == EMIT_MLIR && mlir_emit_program(out, stderr, p, f64))
+		rc = EXIT_TOOL;
+	if (fflush(out) || ferror(out)) {
+		fprintf(stderr, "attnc: error: write failed: %s\n", strerror(errno));
+		rc = EXIT_TOOL;
+	}
+	if (path) {
+		fclose(out);
+		if (rc == 0 && rename(tmp, path)) {
+			fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(errno));
+			rc = EXIT_TOOL;
+		}
+		if (rc)
+			unlink(tmp);
+		free(tmp);
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "run"))
+		return run_main(argc - 1, argv + 1);
+	const char *file = NULL, *out = NULL;
+	Emit emit = EMIT_NONE;
+	int f64 = 0, max_errors = 20;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage_text, stdout);
+			return 0;
+		} else if (!strcmp(a, "--version")) {
+			printf("attnc %s\n", ATTNC_VERSION);
+			return 0;
+		} else if (!strncmp(a, "--emit=", 7)) {
+			if (!strcmp(a + 7, "cascade"))
+				emit = EMIT_CASCADE;
+			else if (!strcmp(a + 7, "mlir"))
+				emit = EMIT_MLIR;
+			else
+				return usage_error("unknown --emit form '%s' (expected cascade or mlir)", a + 7);
+		} else if (!strncmp(a, "--target=", 9)) {
+			int ok = 0;
+			for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++)
+				ok |= !strcmp(a + 9, targets[t]);
+			if (!ok)
+				return usage_error("unknown target '%s' (expected sm_80, sm_90a, sm_100a or cpu)",
+						   a + 9);
+		} else if (!strcmp(a, "--f64")) {
+			f64 = 1;
+		} else if (!strncmp(a, "--max-errors=", 13)) {
+			char *end;
+			long v = strtol(a + 13, &end, 10);
+			if (*end || v < 1 || v > 100000)
+				return usage_error("bad --max-errors value '%s'", a + 13);
+			max_errors = (int)v;
+		} else if (!strcmp(a, "-o")) {
+			if (++i == argc)
+				return usage_error("%s needs a path", "-o");
+			out = argv[i];
+		} else if (a[0] == '-' && a[1]) {
+			return usage_error("unknown option '%s'", a);
+		} else if (file) {
+			return usage_error("more than one input file ('%s')", a);
+		} else {
+			file = a;
+		}
+	}
+	if (!file)
+		return usage_error("%s", "no input file");
+	Arena arena;
+	arena_init(&arena);
+	Diag d;
+	diag_init(&d, &arena, stderr);
+	d.max_errors = max_errors;
+	int rc = 0;
+	int f = diag_load_file(&d, file);
+	Program *p = f < 0 ? NULL : front_compile(&arena, &d, f);
+	if (f < 0)
+		rc = EXIT_INPUT;
+	else if (!p)
+		rc = EXIT_INPUT;
+	else if (emit != EMIT_NONE)
+		rc = emit_to(out, emit, p, f64);
+	if (d.suppressed)
+		fprintf(stderr, "attnc: %d more errors not shown (--max-errors=%d)\n", d.suppressed,
+			d.max_errors);
+	if (d.errors)
+		fprintf(stderr, "%d error%s generated.\n", d.errors, d.errors == 1 ? "" : "s");
+	arena_free(&arena);
+	return rc;
+}

@@ -1,0 +1,72 @@
+/*
+** lang/ast.h: the parse tree of a .attn file.
+** Names are still strings here; lang/sema*.c resolves them and builds the
+** cascade IR. All nodes live in the compile arena.
+*/
+#ifndef ATTN_AST_H
+#define ATTN_AST_H
+
+#include "../compiler/cascade.h"
+#include "diag.h"
+
+typedef enum AstKind {
+	A_INT,
+	A_FLOAT,
+	A_INF,
+	A_NAME,   /* name */
+	A_ACCESS, /* name[args] */
+	A_CALL,   /* name(args) */
+	A_REDUCE, /* name[args](body where) : args are the index names */
+	A_UNARY,  /* op args[0] */
+	A_BINARY, /* args[0] op args[1] */
+	A_COND,   /* args[0] ? args[1] : args[2] */
+} AstKind;
+
+typedef struct AstExpr AstExpr;
+struct AstExpr {
+	AstKind kind;
+	Op op;
+	const char *name;
+	long ival;
+	double fval;
+	int nargs;
+	AstExpr **args;
+	AstExpr *body, *where; /* A_REDUCE */
+	SrcLoc loc;            /* the whole expression */
+	SrcLoc nameloc;        /* the name of a NAME/ACCESS/CALL/REDUCE */
+};
+
+typedef enum ItemKind { I_DIM, I_CONST, I_PARAM, I_IN, I_OUT, I_INDEX, I_STMT } ItemKind;
+
+typedef struct AstItem {
+	ItemKind kind;
+	const char *name;
+	SrcLoc loc, nameloc;
+	long fixed;       /* I_DIM: compile-time size or 0 */
+	AstExpr *value;   /* I_CONST value, I_PARAM default, I_INDEX range */
+	const char *type; /* I_PARAM, I_IN, I_OUT: dtype name */
+	SrcLoc typeloc;
+	int nidx;
+	AstExpr **idx;    /* I_IN/I_OUT shape, I_STMT left-hand indices */
+	AstExpr *rhs, *where; /* I_STMT */
+} AstItem;
+
+typedef struct AstAttention {
+	const char *name;
+	SrcLoc loc, nameloc;
+	PtrVec items; /* AstItem* */
+} AstAttention;
+
+typedef struct AstFile {
+	PtrVec attentions; /* AstAttention* */
+} AstFile;
+
+/* Parses one registered file; returns the tree (possibly partial after
+** errors, which are reported through d). */
+AstFile *ast_parse(Arena *a, Diag *d, int file);
+
+AstExpr *ast_expr(Arena *a, AstKind k, SrcLoc loc);
+AstExpr *ast_binary(Arena *a, Op op, AstExpr *l, AstExpr *r);
+AstExpr *ast_list_push(Arena *a, AstExpr *list, AstExpr *e);
+
+#endif

@@ -1,0 +1,423 @@
+/*
+** lang/sema_index.c: index variables of a statement.
+** Every name that is not a declared symbol is an index. Indices on the left
+** are free; a reduction binds its own; anything else is an error. Ranges are
+** inferred by unifying each plain index with the tensor dimension it
+** subscripts (TC-style range inference), and must agree everywhere.
+*/
+#include <string.h>
+
+#include "sema.h"
+
+VarInfo *sema_var(Stmt *st, const char *name)
+{
+	for (int i = 0; i < st->nvars; i++)
+		if (!strcmp(st->vars[i].name, name))
+			return &st->vars[i];
+	return NULL;
+}
+
+int sema_reads_failed(Sema *s, AstExpr *e)
+{
+	if (!e)
+		return 0;
+	if (e->kind == A_ACCESS) {
+		Sym *y = sema_lookup(s, e->name);
+		if (y && y->failed)
+			return 1;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (sema_reads_failed(s, e->args[i]))
+			return 1;
+	return sema_reads_failed(s, e->body) || sema_reads_failed(s, e->where);
+}
+
+static int is_index_name(Sema *s, AstExpr *e)
+{
+	return e->kind == A_NAME && !sema_lookup(s, e->name);
+}
+
+static VarInfo *add_var(Sema *s, Stmt *st, const char *name, SrcLoc loc)
+{
+	VarInfo *v = sema_var(st, name);
+	if (v)
+		return v;
+	if (st->nvars == MAX_VARS) {
+		diag_error(s->d, loc, "too many index variables in one statement (limit %d)",
+			   MAX_VARS);
+		return NULL;
+	}
+	v = &st->vars[st->nvars++];
+	memset(v, 0, sizeof *v);
+	v->name = name, v->loc = loc;
+	return v;
+}
+
+/* True when every leaf of e is a literal or a fixed-size dim. */
+static int is_constant(const Expr *e)
+{
+	if (e->kind == EX_DIM && !e->dim->fixed)
+		return 0;
+	if (e->kind == EX_PARAM || e->kind == EX_INDEX || e->kind == EX_ACCESS)
+		return 0;
+	for (int i = 0; i < e->nargs; i++)
+		if (!is_constant(e->args[i]))
+			return 0;
+	return 1;
+}
+
+/* Constant-valued extents (literals, fixed dims) compare by value; others
+** structurally, so N and N agree while N and M do not. */
+int extent_equal(const Expr *a, const Expr *b)
+{
+	if (is_constant(a) && is_constant(b))
+		return expr_eval_int(a, NULL, NULL) == expr_eval_int(b, NULL, NULL);
+	return expr_equal(a, b);
+}
+
+static void describe_access(AstExpr *acc, VarInfo *v)
+{
+	v->from = acc->loc;
+	v->from_text = acc->name;
+}
+
+/* Records that index `name` spans `extent`, reporting a clash with an
+** earlier range. */
+static void bind_extent(Sema *s, Stmt *st, const char *name, Expr *extent, AstExpr *acc, SrcLoc at)
+{
+	VarInfo *v = sema_var(st, name);
+	if (!v || !extent)
+		return;
+	if (!v->extent) {
+		v->extent = extent;
+		describe_access(acc, v);
+		return;
+	}
+	if (!extent_equal(v->extent, extent)) {
+		const char *a = expr_str(s->a, v->extent, NULL), *b = expr_str(s->a, extent, NULL);
+		diag_error(s->d, at, "index '%s' is bound to two different ranges: %s (from '%s') and %s (from '%s')",
+			   name, a, v->from_text, b, acc->name);
+		diag_note(s->d, v->from, "'%s' gets the range %s here", name, a);
+	}
+}
+
+/* `a*X+b` with a, b index names and X a dim or const: the GQA head index. */
+static int split_pattern(Sema *s, AstExpr *e, AstExpr **a, AstExpr **x, AstExpr **b)
+{
+	if (e->kind != A_BINARY || e->op != OP_ADD)
+		return 0;
+	AstExpr *m = e->args[0];
+	if (m->kind != A_BINARY || m->op != OP_MUL)
+		return 0;
+	if (!is_index_name(s, m->args[0]) || !is_index_name(s, e->args[1]))
+		return 0;
+	AstExpr *xx = m->args[1];
+	Sym *y = xx->kind == A_NAME ? sema_lookup(s, xx->name) : NULL;
+	if (!y || (y->kind != SYM_DIM && y->kind != SYM_CONST))
+		return 0;
+	*a = m->args[0], *x = xx, *b = e->args[1];
+	return 1;
+}
+
+/* Infers ranges from one subscript position of a tensor whose shape is
+** known: a plain index takes the dimension; a*X+b over a dimension P*X gives
+** a the range P and b the range X. */
+static void infer_position(Sema *s, Stmt *st, AstExpr *acc, AstExpr *arg, Expr *dim)
+{
+	if (!dim)
+		return;
+	if (is_index_name(s, arg)) {
+		bind_extent(s, st, arg->name, dim, acc, arg->loc);
+		return;
+	}
+	AstExpr *a, *x, *b;
+	if (split_pattern(s, arg, &a, &x, &b) && dim->kind == EX_BINOP && dim->op == OP_MUL) {
+		Sym *y = sema_lookup(s, x->name);
+		Expr *xe = y->kind == SYM_DIM ? expr_new(s->a, EX_DIM, VT_INT, x->loc) : y->value;
+		if (y->kind == SYM_DIM)
+			xe->dim = y->dim;
+		if (extent_equal(dim->args[1], xe)) {
+			bind_extent(s, st, a->name, dim->args[0], acc, a->loc);
+			bind_extent(s, st, b->name, dim->args[1], acc, b->loc);
+		}
+	}
+}
+
+static void infer_access(Sema *s, Stmt *st, AstExpr *acc)
+{
+	Sym *y = sema_lookup(s, acc->name);
+	if (!y || y->kind != SYM_TENSOR || !y->tensor || !y->tensor->shape)
+		return;
+	if (y->tensor->rank != acc->nargs)
+		return; /* reported when the expression is typed */
+	for (int k = 0; k < acc->nargs; k++)
+		infer_position(s, st, acc, acc->args[k], y->tensor->shape[k]);
+}
+
+/* Walks the right-hand side with the stack of reduction-bound names,
+** checking the binding rules and collecting ranges. */
+static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int in_index)
+{
+	if (!e)
+		return 1;
+	int ok = 1;
+	switch (e->kind) {
+	case A_NAME:
+		if (!sema_lookup(s, e->name)) {
+			VarInfo *v = sema_var(st, e->name);
+			int is_bound = v && v->on_lhs;
+			for (int i = 0; i < nb && !is_bound; i++)
+				is_bound = !strcmp(bound[i], e->name);
+			if (!is_bound && v && v->reported)
+				return 0;
+			if (!is_bound) {
+				if (v)
+					v->reported = 1;
+				if (in_index || (v && v->as_index))
+					diag_error(s->d, e->loc,
+						   "index '%s' is not bound: it is not on the left-hand side of '%s' and no enclosing reduction binds it",
+						   e->name, st->item->name);
+				else
+					diag_error(s->d, e->loc, "use of undeclared name '%s'", e->name);
+				return 0;
+			}
+		}
+		return 1;
+	case A_ACCESS:
+		for (int i = 0; i < e->nargs; i++) {
+			int good = walk(s, st, e->args[i], bound, nb, 1);
+			ok &= good && sema_check_affine(s, e->args[i]);
+		}
+		if (ok)
+			infer_access(s, st, e);
+		return ok;
+	case A_REDUCE: {
+		const char *nbound[MAX_VARS];
+		int n = nb < MAX_VARS ? nb : MAX_VARS;
+		memcpy(nbound, bound, sizeof(char *) * (size_t)n);
+		int keeps = !strcmp(e->name, "softmax");
+		for (int i = 0; i < e->nargs; i++) {
+			AstExpr *ix = e->args[i];
+			if (ix->kind != A_NAME) {
+				diag_error(s->d, ix->loc, "'%s[...]' takes index names, not expressions",
+					   e->name);
+				ok = 0;
+				continue;
+			}
+			Sym *y = sema_lookup(s, ix->name);
+			if (y) {
+				diag_error(s->d, ix->loc, "'%s' is a %s, not an index; '%s[...]' takes index names",
+					   ix->name, y->kind == SYM_DIM ? "dim" : "declared name", e->name);
+				ok = 0;
+				continue;
+			}
+			VarInfo *v = sema_var(st, ix->name);
+			int outer = v && v->on_lhs;
+			for (int j = 0; j < nb && !outer; j++)
+				outer = !strcmp(bound[j], ix->name);
+			if (keeps && !outer) {
+				diag_error(s->d, ix->loc,
+					   "softmax[%s] keeps index '%s', so '%s' must appear on the left-hand side or be reduced by an enclosing reduction",
+					   ix->name, ix->name, ix->name);
+				ok = 0;
+			} else if (!keeps && v && v->on_lhs) {
+				diag_error(s->d, ix->loc,
+					   "index '%s' is reduced by '%s' but also appears on the left-hand side of '%s'",
+					   ix->name, e->name, st->item->name);
+				ok = 0;
+			} else if (!keeps && outer) {
+				diag_error(s->d, ix->loc,
+					   "index '%s' is already bound by an enclosing reduction",
+					   ix->name);
+				ok = 0;
+			} else if (!keeps && n < MAX_VARS) {
+				nbound[n++] = ix->name;
+			}
+		}
+		ok &= walk(s, st, e->body, nbound, n, 0);
+		ok &= walk(s, st, e->where, nbound, n, 0);
+		return ok;
+	}
+	default:
+		for (int i = 0; i < e->nargs; i++)
+			ok &= walk(s, st, e->args[i], bound, nb, in_index);
+		return ok;
+	}
+}
+
+/* First sweep: every index-like name gets a VarInfo, and we note which are
+** used as subscripts (to word the unbound-index error well). */
+static void collect(Sema *s, Stmt *st, AstExpr *e, int in_index)
+{
+	if (!e)
+		return;
+	if (e->kind == A_NAME && !sema_lookup(s, e->name)) {
+		VarInfo *v = add_var(s, st, e->name, e->loc);
+		if (v && in_index)
+			v->as_index = 1;
+	}
+	int sub = e->kind == A_ACCESS ? 1 : in_index;
+	for (int i = 0; i < e->nargs; i++)
+		collect(s, st, e->args[i], e->kind == A_REDUCE ? 0 : sub);
+	collect(s, st, e->body, 0);
+	collect(s, st, e->where, 0);
+}
+
+/* Left-hand subscripts are plain index names or a*X+b; each name at most
+** once, since a statement defines every element exactly once. */
+static int check_lhs(Sema *s, Stmt *st)
+{
+	AstItem *it = st->item;
+	int ok = 1;
+	for (int k = 0; k < it->nidx; k++) {
+		AstExpr *ix = it->idx[k], *a, *x, *b;
+		AstExpr *names[2];
+		int nn = 0;
+		if (is_index_name(s, ix))
+			names[nn++] = ix;
+		else if (split_pattern(s, ix, &a, &x, &b))
+			names[nn++] = a, names[nn++] = b;
+		else {
+			diag_error(s->d, ix->loc,
+				   "a left-hand subscript must be an index name or of the form a*G+b");
+			ok = 0;
+			continue;
+		}
+		for (int i = 0; i < nn; i++) {
+			VarInfo *v = sema_var(st, names[i]->name);
+			if (v && v->on_lhs) {
+				diag_error(s->d, names[i]->loc,
+					   "index '%s' appears twice on the left-hand side",
+					   names[i]->name);
+				ok = 0;
+			}
+			if (v)
+				v->on_lhs = 1;
+		}
+	}
+	return ok;
+}
+
+/* Temporaries' extents come from their uses; for a*X+b on the left of a
+** temporary, b must span X. */
+static int lhs_extents(Sema *s, Stmt *st)
+{
+	AstItem *it = st->item;
+	AstExpr fake = {0};
+	fake.kind = A_ACCESS, fake.name = it->name, fake.loc = it->nameloc;
+	if (st->lhs->shape) {
+		for (int k = 0; k < it->nidx; k++)
+			infer_position(s, st, &fake, it->idx[k], st->lhs->shape[k]);
+	}
+	return 1;
+}
+
+int sema_index_statement(Sema *s, Stmt *st)
+{
+	AstItem *it = st->item;
+	int errors = s->d->errors;
+	for (int k = 0; k < it->nidx; k++)
+		collect(s, st, it->idx[k], 1);
+	collect(s, st, it->rhs, 0);
+	collect(s, st, it->where, 0);
+	if (s->d->errors != errors || !check_lhs(s, st))
+		return 0;
+	lhs_extents(s, st);
+	/* statement-level where may use the top reduction's indices */
+	const char *top[MAX_VARS];
+	int ntop = 0;
+	AstExpr *r = it->rhs;
+	if (r->kind == A_REDUCE && strcmp(r->name, "softmax"))
+		for (int i = 0; i < r->nargs && ntop < MAX_VARS; i++)
+			if (r->args[i]->kind == A_NAME)
+				top[ntop++] = r->args[i]->name;
+	int ok = walk(s, st, it->rhs, NULL, 0, 0);
+	if (it->where)
+		ok &= walk(s, st, it->where, top, ntop, 0);
+	if (!ok)
+		return 0;
+	for (int i = 0; i < s->indexdecl.n; i++) {
+		AstItem *d = s->indexdecl.v[i];
+		if (!sema_var(st, d->name))
+			continue;
+		Stmt *save = s->st;
+		s->st = NULL;
+		Expr *ext = sema_scalar_expr(s, d->value, 0, "an index range");
+		s->st = save;
+		AstExpr fake = {0};
+		fake.kind = A_ACCESS, fake.name = "index declaration", fake.loc = d->loc;
+		if (ext)
+			bind_extent(s, st, d->name, ext, &fake, d->value->loc);
+	}
+	for (int i = 0; i < st->nvars; i++) {
+		VarInfo *v = &st->vars[i];
+		if (!v->extent) {
+			diag_error(s->d, v->loc,
+				   "cannot infer the range of index '%s'; use it as a plain subscript of a declared tensor, or declare 'index %s in <size>;'",
+				   v->name, v->name);
+			ok = 0;
+		}
+	}
+	return ok && s->d->errors == errors;
+}
+
+/* Quasi-affine: sums of index names times constants or dims, index
+** expressions divided or reduced modulo a constant or dim, and offsets built
+** from dims, consts and integer params. Anything reading tensor data or
+** multiplying two indices is not. Returns a mask: bit 0 set when e
+** mentions an index, bit 1 set on error (already reported). */
+static int affine(Sema *s, AstExpr *e)
+{
+	switch (e->kind) {
+	case A_INT: return 0;
+	case A_FLOAT:
+	case A_INF:
+		diag_error(s->d, e->loc, "a subscript must be an integer, not a floating value");
+		return 2;
+	case A_NAME: return sema_lookup(s, e->name) ? 0 : 1;
+	case A_ACCESS:
+		diag_error(s->d, e->loc,
+			   "subscript is not affine: it reads tensor '%s' (indirect indexing is not supported)",
+			   e->name);
+		return 2;
+	case A_UNARY: return affine(s, e->args[0]);
+	case A_BINARY: {
+		int l = affine(s, e->args[0]);
+		if (l & 2)
+			return 2;
+		int r = affine(s, e->args[1]);
+		if (r & 2)
+			return 2;
+		switch (e->op) {
+		case OP_ADD:
+		case OP_SUB: return l | r;
+		case OP_MUL:
+			if (l && r) {
+				diag_error(s->d, e->loc,
+					   "subscript is not affine: it multiplies two index expressions");
+				return 2;
+			}
+			return l | r;
+		case OP_DIV:
+		case OP_MOD:
+			if (r) {
+				diag_error(s->d, e->loc,
+					   "subscript is not affine: it divides by an index expression");
+				return 2;
+			}
+			return l;
+		default:
+			diag_error(s->d, e->loc,
+				   "subscript is not affine: '%s' is not allowed in a subscript",
+				   op_spelling(e->op));
+			return 2;
+		}
+	}
+	default:
+		diag_error(s->d, e->loc,
+			   "subscript is not affine: use +, -, * by a constant or dim, / and %% by a constant or dim");
+		return 2;
+	}
+}
+
+int sema_check_affine(Sema *s, AstExpr *e) { return !(affine(s, e) & 2); }
