@@ -122,6 +122,8 @@ static Expr *name_expr(Sema *s, AstExpr *e)
 		r->loc = e->loc;
 		return r;
 	case SYM_PARAM:
+		if (!y->param)
+			return NULL; /* its declaration failed and was reported */
 		if (s->scalar_what && !s->allow_params) {
 			diag_error(s->d, e->loc, "%s cannot use param '%s': params are runtime scalars",
 				   s->scalar_what, e->name);

@@ -194,7 +194,8 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 	case A_REDUCE: {
 		const char *nbound[MAX_VARS];
 		int n = nb < MAX_VARS ? nb : MAX_VARS;
-		memcpy(nbound, bound, sizeof(char *) * (size_t)n);
+		if (n)
+			memcpy(nbound, bound, sizeof(char *) * (size_t)n);
 		int keeps = !strcmp(e->name, "softmax");
 		for (int i = 0; i < e->nargs; i++) {
 			AstExpr *ix = e->args[i];
