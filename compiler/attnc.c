@@ -7,6 +7,7 @@
 ** Exit status: 0 success, 1 errors in the input, 2 usage errors, 3 a tool
 ** or internal failure. Output files are written whole or not at all.
 */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -267,13 +267,15 @@ static void check_block(Sema *s)
 	}
 	for (int i = 0; i < s->syms.n; i++) {
 		Sym *y = s->syms.v[i];
-		if (y->kind != SYM_TENSOR || !y->tensor)
+		if (y->kind != SYM_TENSOR)
 			continue;
-		if (y->tensor->kind == TK_OUT && !y->stmt)
+		/* temporaries get their Tensor when lowered, after this check */
+		TensorKind k = y->tensor ? y->tensor->kind : y->stmt ? TK_TEMP : TK_IN;
+		if (k == TK_OUT && !y->stmt)
 			diag_error(s->d, y->loc, "output '%s' is never written", y->name);
-		else if (y->tensor->kind == TK_IN && !y->used)
+		else if (k == TK_IN && y->tensor && !y->used)
 			diag_warning(s->d, y->loc, "input '%s' is never used", y->name);
-		else if (y->tensor->kind == TK_TEMP && !y->used && y->stmt)
+		else if (k == TK_TEMP && !y->used && y->stmt)
 			diag_warning(s->d, y->stmt->nameloc,
 				     "'%s' is computed but never used; declare it 'out' to return it",
 				     y->name);

@@ -183,7 +183,13 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 			}
 		}
 		return 1;
-	case A_ACCESS:
+	case A_ACCESS: {
+		Sym *y = sema_lookup(s, e->name);
+		if (y && y->kind == SYM_TENSOR && y->tensor && y->tensor->rank != e->nargs) {
+			diag_error(s->d, e->loc, "'%s' has rank %d but is subscripted with %d %s",
+				   e->name, y->tensor->rank, e->nargs, e->nargs == 1 ? "index" : "indices");
+			return 0;
+		}
 		for (int i = 0; i < e->nargs; i++) {
 			int good = walk(s, st, e->args[i], bound, nb, 1);
 			ok &= good && sema_check_affine(s, e->args[i]);
@@ -191,6 +197,7 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 		if (ok)
 			infer_access(s, st, e);
 		return ok;
+	}
 	case A_REDUCE: {
 		const char *nbound[MAX_VARS];
 		int n = nb < MAX_VARS ? nb : MAX_VARS;

@@ -1,0 +1,72 @@
+/*
+** compiler/run.h: `attnc run`, evaluating a cascade on the host.
+** run_main is the subcommand (argument parsing, front end, cascade choice);
+** run_cascade is the part that needs no front end: sizes, params, inputs,
+** the engine, and the outputs (.npy files and one summary line each).
+**
+** Exit codes: RUN_OK; RUN_EUSER for errors in the .attn file or in data the
+** user supplied (bad .npy, shape mismatch, unknown names, unwritable output
+** directory); RUN_EUSAGE for malformed command lines; RUN_EINTERNAL when an
+** engine fails.
+*/
+#ifndef ATTN_RUN_H
+#define ATTN_RUN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cascade.h"
+
+enum { RUN_OK = 0, RUN_EUSER = 1, RUN_EUSAGE = 2, RUN_EINTERNAL = 3 };
+
+typedef enum RunEngine { RUN_ENGINE_MLIR, RUN_ENGINE_INTERP } RunEngine;
+
+typedef struct RunSize {
+	const char *name;
+	long value;
+} RunSize;
+
+typedef struct RunInput {
+	const char *name; /* an `in` tensor */
+	const char *path; /* its .npy file */
+} RunInput;
+
+typedef struct RunParam {
+	const char *name;
+	double value;
+} RunParam;
+
+typedef struct RunRange {
+	const char *name; /* an i32 `in` tensor */
+	long lo, hi;      /* inclusive */
+} RunRange;
+
+typedef struct RunConfig {
+	const RunSize *sizes;
+	int nsizes;
+	const RunInput *inputs;
+	int ninputs;
+	const RunParam *params;
+	int nparams;
+	const RunRange *ranges;
+	int nranges;
+	uint64_t seed;
+	const char *out_dir; /* NULL: write no files */
+	int use_f64;         /* --precision f64 */
+	RunEngine engine;
+	int quiet;           /* no summary lines */
+	FILE *out, *err;     /* NULL: stdout, stderr */
+} RunConfig;
+
+/* Defaults: seed 0, f32, the MLIR engine, stdout/stderr, nothing given. */
+void run_config_init(RunConfig *cfg);
+
+/* Binds sizes, params and inputs to c, runs the engine, writes and
+** summarises the outputs. Returns an exit code (RUN_OK, ...); every message
+** goes to cfg->err, summary lines to cfg->out. */
+int run_cascade(const Cascade *c, const RunConfig *cfg);
+
+/* The whole `attnc run` subcommand; argv[0] is "run". */
+int run_main(int argc, char **argv);
+
+#endif
