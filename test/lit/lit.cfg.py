@@ -7,7 +7,7 @@ import lit.formats
 config.name = "attnc"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".attn", ".test"]
-config.excludes = ["Inputs"]
+config.excludes = ["Inputs"]  # also excludes driver/Inputs
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.attn_obj_root, "test", "lit")
 config.environment["PATH"] = os.pathsep.join(

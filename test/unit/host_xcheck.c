@@ -3,7 +3,8 @@
 ** must agree. First on the hand-built cascades (causal attention with an
 ** empty batch, and the every-operator cascade), in f64 (to rounding noise)
 ** and f32 (to f32 accuracy); then on every block of every example
-** file through run_cascade, with every runtime dim set to 3.
+** file through run_cascade, on two shape sets whose runtime dims all differ
+** (so a transposed index cannot hide), the second with sizes of 1.
 ** argv[1]: scratch directory; argv[2]: the examples directory.
 */
 #include "host_testutil.h"
@@ -102,15 +103,21 @@ static void test_hand_built(void)
 	arena_free(a);
 }
 
+/* Sizes of the i-th runtime dim in each shape set: pairwise different
+** within a set, so swapping two dims changes some result. */
+static const long shape_sets[2][8] = {{3, 2, 5, 4, 6, 7, 8, 9}, {2, 1, 4, 3, 1, 5, 6, 7}};
+
 /* Runs one block with one engine into dir; 0 on success. */
-static int run_block(const Cascade *c, RunEngine eng, const char *dir)
+static int run_block(const Cascade *c, RunEngine eng, const char *dir, int set)
 {
 	RunSize sizes[16];
 	int ns = 0;
-	for (int i = 0; i < c->dims.n && ns < 16; i++) {
+	for (int i = 0; i < c->dims.n && ns < 8; i++) {
 		const Dim *d = c->dims.v[i];
-		if (!d->fixed)
-			sizes[ns++] = (RunSize){d->name, 3};
+		if (!d->fixed) {
+			sizes[ns] = (RunSize){d->name, shape_sets[set][ns]};
+			ns++;
+		}
 	}
 	RunConfig cfg;
 	run_config_init(&cfg);
@@ -120,13 +127,14 @@ static int run_block(const Cascade *c, RunEngine eng, const char *dir)
 }
 
 /* Both engines on one block of an example; outputs compared file by file. */
-static void xcheck_block(const Cascade *c, const char *scratch, const char *file)
+static void xcheck_block(const Cascade *c, const char *scratch, const char *file, int set)
 {
 	char di[700], dm[700], what[700];
-	snprintf(di, sizeof di, "%s/%s.interp", scratch, c->name);
-	snprintf(dm, sizeof dm, "%s/%s.mlir", scratch, c->name);
-	snprintf(what, sizeof what, "%s:%s", file, c->name);
-	int ri = run_block(c, RUN_ENGINE_INTERP, di), rm = run_block(c, RUN_ENGINE_MLIR, dm);
+	snprintf(di, sizeof di, "%s/%s.%d.interp", scratch, c->name, set);
+	snprintf(dm, sizeof dm, "%s/%s.%d.mlir", scratch, c->name, set);
+	snprintf(what, sizeof what, "%s:%s (shape set %d)", file, c->name, set);
+	int ri = run_block(c, RUN_ENGINE_INTERP, di, set),
+	    rm = run_block(c, RUN_ENGINE_MLIR, dm, set);
 	if (ri || rm)
 		fprintf(stderr, "%s: interp status %d, mlir status %d\n", what, ri, rm);
 	CHECK(ri == 0 && rm == 0);
@@ -177,7 +185,8 @@ static void test_examples(const char *scratch, const char *dir)
 		Program *p = f < 0 ? NULL : front_compile(&a, &d, f);
 		CHECK(p != NULL);
 		for (int i = 0; p && i < p->cascades.n; i++)
-			xcheck_block(p->cascades.v[i], scratch, de->d_name);
+			for (int set = 0; set < 2; set++)
+				xcheck_block(p->cascades.v[i], scratch, de->d_name, set);
 		arena_free(&a);
 		files++;
 	}
