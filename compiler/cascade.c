@@ -108,6 +108,50 @@ Expr *expr_and(Arena *a, Expr *l, Expr *r)
 	return expr_binop(a, OP_AND, l, r);
 }
 
+/* Structural equality: same operators, literals, variables and tensors. */
+int expr_equal(const Expr *a, const Expr *b)
+{
+	if (a == b)
+		return 1;
+	if (!a || !b || a->kind != b->kind || a->nargs != b->nargs)
+		return 0;
+	switch (a->kind) {
+	case EX_FLOAT:
+		if (a->fval != b->fval)
+			return 0;
+		break;
+	case EX_INT:
+	case EX_BOOL:
+		if (a->ival != b->ival)
+			return 0;
+		break;
+	case EX_INDEX:
+		if (a->var != b->var)
+			return 0;
+		break;
+	case EX_DIM:
+		if (a->dim != b->dim)
+			return 0;
+		break;
+	case EX_PARAM:
+		if (a->param != b->param)
+			return 0;
+		break;
+	case EX_ACCESS:
+		if (a->tensor != b->tensor)
+			return 0;
+		break;
+	default:
+		if (a->op != b->op)
+			return 0;
+		break;
+	}
+	for (int i = 0; i < a->nargs; i++)
+		if (!expr_equal(a->args[i], b->args[i]))
+			return 0;
+	return 1;
+}
+
 Expr *expr_copy(Arena *a, const Expr *e) { return expr_subst(a, e, NULL, 0); }
 
 Expr *expr_subst(Arena *a, const Expr *e, Expr *const *sub, int nsub)

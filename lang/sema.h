@@ -96,7 +96,6 @@ Expr *sema_expr(Sema *s, AstExpr *e);             /* in the current scope */
 Expr *sema_scalar_expr(Sema *s, AstExpr *e, int allow_params, const char *what);
 Expr *sema_to_float(Sema *s, Expr *e, AstExpr *src);
 Expr *sema_bool(Sema *s, AstExpr *e, const char *what);
-int expr_equal(const Expr *a, const Expr *b);
 
 /* lower.c */
 int lower_statement(Sema *s, Stmt *st);

@@ -9,49 +9,6 @@
 
 #include "sema.h"
 
-int expr_equal(const Expr *a, const Expr *b)
-{
-	if (a == b)
-		return 1;
-	if (!a || !b || a->kind != b->kind || a->nargs != b->nargs)
-		return 0;
-	switch (a->kind) {
-	case EX_FLOAT:
-		if (a->fval != b->fval)
-			return 0;
-		break;
-	case EX_INT:
-	case EX_BOOL:
-		if (a->ival != b->ival)
-			return 0;
-		break;
-	case EX_INDEX:
-		if (a->var != b->var)
-			return 0;
-		break;
-	case EX_DIM:
-		if (a->dim != b->dim)
-			return 0;
-		break;
-	case EX_PARAM:
-		if (a->param != b->param)
-			return 0;
-		break;
-	case EX_ACCESS:
-		if (a->tensor != b->tensor)
-			return 0;
-		break;
-	default:
-		if (a->op != b->op)
-			return 0;
-		break;
-	}
-	for (int i = 0; i < a->nargs; i++)
-		if (!expr_equal(a->args[i], b->args[i]))
-			return 0;
-	return 1;
-}
-
 static Expr *node1(Sema *s, ExprKind k, VType t, int op, Expr *x, SrcLoc loc)
 {
 	Expr *e = expr_new(s->a, k, t, loc);

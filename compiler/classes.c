@@ -1,0 +1,152 @@
+/*
+** compiler/classes.c: logical indices of a cascade.
+** Each node has its own index variables; two variables are the same
+** logical index when they subscript the same dimension of a computed tensor
+** as a plain index (union-find over (tensor, dimension) pairs), that is,
+** when data flows from one to the other. Inputs do not join indices: a
+** document-id tensor read as doc[b, i] and doc[b, j] relates nothing. The streamed index is
+** the one a reduction removes while reading it from a temporary: the KV
+** position j of attention, which flows through S, P, ... into the final
+** contraction, unlike a head dimension d that is contracted from inputs.
+*/
+#include <string.h>
+
+#include "plan.h"
+
+typedef struct UF {
+	int *parent;
+	int n;
+} UF;
+
+static int uf_find(UF *u, int x)
+{
+	while (u->parent[x] != x)
+		x = u->parent[x] = u->parent[u->parent[x]];
+	return x;
+}
+
+static void uf_union(UF *u, int a, int b)
+{
+	a = uf_find(u, a), b = uf_find(u, b);
+	if (a != b)
+		u->parent[a > b ? a : b] = a < b ? a : b;
+}
+
+/* Records pair[var] for every plain-index use of a node variable. */
+static void bind_uses(UF *u, const int *off, const Expr *e, int *first)
+{
+	if (!e)
+		return;
+	if (e->kind == EX_ACCESS && e->tensor->def) {
+		for (int m = 0; m < e->nargs; m++) {
+			const Expr *x = e->args[m];
+			if (x->kind != EX_INDEX)
+				continue;
+			int pair = off[e->tensor->id] + m;
+			if (first[x->var] < 0)
+				first[x->var] = pair;
+			else
+				uf_union(u, first[x->var], pair);
+		}
+	}
+	for (int i = 0; i < e->nargs; i++)
+		bind_uses(u, off, e->args[i], first);
+}
+
+/* A reduced variable that subscripts a temporary (or an output computed in
+** the cascade) marks its class as a candidate stream. */
+static int reads_temp_with(const Expr *e, int var)
+{
+	if (!e)
+		return 0;
+	if (e->kind == EX_ACCESS && e->tensor->def)
+		for (int m = 0; m < e->nargs; m++)
+			if (e->args[m]->kind == EX_INDEX && e->args[m]->var == var)
+				return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (reads_temp_with(e->args[i], var))
+			return 1;
+	return 0;
+}
+
+void plan_classes(Arena *a, Plan *p)
+{
+	Cascade *c = p->c;
+	int *off = ARENA_ARRAY(a, int, c->tensors.n + 1), npairs = 0;
+	for (int i = 0; i < c->tensors.n; i++) {
+		off[i] = npairs;
+		npairs += ((Tensor *)c->tensors.v[i])->rank;
+	}
+	UF u = {ARENA_ARRAY(a, int, npairs + 1), npairs};
+	for (int i = 0; i < npairs; i++)
+		u.parent[i] = i;
+	int **first = ARENA_ARRAY(a, int *, c->nodes.n + 1);
+	for (int ni = 0; ni < c->nodes.n; ni++) {
+		Node *n = c->nodes.v[ni];
+		int nv = n->nfree + n->nred;
+		first[ni] = ARENA_ARRAY(a, int, nv + 1);
+		for (int v = 0; v < nv; v++)
+			first[ni][v] = v < n->nfree ? off[n->out->id] + v : -1;
+		bind_uses(&u, off, n->body, first[ni]);
+		bind_uses(&u, off, n->filter, first[ni]);
+	}
+	/* number the classes: one per root that some variable uses, plus one
+	** per variable that subscripts nothing plainly */
+	int *cls_of_root = ARENA_ARRAY(a, int, npairs + 1);
+	for (int i = 0; i < npairs; i++)
+		cls_of_root[i] = -1;
+	int cap = npairs + 64;
+	for (int ni = 0; ni < c->nodes.n; ni++) {
+		Node *n = c->nodes.v[ni];
+		cap += n->nfree + n->nred;
+	}
+	p->classes = ARENA_ARRAY(a, IndexClass, cap);
+	p->cls = ARENA_ARRAY(a, int *, c->nodes.n + 1);
+	p->nclasses = 0;
+	for (int ni = 0; ni < c->nodes.n; ni++) {
+		Node *n = c->nodes.v[ni];
+		int nv = n->nfree + n->nred;
+		p->cls[ni] = ARENA_ARRAY(a, int, nv + 1);
+		for (int v = 0; v < nv; v++) {
+			int k;
+			if (first[ni][v] >= 0) {
+				int r = uf_find(&u, first[ni][v]);
+				if (cls_of_root[r] < 0) {
+					cls_of_root[r] = p->nclasses++;
+					IndexClass *ic = &p->classes[cls_of_root[r]];
+					ic->name = n->vars[v].name, ic->extent = n->vars[v].extent;
+				}
+				k = cls_of_root[r];
+			} else {
+				k = p->nclasses++;
+				p->classes[k].name = n->vars[v].name;
+				p->classes[k].extent = n->vars[v].extent;
+			}
+			p->cls[ni][v] = k;
+		}
+	}
+	/* the stream: the candidate class that the most nodes carry freely */
+	int *cand = ARENA_ARRAY(a, int, p->nclasses + 1);
+	for (int ni = 0; ni < c->nodes.n; ni++) {
+		Node *n = c->nodes.v[ni];
+		for (int v = n->nfree; v < n->nfree + n->nred; v++)
+			if (reads_temp_with(n->body, v))
+				cand[p->cls[ni][v]] = 1;
+	}
+	int best = -1, bestn = 0;
+	for (int k = 0; k < p->nclasses; k++) {
+		if (!cand[k])
+			continue;
+		int cnt = 1;
+		for (int ni = 0; ni < c->nodes.n; ni++) {
+			Node *n = c->nodes.v[ni];
+			for (int v = 0; v < n->nfree; v++)
+				cnt += p->cls[ni][v] == k;
+		}
+		if (cnt > bestn)
+			best = k, bestn = cnt;
+	}
+	p->stream = best;
+	if (best >= 0)
+		p->classes[best].stream = 1;
+}

@@ -1,0 +1,209 @@
+/*
+** compiler/explain.c: the plan as text: --emit=plan (stable, for FileCheck)
+** and --explain (for people: what the compiler did and why).
+*/
+#include <string.h>
+
+#include "plan.h"
+
+static const char *role_name(NodeRole r)
+{
+	static const char *n[] = {"prologue", "tile", "running", "epilogue"};
+	return n[r];
+}
+
+static void print_vars(FILE *out, const Node *n, int from, int to)
+{
+	for (int v = from; v < to; v++)
+		fprintf(out, "%s%s", v > from ? ", " : "", n->vars[v].name);
+}
+
+/* Size of a running state per grid point (per query row), as text. */
+static void print_state_size(FILE *out, const Plan *p, int i)
+{
+	const Node *n = p->c->nodes.v[i];
+	int first = 1;
+	for (int v = 0; v < n->nfree; v++) {
+		if (p->classes[p->cls[i][v]].grid)
+			continue;
+		fputs(first ? "" : " x ", out);
+		expr_print(out, n->vars[v].extent, NULL);
+		first = 0;
+	}
+	if (first)
+		fputs("1", out);
+}
+
+static const char *mask_text[] = {"affine: tiles classified by interval test",
+				  "data per grid point: tiles classified at run time",
+				  "per element: no tile skipping"};
+
+typedef struct MaskCtx {
+	FILE *out;
+	const Plan *p;
+	int node;
+} MaskCtx;
+
+static void print_mask(const Expr *conj, void *ud)
+{
+	MaskCtx *m = ud;
+	const Node *n = m->p->c->nodes.v[m->node];
+	fputs("      mask ", m->out);
+	expr_print(m->out, conj, n);
+	fprintf(m->out, " : %s\n", mask_text[plan_mask_kind(m->p, m->node, conj)]);
+}
+
+static void print_running(FILE *out, const Plan *p, int i)
+{
+	const Node *n = p->c->nodes.v[i];
+	const NodePlan *np = &p->np[i];
+	fprintf(out, "      state %s per row: ", redop_name(n->red));
+	print_state_size(out, p, i);
+	if (n->red == RED_MAX || n->red == RED_MIN) {
+		fprintf(out, "; init %s; merge %s(a, b)\n", n->red == RED_MAX ? "-inf" : "inf",
+			redop_name(n->red));
+		return;
+	}
+	if (!np->run.nrefs) {
+		fputs("; init 0; merge a + b\n", out);
+		return;
+	}
+	fputs("; init 0; rho(r, r') = ", out);
+	for (int m = 0; m < np->run.nrefs; m++) {
+		const Node *ref = p->c->nodes.v[np->run.ref[m]];
+		if (np->run.k[m] == 1.0)
+			fprintf(out, "%sexp(%s - %s')", m ? " * " : "", ref->out->name, ref->out->name);
+		else
+			fprintf(out, "%sexp(%g * (%s - %s'))", m ? " * " : "", np->run.k[m],
+				ref->out->name, ref->out->name);
+	}
+	fputs("; merge rho(r_a, r) a + rho(r_b, r) b\n", out);
+}
+
+void plan_print(FILE *out, const Plan *p)
+{
+	const Cascade *c = p->c;
+	fprintf(out, "plan %s target %s {\n", c->name, p->target);
+	if (p->stream >= 0) {
+		fprintf(out, "  stream %s < ", p->classes[p->stream].name);
+		expr_print(out, p->classes[p->stream].extent, NULL);
+		fprintf(out, " tile %d\n", p->tile_kv);
+	} else {
+		fputs("  stream none\n", out);
+	}
+	fputs("  grid", out);
+	for (int k = 0; k < p->nclasses; k++)
+		if (p->classes[k].grid)
+			fprintf(out, " %s%s", p->classes[k].name, p->classes[k].qtile ? "*" : "");
+	fprintf(out, "   (* tiled by %d)\n", p->tile_q);
+	fprintf(out, "  passes %d -> %d (defer) -> %d (rebase)\n", p->passes_before, p->passes_defer,
+		p->passes_after);
+	for (int i = 0; i < c->nodes.n; i++) {
+		const Node *n = c->nodes.v[i];
+		const NodePlan *np = &p->np[i];
+		fprintf(out, "  %%%d %s", i, role_name(np->role));
+		if (np->role == ROLE_TILE || np->role == ROLE_RUNNING)
+			fprintf(out, " pass %d", np->pass);
+		else if (np->role == ROLE_EPILOGUE)
+			fprintf(out, " after pass %d", np->pass);
+		if (np->is_ref)
+			fputs(" reference", out);
+		fprintf(out, ": %s[", n->out->name);
+		print_vars(out, n, 0, n->nfree);
+		fputs("] = ", out);
+		if (n->red != RED_NONE) {
+			fprintf(out, "%s[", redop_name(n->red));
+			print_vars(out, n, n->nfree, n->nfree + n->nred);
+			fputs("](", out);
+		}
+		expr_print(out, n->body, n);
+		fputs(n->red != RED_NONE ? ")\n" : "\n", out);
+		if (np->role == ROLE_RUNNING)
+			print_running(out, p, i);
+		if (np->role == ROLE_TILE || np->role == ROLE_RUNNING) {
+			MaskCtx m = {out, p, i};
+			plan_conjuncts(n->filter, print_mask, &m);
+		}
+	}
+	fputs("}\n", out);
+}
+
+static void print_loc(FILE *out, SrcLoc loc)
+{
+	if (loc.file >= 0 && loc.line > 0)
+		fprintf(out, " (line %d:%d)", loc.line, loc.col);
+}
+
+void plan_explain(FILE *out, const Plan *p)
+{
+	const Cascade *c = p->c;
+	fprintf(out, "%s:\n", c->name);
+	if (p->stream < 0) {
+		fputs("  no streamed index: every reduction reads inputs directly; 1 pass\n", out);
+		return;
+	}
+	fprintf(out, "  streamed index: %s < ", p->classes[p->stream].name);
+	expr_print(out, p->classes[p->stream].extent, NULL);
+	fputc('\n', out);
+	fprintf(out, "  passes over %s: %d as written, %d after defer/fission, %d after rebasing\n",
+		p->classes[p->stream].name, p->passes_before, p->passes_defer, p->passes_after);
+	for (int i = 0; i < p->nnotes; i++) {
+		fprintf(out, "  %s", p->notes[i].text);
+		print_loc(out, p->notes[i].loc);
+		fputc('\n', out);
+	}
+	fputs("  running state per grid point (grid:", out);
+	for (int k = 0; k < p->nclasses; k++)
+		if (p->classes[k].grid)
+			fprintf(out, " %s", p->classes[k].name);
+	fputs("):\n", out);
+	for (int i = 0; i < c->nodes.n; i++) {
+		if (p->np[i].role != ROLE_RUNNING)
+			continue;
+		const Node *n = c->nodes.v[i];
+		fprintf(out, "    %s: %s of ", n->out->name, redop_name(n->red));
+		print_state_size(out, p, i);
+		fputs(" floats", out);
+		if (p->np[i].run.nrefs)
+			fputs(", rescaled", out);
+		fputc('\n', out);
+	}
+	int slow = 0;
+	for (int i = 0; i < c->nodes.n; i++) {
+		const NodePlan *np = &p->np[i];
+		if (np->role != ROLE_TILE && np->role != ROLE_RUNNING)
+			continue;
+		MaskCtx m = {out, p, i};
+		(void)m;
+		const Node *n = c->nodes.v[i];
+		if (n->origin && strcmp(n->origin, "statement") && strcmp(n->origin, "sum"))
+			continue;
+		const Expr *stack[64];
+		int ns = 0;
+		if (n->filter)
+			stack[ns++] = n->filter;
+		while (ns) {
+			const Expr *e = stack[--ns];
+			if (e->kind == EX_BINOP && e->op == OP_AND) {
+				stack[ns++] = e->args[0], stack[ns++] = e->args[1];
+				continue;
+			}
+			MaskKind k = plan_mask_kind(p, i, e);
+			if (k == MASK_AFFINE)
+				continue;
+			fputs(slow++ ? "" : "  slower paths:\n", out);
+			fprintf(out, "    %s: mask ", n->out->name);
+			expr_print(out, e, n);
+			fprintf(out, " is %s", mask_text[k]);
+			print_loc(out, n->loc);
+			fputc('\n', out);
+		}
+	}
+	if (p->passes_after > 1) {
+		fputs(slow++ ? "" : "  slower paths:\n", out);
+		fprintf(out, "    %d passes over %s: intermediate results of size %s are kept between passes\n",
+			p->passes_after, p->classes[p->stream].name, p->classes[p->stream].name);
+	}
+	fprintf(out, "  tiles: %d queries x %d keys, %d stage%s (target %s)\n", p->tile_q, p->tile_kv,
+		p->stages, p->stages == 1 ? "" : "s", p->target);
+}

@@ -1,0 +1,86 @@
+/*
+** compiler/pipeline.c: the compiler's pass pipeline, in one place (QBE's
+** style): copy the cascade, find its indices and stream, count its passes,
+** rewrite it, and choose the kernel's grid and tiles.
+*/
+#include <string.h>
+
+#include "plan.h"
+
+/* The passes of the textbook cascade and what forces each one, for
+** --explain: every barrier is a statement reading a completed reduction. */
+static void note_barriers(Arena *a, Plan *p)
+{
+	for (int i = 0; i < p->c->nodes.n; i++) {
+		NodePlan *np = &p->np[i];
+		Node *x = p->c->nodes.v[i];
+		if ((np->role != ROLE_TILE && np->role != ROLE_RUNNING) || np->barrier < 0)
+			continue;
+		const Node *b = p->c->nodes.v[np->barrier];
+		if (np->pass > p->np[np->barrier].pass && p->np[np->barrier].role != ROLE_TILE)
+			plan_note(p, a, x->loc, "barrier: %s needs %s complete, so it runs in pass %d",
+				  x->out->name, b->out->name, np->pass);
+	}
+}
+
+/* The kernel's grid: indices every running state is indexed by (batch,
+** heads, queries); the query-like one, last in the first output, is tiled. */
+static void choose_grid(Plan *p)
+{
+	Cascade *c = p->c;
+	int any = 0;
+	for (int k = 0; k < p->nclasses; k++)
+		p->classes[k].grid = k != p->stream;
+	for (int i = 0; i < c->nodes.n; i++) {
+		if (p->np[i].role != ROLE_RUNNING)
+			continue;
+		any = 1;
+		Node *n = c->nodes.v[i];
+		for (int k = 0; k < p->nclasses; k++) {
+			int has = 0;
+			for (int v = 0; v < n->nfree; v++)
+				has |= p->cls[i][v] == k;
+			if (!has)
+				p->classes[k].grid = 0;
+		}
+	}
+	if (!any)
+		for (int k = 0; k < p->nclasses; k++)
+			p->classes[k].grid = 0;
+	for (int i = 0; i < c->nodes.n; i++) {
+		Node *n = c->nodes.v[i];
+		if (n->out->kind != TK_OUT || p->np[i].role == ROLE_PROLOGUE)
+			continue;
+		for (int v = n->nfree - 1; v >= 0; v--)
+			if (p->classes[p->cls[i][v]].grid) {
+				p->classes[p->cls[i][v]].qtile = 1;
+				return;
+			}
+	}
+}
+
+static void choose_tiles(Plan *p)
+{
+	if (!strcmp(p->target, "cpu"))
+		p->tile_q = 16, p->tile_kv = 64, p->stages = 1;
+	else if (!strcmp(p->target, "sm_80"))
+		p->tile_q = 128, p->tile_kv = 64, p->stages = 2;
+	else
+		p->tile_q = 128, p->tile_kv = 128, p->stages = 2;
+}
+
+Plan *plan_build(Arena *a, const Cascade *c, const char *target)
+{
+	Plan *p = ARENA_NEW(a, Plan);
+	p->orig = c;
+	p->c = cascade_clone(a, c);
+	p->target = target ? target : "cpu";
+	plan_classes(a, p);
+	p->passes_before = plan_passes(a, p, 0);
+	note_barriers(a, p);
+	p->passes_defer = p->passes_after = p->passes_before;
+	plan_rewrite(a, p);
+	choose_grid(p);
+	choose_tiles(p);
+	return p;
+}

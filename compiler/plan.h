@@ -1,0 +1,123 @@
+/*
+** compiler/plan.h: pass analysis, the one-pass rewrite, and the kernel plan.
+**
+** The pipeline (compiler/pipeline.c) takes a cascade as the front end made
+** it, copies it, and rewrites the copy until the fewest passes over the
+** streamed index (the KV sequence) remain:
+**
+**   classes   logical indices (which node variables are "the same" index)
+**             and the streamed one
+**   passes    FuseMax's pass analysis: how many traversals of the streamed
+**             index the cascade needs, and which statement forces each one
+**   rewrite   CSE, R1 defer (a normalisation moved past its contraction),
+**             R3 fission over +/- (several running states), R2 rebase (a
+**             reduction that depends on a completed max becomes a running
+**             one with a rescale rho), R4 (j-independent terms of the
+**             reference, e.g. an attention sink, enter as its initial value)
+**   plan      node roles, running states with their rescales and merge
+**             rule, tile classes of the masks, tile sizes per target
+**
+** Rewrites never change what a cascade means, only how it may be
+** evaluated: the rewritten cascade still runs on the interpreter and the
+** MLIR reference, and tests compare it with the original.
+*/
+#ifndef ATTN_PLAN_H
+#define ATTN_PLAN_H
+
+#include "cascade.h"
+
+enum { PLAN_MAX_REFS = 4, PLAN_MAX_NOTES = 64 };
+
+/* Where a node runs relative to the stream over the KV index. */
+typedef enum NodeRole {
+	ROLE_PROLOGUE, /* before the stream: reads no streamed data */
+	ROLE_TILE,     /* per KV tile: the streamed index is one of its free indices */
+	ROLE_RUNNING,  /* reduces over the streamed index: a state carried across tiles */
+	ROLE_EPILOGUE, /* after the stream (or between passes): from completed states */
+} NodeRole;
+
+/* How a running reduction is carried across tiles. */
+typedef struct Running {
+	int nrefs;
+	int ref[PLAN_MAX_REFS];       /* nodes (ids) whose running value the body depends on */
+	double k[PLAN_MAX_REFS];      /* body = exp(-sum k_m r_m) * h(x): rho = exp(k (r - r')) */
+} Running;
+
+typedef struct NodePlan {
+	NodeRole role;
+	int svar;      /* the node's variable that is the streamed index, or -1 */
+	int pass;      /* 1-based pass over the stream (TILE, RUNNING); the gap after
+			  pass `pass` for EPILOGUE; 0 for PROLOGUE */
+	int barrier;   /* id of the node whose completion forced this pass, or -1 */
+	int is_ref;    /* a running reference (max) that other states rebase on */
+	Running run;   /* RUNNING sums: rescale on each reference change */
+} NodePlan;
+
+/* A logical index: node variables bound to the same tensor dimensions. */
+typedef struct IndexClass {
+	const char *name; /* a user-facing name (the first variable seen) */
+	Expr *extent;
+	int grid;         /* an outer parallel index of the kernel (batch, head, query) */
+	int qtile;        /* the grid index that is tiled (query positions) */
+	int stream;       /* the streamed index */
+} IndexClass;
+
+typedef struct PlanNote {
+	const char *text;
+	SrcLoc loc; /* the statement responsible, when there is one */
+} PlanNote;
+
+typedef struct Plan {
+	const Cascade *orig;  /* as the front end made it */
+	Cascade *c;           /* rewritten copy */
+	NodePlan *np;         /* [c->nodes.n] */
+	int np_n;
+	int **cls;            /* cls[node][var]: index class of each node variable */
+	IndexClass *classes;
+	int nclasses;
+	int stream;           /* class of the streamed index, or -1 (no stream) */
+	int passes_before;    /* passes over the stream of the original cascade */
+	int passes_defer;     /* after R1 defer and R3 fission, before rebasing */
+	int passes_after;     /* of the plan */
+	unsigned char *ref_ok; /* [n*n]: node x may read node y's running value (R2) */
+	int tile_q, tile_kv, stages;
+	const char *target;   /* "cpu", "sm_80", ... */
+	PlanNote notes[PLAN_MAX_NOTES]; /* rewrites applied and slow paths, in order */
+	int nnotes;
+} Plan;
+
+/* Builds the plan for one cascade; never fails (a cascade with no one-pass
+** form gets a multi-pass plan and a note saying why). */
+Plan *plan_build(Arena *a, const Cascade *c, const char *target);
+
+/* compiler/classes.c */
+void plan_classes(Arena *a, Plan *p);
+/* compiler/passes.c: assigns roles and passes; `rebase` lets running
+** references cross tiles (after R2), otherwise every read of a completed
+** reduction inside the stream is a barrier (FuseMax's textbook count). */
+int plan_passes(Arena *a, Plan *p, int rebase);
+/* compiler/rewrite.c */
+void plan_rewrite(Arena *a, Plan *p);
+void plan_note(Plan *p, Arena *a, SrcLoc loc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* compiler/cascade_clone.c: a deep copy whose tensors and nodes can be
+** changed without touching the original (dims and params are shared). */
+Cascade *cascade_clone(Arena *a, const Cascade *c);
+
+/* compiler/masks.c: how a mask conjunct can be decided for a whole tile of
+** (query, key) positions. */
+typedef enum MaskKind {
+	MASK_AFFINE,   /* affine in indices, dims, params: interval test per tile */
+	MASK_RUNTIME,  /* also reads data indexed by grid indices only (kv_len[b]) */
+	MASK_ELEMENT,  /* reads data per query/key position (doc[b,i]): per element */
+} MaskKind;
+MaskKind plan_mask_kind(const Plan *p, int node, const Expr *conj);
+/* Calls f for each conjunct of a node's filter. */
+void plan_conjuncts(const Expr *filter, void (*f)(const Expr *, void *), void *ud);
+
+/* compiler/explain.c */
+void plan_print(FILE *out, const Plan *p);   /* --emit=plan */
+void plan_explain(FILE *out, const Plan *p); /* --explain */
+
+#endif

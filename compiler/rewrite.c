@@ -1,0 +1,791 @@
+/*
+** compiler/rewrite.c: the algebraic rewrites that bring a cascade to one pass
+** (research/einsum.md §3), applied to the plan's copy of the cascade.
+**
+**   CSE     identical reductions are computed once (logsumexp and softmax
+**           of the same scores share their max).
+**   R1      defer: in sum[j](c * h_j) a factor c that does not depend on j
+**           moves after the reduction: sum[j](E/Z * V) = sum[j](E*V) / Z.
+**           Where c divides by a sum that is empty, the result is the
+**           empty reduction's identity (0), as before the rewrite.
+**   R3      fission over +/-: sum[j]((A - B) * V) = sum[j](A*V) - sum[j](B*V),
+**           so each term can be deferred and rebased on its own reference
+**           (differential attention: two running states, one V stream).
+**   R2      rebase: a running sum whose terms depend on running maxes r_m
+**           only as exp(-k_m r_m) * h(x) (the ratio test: g(x,r')/g(x,r) is
+**           independent of x) is carried across tiles and rescaled by
+**           rho(r, r') = exp(k (r - r')) whenever r grows. A reference may be
+**           any function of running maxes and stream-independent values:
+**           max(max[j] S, sink[h]) is a running max whose initial value is
+**           the sink (R4).
+** R1 and R3 rewrite the IR (meaning preserved); R2 is recorded in the plan
+** (which node reads which running value, and with what rescale).
+*/
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "plan.h"
+
+void plan_note(Plan *p, Arena *a, SrcLoc loc, const char *fmt, ...)
+{
+	if (p->nnotes == PLAN_MAX_NOTES)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	p->notes[p->nnotes].text = arena_vprintf(a, fmt, ap);
+	p->notes[p->nnotes].loc = loc;
+	p->nnotes++;
+	va_end(ap);
+}
+
+/* ---- IR surgery --------------------------------------------------------- */
+
+static void redirect_expr(Expr *e, Tensor *from, Tensor *to)
+{
+	if (!e)
+		return;
+	if (e->kind == EX_ACCESS && e->tensor == from)
+		e->tensor = to;
+	for (int i = 0; i < e->nargs; i++)
+		redirect_expr(e->args[i], from, to);
+}
+
+static int expr_reads(const Expr *e, const Tensor *t)
+{
+	if (!e)
+		return 0;
+	if (e->kind == EX_ACCESS && e->tensor == t)
+		return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (expr_reads(e->args[i], t))
+			return 1;
+	return 0;
+}
+
+static int tensor_used(const Cascade *c, const Tensor *t)
+{
+	for (int i = 0; i < c->nodes.n; i++) {
+		const Node *n = c->nodes.v[i];
+		if (expr_reads(n->body, t) || expr_reads(n->filter, t))
+			return 1;
+	}
+	for (int i = 0; i < c->tensors.n; i++)
+		if (expr_reads(((Tensor *)c->tensors.v[i])->domain, t))
+			return 1;
+	return 0;
+}
+
+static void renumber(Cascade *c)
+{
+	/* node ids change: plan_passes must not keep stale per-node facts */
+	for (int i = 0; i < c->nodes.n; i++)
+		((Node *)c->nodes.v[i])->id = i;
+	for (int i = 0; i < c->tensors.n; i++)
+		((Tensor *)c->tensors.v[i])->id = i;
+}
+
+/* Drops temporaries nothing reads (after CSE redirected their readers). */
+static void remove_dead(Cascade *c)
+{
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (int i = c->nodes.n - 1; i >= 0; i--) {
+			Node *n = c->nodes.v[i];
+			if (n->out->kind != TK_TEMP || tensor_used(c, n->out))
+				continue;
+			memmove(&c->nodes.v[i], &c->nodes.v[i + 1],
+				sizeof(void *) * (size_t)(c->nodes.n - i - 1));
+			c->nodes.n--;
+			for (int t = 0; t < c->tensors.n; t++)
+				if (c->tensors.v[t] == n->out) {
+					memmove(&c->tensors.v[t], &c->tensors.v[t + 1],
+						sizeof(void *) * (size_t)(c->tensors.n - t - 1));
+					c->tensors.n--;
+					break;
+				}
+			changed = 1;
+		}
+	}
+	renumber(c);
+}
+
+static void insert_node(Arena *a, Cascade *c, int at, Node *n)
+{
+	ptrvec_push(a, &c->nodes, NULL);
+	memmove(&c->nodes.v[at + 1], &c->nodes.v[at], sizeof(void *) * (size_t)(c->nodes.n - 1 - at));
+	c->nodes.v[at] = n;
+	renumber(c);
+}
+
+static int vars_equal(const Node *x, const Node *y)
+{
+	if (x->nfree != y->nfree || x->nred != y->nred)
+		return 0;
+	for (int v = 0; v < x->nfree + x->nred; v++)
+		if (!expr_equal(x->vars[v].extent, y->vars[v].extent))
+			return 0;
+	return 1;
+}
+
+/* Common subexpressions: two nodes computing the same reduction of the same
+** data over the same space are one state. */
+static void cse(Arena *a, Plan *p)
+{
+	Cascade *c = p->c;
+	for (int i = 0; i < c->nodes.n; i++) {
+		Node *x = c->nodes.v[i];
+		for (int j = i + 1; j < c->nodes.n; j++) {
+			Node *y = c->nodes.v[j];
+			if (y->out->kind != TK_TEMP || y->red != x->red || !vars_equal(x, y) ||
+			    !expr_equal(x->body, y->body) || !expr_equal(x->filter, y->filter))
+				continue;
+			for (int k = 0; k < c->nodes.n; k++) {
+				Node *z = c->nodes.v[k];
+				redirect_expr(z->body, y->out, x->out);
+				redirect_expr(z->filter, y->out, x->out);
+			}
+			for (int t = 0; t < c->tensors.n; t++)
+				redirect_expr(((Tensor *)c->tensors.v[t])->domain, y->out, x->out);
+			plan_note(p, a, y->loc, "CSE: %s is the same reduction as %s; computed once",
+				  y->out->name, x->out->name);
+		}
+	}
+	remove_dead(c);
+}
+
+/* ---- R1 defer and R3 fission ---------------------------------------------- */
+
+typedef struct Factors {
+	Expr *num[32], *den[32];
+	int nnum, nden, neg;
+} Factors;
+
+/* Flattens a product/quotient into numerator and denominator factors. */
+static int factorize(Expr *e, Factors *f, int in_den)
+{
+	if (e->kind == EX_BINOP && (e->op == OP_MUL || e->op == OP_DIV) && e->type == VT_FLOAT)
+		return factorize(e->args[0], f, in_den) &&
+		       factorize(e->args[1], f, e->op == OP_DIV ? !in_den : in_den);
+	if (e->kind == EX_UNOP && e->op == OP_NEG) {
+		f->neg ^= 1;
+		return factorize(e->args[0], f, in_den);
+	}
+	if (in_den ? f->nden == 32 : f->nnum == 32)
+		return 0;
+	if (in_den)
+		f->den[f->nden++] = e;
+	else
+		f->num[f->nnum++] = e;
+	return 1;
+}
+
+static Expr *product(Arena *a, Expr **xs, int n)
+{
+	Expr *r = NULL;
+	for (int i = 0; i < n; i++)
+		r = r ? expr_binop(a, OP_MUL, r, xs[i]) : xs[i];
+	return r ? r : expr_float(a, 1.0);
+}
+
+/* Reads a value complete only after a pass (a running or post-stream node). */
+static int reads_completed(const Plan *p, const Expr *e)
+{
+	if (!e)
+		return 0;
+	if (e->kind == EX_ACCESS && e->tensor->def) {
+		NodeRole r = p->np[e->tensor->def->id].role;
+		if (r == ROLE_RUNNING || r == ROLE_EPILOGUE)
+			return 1;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (reads_completed(p, e->args[i]))
+			return 1;
+	return 0;
+}
+
+static Tensor *new_temp(Arena *a, Cascade *c, const Node *like, const char *name)
+{
+	Tensor *t = ARENA_NEW(a, Tensor);
+	t->name = name, t->kind = TK_TEMP, t->type = VT_FLOAT, t->dtype = DT_F32;
+	t->rank = like->nfree, t->loc = like->loc;
+	t->shape = ARENA_ARRAY(a, Expr *, like->nfree + 1);
+	for (int k = 0; k < like->nfree; k++)
+		t->shape[k] = like->vars[k].extent;
+	t->domain = like->out->domain;
+	t->id = c->tensors.n;
+	ptrvec_push(a, &c->tensors, t);
+	return t;
+}
+
+static Expr *access_free(Arena *a, Tensor *t, int nfree)
+{
+	Expr *e = expr_new(a, EX_ACCESS, t->type, t->loc);
+	e->tensor = t;
+	e->nargs = nfree;
+	e->args = ARENA_ARRAY(a, Expr *, nfree + 1);
+	for (int k = 0; k < nfree; k++)
+		e->args[k] = expr_index(a, k);
+	return e;
+}
+
+/* A sum node over the same space as x with another body, inserted before x. */
+static Node *split_off(Arena *a, Plan *p, Node *x, Expr *body, const char *suffix)
+{
+	Cascade *c = p->c;
+	Node *n = ARENA_NEW(a, Node);
+	*n = *x;
+	n->vars = ARENA_ARRAY(a, IndexVar, x->nfree + x->nred + 1);
+	memcpy(n->vars, x->vars, sizeof(IndexVar) * (size_t)(x->nfree + x->nred));
+	n->body = body;
+	const char *name = arena_printf(a, "%s.%s", x->out->name, suffix);
+	for (int k = 2; cascade_tensor(c, name); k++)
+		name = arena_printf(a, "%s.%s%d", x->out->name, suffix, k);
+	n->out = new_temp(a, c, x, name);
+	n->out->def = n;
+	n->origin = suffix;
+	insert_node(a, c, x->id, n);
+	return n;
+}
+
+/* Turns x into the element-wise finaliser `body` over its free indices. */
+static void make_map(Arena *a, Node *x, Expr *body)
+{
+	x->red = RED_NONE;
+	x->nred = 0;
+	x->body = body;
+	x->filter = x->out->domain;
+	(void)a;
+}
+
+/* The identity of an empty sum survives the deferral: a denominator that is
+** itself a (possibly empty) sum is 0 exactly when the row had no point. */
+static Expr *guard_empty(Arena *a, Expr *value, Expr **den, int nden)
+{
+	for (int i = nden - 1; i >= 0; i--) {
+		Expr *d = den[i];
+		if (d->kind != EX_ACCESS || !d->tensor->def || d->tensor->def->red != RED_SUM)
+			continue;
+		Expr *s = expr_new(a, EX_SELECT, VT_FLOAT, value->loc);
+		s->nargs = 3;
+		s->args = ARENA_ARRAY(a, Expr *, 3);
+		s->args[0] = expr_binop(a, OP_EQ, expr_copy(a, d), expr_float(a, 0.0));
+		s->args[1] = expr_float(a, 0.0);
+		s->args[2] = value;
+		value = s;
+	}
+	return value;
+}
+
+static unsigned long long free_mask(const Node *x)
+{
+	return x->nfree >= 64 ? ~0ull : (1ull << x->nfree) - 1;
+}
+
+/* R1 on one sum: returns 1 when it moved every completed value out. */
+static int defer(Arena *a, Plan *p, Node *x)
+{
+	Factors f = {0};
+	if (!factorize(x->body, &f, 0))
+		return 0;
+	Expr *in[64], *out_num[32], *out_den[32];
+	int nin = 0, non = 0, nod = 0, inden[64];
+	unsigned long long fm = free_mask(x);
+	for (int i = 0; i < f.nnum + f.nden; i++) {
+		int isden = i >= f.nnum;
+		Expr *e = isden ? f.den[i - f.nnum] : f.num[i];
+		if ((expr_vars(e) & ~fm) == 0 && reads_completed(p, e)) {
+			if (isden)
+				out_den[nod++] = e;
+			else
+				out_num[non++] = e;
+		} else {
+			inden[nin] = isden;
+			in[nin++] = e;
+		}
+	}
+	for (int i = 0; i < nin; i++)
+		if (reads_completed(p, in[i]))
+			return 0;
+	if (non + nod == 0)
+		return 0;
+	/* inner body: the factors left, keeping numerator / denominator */
+	Expr *numer[64], *denom[64];
+	int nn = 0, nd = 0;
+	for (int i = 0; i < nin; i++) {
+		if (inden[i])
+			denom[nd++] = in[i];
+		else
+			numer[nn++] = in[i];
+	}
+	Expr *inner = product(a, numer, nn);
+	if (nd)
+		inner = expr_binop(a, OP_DIV, inner, product(a, denom, nd));
+	if (f.neg)
+		inner = expr_binop(a, OP_MUL, expr_float(a, -1.0), inner);
+	Node *n = split_off(a, p, x, inner, "defer");
+	Expr *val = access_free(a, n->out, x->nfree);
+	if (non)
+		val = expr_binop(a, OP_MUL, product(a, out_num, non), val);
+	if (nod)
+		val = expr_binop(a, OP_DIV, val, product(a, out_den, nod));
+	val = guard_empty(a, val, out_den, nod);
+	const char *moved = expr_str(a, nod ? out_den[0] : out_num[0], x);
+	make_map(a, x, val);
+	plan_note(p, a, x->loc,
+		  "R1 defer: %s: the factor %s does not depend on %s, so it is applied once after the reduction (%s)",
+		  x->out->name, moved, p->classes[p->stream].name, n->out->name);
+	return 1;
+}
+
+typedef struct Term {
+	Expr *e;
+	int neg;
+} Term;
+
+/* Expands a body into signed terms, distributing products over sums. */
+static int expand(Arena *a, Expr *e, int neg, Term *out, int *n, int cap)
+{
+	if (e->kind == EX_BINOP && (e->op == OP_ADD || e->op == OP_SUB) && e->type == VT_FLOAT)
+		return expand(a, e->args[0], neg, out, n, cap) &&
+		       expand(a, e->args[1], e->op == OP_SUB ? !neg : neg, out, n, cap);
+	if (e->kind == EX_UNOP && e->op == OP_NEG)
+		return expand(a, e->args[0], !neg, out, n, cap);
+	if (e->kind == EX_BINOP && (e->op == OP_MUL || e->op == OP_DIV) && e->type == VT_FLOAT) {
+		Term l[16], r[16];
+		int nl = 0, nr = 0;
+		if (!expand(a, e->args[0], 0, l, &nl, 16))
+			return 0;
+		if (e->op == OP_MUL) {
+			if (!expand(a, e->args[1], 0, r, &nr, 16))
+				return 0;
+		} else {
+			r[0] = (Term){e->args[1], 0}, nr = 1;
+		}
+		if (nl == 1 && nr == 1) {
+			if (*n == cap)
+				return 0;
+			out[(*n)++] = (Term){expr_binop(a, (Op)e->op, l[0].e, r[0].e), neg ^ l[0].neg ^ r[0].neg};
+			return 1;
+		}
+		for (int i = 0; i < nl; i++)
+			for (int j = 0; j < nr; j++) {
+				if (*n == cap)
+					return 0;
+				out[(*n)++] = (Term){expr_binop(a, (Op)e->op, l[i].e, r[j].e),
+						     neg ^ l[i].neg ^ r[j].neg};
+			}
+		return 1;
+	}
+	if (*n == cap)
+		return 0;
+	out[(*n)++] = (Term){e, neg};
+	return 1;
+}
+
+/* R3: one sum per term, then x adds them up; each term is deferred alone. */
+static int fission(Arena *a, Plan *p, Node *x)
+{
+	Term t[16];
+	int n = 0;
+	if (!expand(a, x->body, 0, t, &n, 16) || n < 2)
+		return 0;
+	Expr *sum = NULL;
+	Node *parts[16];
+	for (int i = 0; i < n; i++) {
+		parts[i] = split_off(a, p, x, t[i].e, "term");
+		Expr *acc = access_free(a, parts[i]->out, x->nfree);
+		if (!sum)
+			sum = t[i].neg ? expr_binop(a, OP_SUB, expr_float(a, 0.0), acc) : acc;
+		else
+			sum = expr_binop(a, t[i].neg ? OP_SUB : OP_ADD, sum, acc);
+	}
+	make_map(a, x, sum);
+	plan_note(p, a, x->loc, "R3 fission: %s = a sum of %d reductions, one per term, sharing the %s stream",
+		  x->out->name, n, p->classes[p->stream].name);
+	return 1;
+}
+
+/* Applies R1 (and R3 where R1 alone cannot) until no sum over the stream
+** reads a completed value that a rewrite can move out. */
+static void defer_all(Arena *a, Plan *p)
+{
+	for (int round = 0; round < 8; round++) {
+		plan_classes(a, p);
+		plan_passes(a, p, 0);
+		int changed = 0;
+		for (int i = 0; i < p->c->nodes.n && !changed; i++) {
+			Node *x = p->c->nodes.v[i];
+			if (p->np[i].role != ROLE_RUNNING || x->red != RED_SUM || !reads_completed(p, x->body))
+				continue;
+			if (defer(a, p, x) || fission(a, p, x))
+				changed = 1;
+		}
+		if (!changed)
+			return;
+	}
+}
+
+/* ---- R2: the scale analysis ------------------------------------------- */
+
+/* An expression's dependence on running references: its value is
+** exp(-sum k_m r_m) * (something independent of the references), or it is
+** a reference itself (raw), or it depends on them in a way no rescale can
+** follow (bad). */
+typedef struct Scale {
+	int bad, raw;
+	int n;
+	int ref[PLAN_MAX_REFS];
+	double k[PLAN_MAX_REFS];
+} Scale;
+
+typedef struct ScaleCtx {
+	Plan *p;
+	Scale *node; /* per node, for TILE and reference nodes */
+	const char *why;
+} ScaleCtx;
+
+static Scale bad(ScaleCtx *sc, const char *why)
+{
+	Scale s = {0};
+	s.bad = 1;
+	if (!sc->why)
+		sc->why = why;
+	return s;
+}
+
+static int scale_zero(const Scale *s) { return !s->bad && !s->raw && s->n == 0; }
+
+static int scale_same(const Scale *x, const Scale *y)
+{
+	if (x->n != y->n || x->bad || y->bad || x->raw || y->raw)
+		return 0;
+	for (int i = 0; i < x->n; i++) {
+		int found = 0;
+		for (int j = 0; j < y->n; j++)
+			found |= x->ref[i] == y->ref[j] && fabs(x->k[i] - y->k[j]) < 1e-12;
+		if (!found)
+			return 0;
+	}
+	return 1;
+}
+
+static Scale scale_add(ScaleCtx *sc, Scale x, Scale y, double sign)
+{
+	if (x.bad || y.bad)
+		return x.bad ? x : y;
+	if (x.raw || y.raw)
+		return bad(sc, "a running max is used outside an exponential");
+	for (int j = 0; j < y.n; j++) {
+		int i = 0;
+		while (i < x.n && x.ref[i] != y.ref[j])
+			i++;
+		if (i == x.n) {
+			if (x.n == PLAN_MAX_REFS)
+				return bad(sc, "too many references");
+			x.ref[x.n] = y.ref[j], x.k[x.n++] = 0;
+		}
+		x.k[i] += sign * y.k[j];
+	}
+	return x;
+}
+
+static int is_zero_literal(const Expr *e) { return e->kind == EX_FLOAT && e->fval == 0.0; }
+
+/* Linear form of an exponent in the references: e = e0 - sum c_m r_m. */
+static int linear(ScaleCtx *sc, const Expr *e, Scale *coef, double sign);
+
+static Scale scale_of(ScaleCtx *sc, const Expr *e);
+
+static int linear(ScaleCtx *sc, const Expr *e, Scale *coef, double sign)
+{
+	if (e->kind == EX_BINOP && (e->op == OP_ADD || e->op == OP_SUB))
+		return linear(sc, e->args[0], coef, sign) &&
+		       linear(sc, e->args[1], coef, e->op == OP_SUB ? -sign : sign);
+	if (e->kind == EX_UNOP && e->op == OP_NEG)
+		return linear(sc, e->args[0], coef, -sign);
+	if (e->kind == EX_BINOP && e->op == OP_MUL) {
+		/* a constant times a linear form */
+		for (int side = 0; side < 2; side++) {
+			const Expr *k = e->args[side];
+			if (k->kind == EX_FLOAT || k->kind == EX_PARAM) {
+				Scale s = scale_of(sc, e->args[!side]);
+				if (scale_zero(&s))
+					return 1;
+				if (k->kind == EX_FLOAT && s.raw)
+					return linear(sc, e->args[!side], coef, sign * k->fval);
+				return 0;
+			}
+		}
+	}
+	Scale s = scale_of(sc, e);
+	if (s.bad)
+		return 0;
+	if (s.raw) {
+		/* a reference itself: coefficient sign on each of its refs */
+		for (int i = 0; i < s.n; i++) {
+			Scale one = {0};
+			one.n = 1, one.ref[0] = s.ref[i], one.k[0] = -sign * s.k[i];
+			*coef = scale_add(sc, *coef, one, 1.0);
+		}
+		return !coef->bad;
+	}
+	return s.n == 0;
+}
+
+static Scale scale_of(ScaleCtx *sc, const Expr *e)
+{
+	Scale z = {0};
+	if (!e)
+		return z;
+	switch (e->kind) {
+	case EX_ACCESS: {
+		for (int i = 0; i < e->nargs; i++) {
+			Scale ix = scale_of(sc, e->args[i]);
+			if (!scale_zero(&ix))
+				return bad(sc, "a subscript depends on a reduction");
+		}
+		const Node *d = e->tensor->def;
+		if (!d)
+			return z;
+		NodePlan *np = &sc->p->np[d->id];
+		if (np->role == ROLE_PROLOGUE)
+			return z;
+		if (np->role == ROLE_TILE)
+			return sc->node[d->id];
+		if (np->is_ref) {
+			Scale s = {0};
+			s.raw = 1, s.n = 1, s.ref[0] = d->id, s.k[0] = 1.0;
+			return s;
+		}
+		return bad(sc, "a completed reduction is read inside the stream");
+	}
+	case EX_CALL: {
+		if (e->op == FN_EXP) {
+			Scale coef = {0};
+			if (!linear(sc, e->args[0], &coef, 1.0) || coef.bad)
+				return bad(sc, "an exponent is not linear in the running max");
+			return coef;
+		}
+		Scale s = scale_of(sc, e->args[0]);
+		if (!scale_zero(&s))
+			return s.bad ? s : bad(sc, "a non-linear function of a rescaled value");
+		return z;
+	}
+	case EX_BINOP: {
+		Scale l = scale_of(sc, e->args[0]), r = scale_of(sc, e->args[1]);
+		switch (e->op) {
+		case OP_MUL: return scale_add(sc, l, r, 1.0);
+		case OP_DIV: return scale_add(sc, l, r, -1.0);
+		case OP_ADD:
+		case OP_SUB:
+			if (is_zero_literal(e->args[0]) && !r.raw)
+				return r;
+			if (is_zero_literal(e->args[1]) && !l.raw)
+				return l;
+			if (scale_zero(&l) && scale_zero(&r))
+				return z;
+			if (scale_same(&l, &r))
+				return l;
+			if (l.raw || r.raw)
+				return bad(sc, "a running max is added to a value outside an exponential");
+			return bad(sc, "terms rescale differently");
+		default:
+			if (scale_zero(&l) && scale_zero(&r))
+				return z;
+			return bad(sc, "a comparison or max/min of a value that depends on the running max (e.g. a threshold on probabilities)");
+		}
+	}
+	case EX_UNOP:
+		if (e->op == OP_NEG) {
+			Scale s = scale_of(sc, e->args[0]);
+			return s.raw ? bad(sc, "a negated running max outside an exponential") : s;
+		}
+		{
+			Scale s = scale_of(sc, e->args[0]);
+			return scale_zero(&s) ? z : bad(sc, "a condition on a rescaled value");
+		}
+	case EX_SELECT: {
+		Scale c = scale_of(sc, e->args[0]);
+		if (!scale_zero(&c))
+			return bad(sc, "a condition depends on the running max");
+		Scale x = scale_of(sc, e->args[1]), y = scale_of(sc, e->args[2]);
+		if (is_zero_literal(e->args[1]))
+			return y;
+		if (is_zero_literal(e->args[2]))
+			return x;
+		if (scale_zero(&x) && scale_zero(&y))
+			return z;
+		return scale_same(&x, &y) ? x : bad(sc, "the branches of a select rescale differently");
+	}
+	case EX_CAST: {
+		Scale s = scale_of(sc, e->args[0]);
+		return scale_zero(&s) ? z : bad(sc, "a conversion of a rescaled value");
+	}
+	default: return z;
+	}
+}
+
+/* A reference: a running max, or an element-wise function of running maxes
+** and stream-independent values (max(max[j] S, sink)). */
+static int is_reference(Plan *p, int id)
+{
+	const Node *n = p->c->nodes.v[id];
+	NodePlan *np = &p->np[id];
+	if (np->role == ROLE_RUNNING)
+		return n->red == RED_MAX;
+	if (np->role != ROLE_EPILOGUE)
+		return 0;
+	/* reads only running maxes (or other references) and prologue values */
+	const Expr *todo[256];
+	int nt = 0, has_ref = 0;
+	todo[nt++] = n->body;
+	while (nt) {
+		const Expr *e = todo[--nt];
+		if (!e)
+			continue;
+		if (e->kind == EX_ACCESS && e->tensor->def) {
+			NodePlan *d = &p->np[e->tensor->def->id];
+			if (d->is_ref)
+				has_ref = 1;
+			else if (d->role != ROLE_PROLOGUE)
+				return 0;
+		}
+		for (int i = 0; i < e->nargs && nt < 256; i++)
+			todo[nt++] = e->args[i];
+	}
+	return has_ref;
+}
+
+/* Decides which nodes can be carried across tiles and fills the plan's
+** running-read matrix; returns the reason the first one could not. */
+static const char *rebase(Arena *a, Plan *p)
+{
+	Cascade *c = p->c;
+	int n = c->nodes.n;
+	p->ref_ok = ARENA_ARRAY(a, unsigned char, (size_t)n * n + 1);
+	ScaleCtx sc = {p, ARENA_ARRAY(a, Scale, n + 1), NULL};
+	const char *first_why = NULL;
+	for (int i = 0; i < n; i++) {
+		p->np[i].run.nrefs = 0;
+		p->np[i].is_ref = is_reference(p, i);
+	}
+	for (int i = 0; i < n; i++) {
+		Node *x = c->nodes.v[i];
+		NodePlan *np = &p->np[i];
+		if (np->role != ROLE_TILE && np->role != ROLE_RUNNING)
+			continue;
+		sc.why = NULL;
+		Scale f = scale_of(&sc, x->filter);
+		Scale s = scale_of(&sc, x->body);
+		if (!scale_zero(&f))
+			s = bad(&sc, "a mask depends on the running max");
+		if (np->role == ROLE_RUNNING && x->red != RED_SUM && !scale_zero(&s))
+			s = bad(&sc, "a max or min over values that depend on the running max");
+		if (s.raw)
+			s = bad(&sc, "a running max used as a value");
+		sc.node[i] = s;
+		if (s.bad) {
+			if (!first_why)
+				first_why = arena_printf(a, "%s: %s", x->out->name, sc.why ? sc.why : "unsupported");
+			continue;
+		}
+		if (np->role == ROLE_RUNNING) {
+			np->run.nrefs = s.n;
+			for (int m = 0; m < s.n; m++)
+				np->run.ref[m] = s.ref[m], np->run.k[m] = s.k[m];
+		}
+	}
+	/* a rescaled TILE value may only feed rebased sums (or other rescaled
+	** TILE values): an output, or a max over it, needs the final reference */
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (int i = 0; i < n; i++) {
+			if (p->np[i].role != ROLE_TILE || sc.node[i].bad || sc.node[i].n == 0)
+				continue;
+			Node *x = c->nodes.v[i];
+			int ok = x->out->kind == TK_TEMP;
+			for (int j = i + 1; j < n && ok; j++) {
+				Node *y = c->nodes.v[j];
+				if (!expr_reads(y->body, x->out) && !expr_reads(y->filter, x->out))
+					continue;
+				NodePlan *ny = &p->np[j];
+				ok = !sc.node[j].bad && (ny->role == ROLE_TILE ||
+							 (ny->role == ROLE_RUNNING && y->red == RED_SUM));
+			}
+			if (!ok) {
+				sc.node[i].bad = 1, changed = 1;
+				if (!first_why)
+					first_why = arena_printf(a, "%s is needed with the final reference (it is an output or feeds a max)",
+								 x->out->name);
+				for (int j = i + 1; j < n; j++) {
+					Node *y = c->nodes.v[j];
+					if (expr_reads(y->body, x->out))
+						sc.node[j].bad = 1, p->np[j].run.nrefs = 0;
+				}
+			}
+		}
+	}
+	/* the matrix: x may use the running value of each reference its body
+	** depends on (through its own scale and the TILE values it reads) */
+	for (int i = 0; i < n; i++) {
+		if (sc.node[i].bad || (p->np[i].role != ROLE_TILE && p->np[i].role != ROLE_RUNNING))
+			continue;
+		Node *x = c->nodes.v[i];
+		for (int j = 0; j < i; j++) {
+			Node *y = c->nodes.v[j];
+			if (!expr_reads(x->body, y->out) && !expr_reads(x->filter, y->out))
+				continue;
+			if (p->np[j].is_ref || (p->np[j].role == ROLE_TILE && !sc.node[j].bad))
+				p->ref_ok[(size_t)i * n + j] = 1;
+		}
+	}
+	/* references that are functions of running maxes may use their running values */
+	for (int i = 0; i < n; i++) {
+		if (!p->np[i].is_ref || p->np[i].role != ROLE_EPILOGUE)
+			continue;
+		for (int j = 0; j < i; j++)
+			if (p->np[j].is_ref && expr_reads(((Node *)c->nodes.v[i])->body,
+							  ((Node *)c->nodes.v[j])->out))
+				p->ref_ok[(size_t)i * n + j] = 1;
+	}
+	return first_why;
+}
+
+static const char *rho_text(Arena *a, const Plan *p, const Running *r)
+{
+	const char *s = "";
+	for (int m = 0; m < r->nrefs; m++) {
+		const Node *ref = p->c->nodes.v[r->ref[m]];
+		const char *d = r->k[m] == 1.0 ? "r - r'" : arena_printf(a, "%g*(r - r')", r->k[m]);
+		s = arena_printf(a, "%s%sexp(%s) on %s", s, m ? " * " : "", d, ref->out->name);
+	}
+	return s;
+}
+
+void plan_rewrite(Arena *a, Plan *p)
+{
+	if (p->stream < 0)
+		return;
+	cse(a, p);
+	plan_classes(a, p);
+	defer_all(a, p);
+	plan_classes(a, p);
+	p->passes_defer = plan_passes(a, p, 0);
+	const char *why = rebase(a, p);
+	p->passes_after = plan_passes(a, p, 1);
+	for (int i = 0; i < p->c->nodes.n; i++) {
+		NodePlan *np = &p->np[i];
+		Node *x = p->c->nodes.v[i];
+		if (np->role == ROLE_RUNNING && np->run.nrefs)
+			plan_note(p, a, x->loc, "R2 rebase: %s runs across tiles with rho = %s",
+				  x->out->name, rho_text(a, p, &np->run));
+		if (np->is_ref && np->role == ROLE_EPILOGUE)
+			plan_note(p, a, x->loc,
+				  "R4: %s is a running reference built from running maxes and %s-independent terms; they enter as its initial value",
+				  x->out->name, p->classes[p->stream].name);
+	}
+	if (p->passes_after > 1 && why)
+		plan_note(p, a, NOLOC, "no one-pass form: %s; the plan keeps %d passes", why,
+			  p->passes_after);
+}
