@@ -16,11 +16,13 @@
 
 #include "../lang/front.h"
 #include "mlir_emit.h"
+#include "plan.h"
+#include "../lowering/c/c_emit.h"
 #include "run.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_TOOL = 3 };
 
-typedef enum Emit { EMIT_NONE, EMIT_CASCADE, EMIT_MLIR } Emit;
+typedef enum Emit { EMIT_NONE, EMIT_CASCADE, EMIT_MLIR, EMIT_PLAN, EMIT_EXPLAIN, EMIT_C, EMIT_HEADER } Emit;
 
 static const char *usage_text =
 	"usage: attnc [options] FILE.attn\n"
@@ -31,6 +33,12 @@ static const char *usage_text =
 	"options:\n"
 	"  --emit=cascade     print the cascade IR (stable text form)\n"
 	"  --emit=mlir        print the cascade as MLIR (func.func of linalg.generic)\n"
+	"  --emit=plan        print the kernel plan (roles, passes, running states, masks)\n"
+	"  --emit=c           portable C99 for the plan (--target=cpu); with -o X.c the\n"
+	"                     header X.h is written beside it\n"
+	"  --emit=header      only the generated C header\n"
+	"  --explain          say what the compiler did: passes before and after, each\n"
+	"                     rewrite, the running state, and what forces a slower path\n"
 	"  --target=T         sm_80, sm_90a, sm_100a or cpu (default sm_90a)\n"
 	"  --f64              use f64 as the float type of --emit=mlir\n"
 	"  -o PATH            write the output to PATH instead of standard output\n"
@@ -51,9 +59,26 @@ static int usage_error(const char *fmt, const char *arg)
 
 static const char *targets[] = {"sm_80", "sm_90a", "sm_100a", "cpu"};
 
+/* Plans each cascade in a scratch arena of its own: planning copies the IR. */
+static void emit_plans(FILE *out, Emit emit, const Program *p, const char *target)
+{
+	for (int i = 0; i < p->cascades.n; i++) {
+		Arena a;
+		arena_init(&a);
+		Plan *pl = plan_build(&a, p->cascades.v[i], target);
+		if (i)
+			fputc('\n', out);
+		if (emit == EMIT_PLAN)
+			plan_print(out, pl);
+		else
+			plan_explain(out, pl);
+		arena_free(&a);
+	}
+}
+
 /* Writes through a temporary file in the destination's directory and
 ** renames it into place on success, so a failed run leaves no partial file. */
-static int emit_to(const char *path, Emit emit, const Program *p, int f64)
+static int emit_to(const char *path, Emit emit, const Program *p, int f64, const char *target)
 {
 	FILE *out = stdout;
 	char *tmp = NULL;
@@ -77,6 +102,12 @@ static int emit_to(const char *path, Emit emit, const Program *p, int f64)
 		program_print(out, p);
 	else if (emit == EMIT_MLIR && mlir_emit_program(out, stderr, p, f64))
 		rc = EXIT_TOOL;
+	else if (emit == EMIT_PLAN || emit == EMIT_EXPLAIN)
+		emit_plans(out, emit, p, target);
+	else if (emit == EMIT_C && c_emit_program(out, p, NULL, f64))
+		rc = EXIT_TOOL;
+	else if (emit == EMIT_HEADER)
+		c_emit_header(out, p, f64);
 	if (fflush(out) || ferror(out)) {
 		fprintf(stderr, "attnc: error: write failed: %s\n", strerror(errno));
 		rc = EXIT_TOOL;
@@ -98,7 +129,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "run"))
 		return run_main(argc - 1, argv + 1);
-	const char *file = NULL, *out = NULL;
+	const char *file = NULL, *out = NULL, *target = "sm_90a";
 	Emit emit = EMIT_NONE;
 	int f64 = 0, max_errors = 20;
 	for (int i = 1; i < argc; i++) {
@@ -114,12 +145,22 @@ int main(int argc, char **argv)
 				emit = EMIT_CASCADE;
 			else if (!strcmp(a + 7, "mlir"))
 				emit = EMIT_MLIR;
+			else if (!strcmp(a + 7, "plan"))
+				emit = EMIT_PLAN;
+			else if (!strcmp(a + 7, "c"))
+				emit = EMIT_C;
+			else if (!strcmp(a + 7, "header"))
+				emit = EMIT_HEADER;
 			else
-				return usage_error("unknown --emit form '%s' (expected cascade or mlir)", a + 7);
+				return usage_error("unknown --emit form '%s' (expected cascade, mlir, plan, c or header)",
+						   a + 7);
+		} else if (!strcmp(a, "--explain")) {
+			emit = EMIT_EXPLAIN;
 		} else if (!strncmp(a, "--target=", 9)) {
 			int ok = 0;
 			for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++)
-				ok |= !strcmp(a + 9, targets[t]);
+				if (!strcmp(a + 9, targets[t]))
+					ok = 1, target = targets[t];
 			if (!ok)
 				return usage_error("unknown target '%s' (expected sm_80, sm_90a, sm_100a or cpu)",
 						   a + 9);
@@ -158,7 +199,23 @@ int main(int argc, char **argv)
 	else if (!p)
 		rc = EXIT_INPUT;
 	else if (emit != EMIT_NONE)
-		rc = emit_to(out, emit, p, f64);
+		rc = emit_to(out, emit, p, f64, target);
+	if (rc == 0 && p && emit == EMIT_C && out) {
+		/* the header goes beside the C file: x.c -> x.h */
+		size_t n = strlen(out);
+		char *h = malloc(n + 3);
+		if (!h)
+			rc = EXIT_TOOL;
+		else {
+			memcpy(h, out, n + 1);
+			if (n > 2 && !strcmp(h + n - 2, ".c"))
+				h[n - 1] = 'h';
+			else
+				strcat(h, ".h");
+			rc = emit_to(h, EMIT_HEADER, p, f64, target);
+			free(h);
+		}
+	}
 	if (d.suppressed)
 		fprintf(stderr, "attnc: %d more errors not shown (--max-errors=%d)\n", d.suppressed,
 			d.max_errors);

@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 
 #include "../lang/front.h"
+#include "../lowering/c/c_emit.h"
+#include "cpu_engine.h"
 #include "inputs.h"
 #include "interp.h"
 #include "npy.h"
@@ -521,6 +523,56 @@ static int emit_outputs(Run *r)
 
 /* ---- driver ------------------------------------------------------------- */
 
+/* The C back end's source for the cascade, in a malloc'd string (*src);
+** its messages go through cfg->diag, else a fresh Diag on r->err. */
+static int emit_c_source(Run *r, char **src)
+{
+	size_t len = 0;
+	Arena a;
+	Diag fresh, *d = r->cfg->diag;
+	arena_init(&a);
+	if (!d) {
+		diag_init(&fresh, &a, r->err);
+		d = &fresh;
+	}
+	int errors = d->errors, bad = 1;
+	FILE *f = open_memstream(src, &len);
+	if (f) {
+		bad = c_emit_cascade(f, r->c, d, r->cfg->use_f64) || d->errors > errors;
+		bad |= fclose(f) != 0;
+	}
+	arena_free(&a);
+	if (!f || bad) {
+		if (f)
+			free(*src);
+		*src = NULL;
+		errorf(r, "the C back end could not translate '%s'%s", r->c->name,
+		       f ? "" : " (out of memory)");
+		return RUN_EINTERNAL;
+	}
+	return RUN_OK;
+}
+
+/* The CPU engine: emit C, then compile, load and run it (cpu_engine.h). */
+static int run_cpu(Run *r, char *why, size_t n)
+{
+	char *src = NULL;
+	if (emit_c_source(r, &src))
+		return -2; /* reported */
+	size_t elen = strlen(r->c->name) + sizeof "_run_generic";
+	char *entry = malloc(elen);
+	int bad = -1;
+	if (entry) {
+		snprintf(entry, elen, "%s_run_generic", r->c->name);
+		bad = cpu_engine_run_ex(&r->b, src, entry, r->cfg->use_f64, why, n);
+	} else {
+		snprintf(why, n, "out of memory");
+	}
+	free(entry);
+	free(src);
+	return bad;
+}
+
 /* The chosen engine; its failure is ours (exit 3), not the user's. */
 static int run_engine(Run *r)
 {
@@ -530,6 +582,11 @@ static int run_engine(Run *r)
 	if (r->cfg->engine == RUN_ENGINE_INTERP) {
 		what = "interpreter";
 		bad = interp_run(&r->b, why, sizeof why);
+	} else if (r->cfg->engine == RUN_ENGINE_CPU) {
+		what = "CPU engine";
+		bad = run_cpu(r, why, sizeof why);
+		if (bad == -2)
+			return RUN_EINTERNAL;
 	} else {
 		what = "reference executor";
 		bad = refexec_run(&r->b, r->cfg->use_f64, why, sizeof why);
@@ -627,9 +684,14 @@ static const char usage_text[] =
 	"  --param NAME=VALUE     set a param, overriding its default (repeatable)\n"
 	"  --range NAME=LO:HI     values of a generated i32 input (default 0:largest runtime dim)\n"
 	"  --out-dir DIR          write each output as DIR/NAME.npy (DIR is created)\n"
-	"  --precision f32|f64    working precision of the mlir engine and of written\n"
-	"                         float outputs (default f32; interp always computes in f64)\n"
-	"  --engine mlir|interp   the MLIR reference executor (default) or the f64 interpreter\n"
+	"  --precision f32|f64    working precision of the mlir and cpu engines and of\n"
+	"                         written float outputs (default f32; interp always\n"
+	"                         computes in f64)\n"
+	"  --engine mlir|interp|cpu\n"
+	"                         the MLIR reference executor (default), the f64\n"
+	"                         interpreter, or the C back end's code built with the\n"
+	"                         system C compiler ($CC, else cc) and loaded\n"
+	"  --target cpu           the same as --engine cpu\n"
 	"  --quiet                print no summary lines\n"
 	"  --help                 show this help\n"
 	"\n"
@@ -789,9 +851,18 @@ static int apply_option(Arena *a, Args *g, const char *opt, const char *val)
 			return usage_error("--precision must be f32 or f64, not '%s'", val);
 		g->cfg.use_f64 = !strcmp(val, "f64");
 	} else if (!strcmp(opt, "--engine")) {
-		if (strcmp(val, "mlir") && strcmp(val, "interp"))
-			return usage_error("--engine must be mlir or interp, not '%s'", val);
-		g->cfg.engine = strcmp(val, "mlir") ? RUN_ENGINE_INTERP : RUN_ENGINE_MLIR;
+		if (!strcmp(val, "mlir"))
+			g->cfg.engine = RUN_ENGINE_MLIR;
+		else if (!strcmp(val, "interp"))
+			g->cfg.engine = RUN_ENGINE_INTERP;
+		else if (!strcmp(val, "cpu"))
+			g->cfg.engine = RUN_ENGINE_CPU;
+		else
+			return usage_error("--engine must be mlir or interp or cpu, not '%s'", val);
+	} else if (!strcmp(opt, "--target")) {
+		if (strcmp(val, "cpu"))
+			return usage_error("--target must be cpu, not '%s'", val);
+		g->cfg.engine = RUN_ENGINE_CPU;
 	} else
 		return usage_error("unknown option '%s'", opt);
 	return 0;
@@ -801,7 +872,7 @@ static int apply_option(Arena *a, Args *g, const char *opt, const char *val)
 static int takes_value(const char *opt)
 {
 	static const char *const names[] = {"--entry", "--sizes", "--seed",      "--input", "--param",
-					    "--range", "--out-dir", "--precision", "--engine"};
+					    "--range", "--out-dir", "--precision", "--engine", "--target"};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (!strcmp(opt, names[i]))
 			return 1;
@@ -910,6 +981,7 @@ int run_main(int argc, char **argv)
 	diag_init(&d, &a, stderr);
 	int file = diag_load_file(&d, g.file);
 	Program *p = file < 0 ? NULL : front_compile(&a, &d, file);
+	g.cfg.diag = &d;
 	if (!p || d.errors)
 		rc = RUN_EUSER;
 	const Cascade *c = rc ? NULL : pick_cascade(p, g.entry, g.file, &rc);

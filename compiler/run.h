@@ -19,7 +19,9 @@
 
 enum { RUN_OK = 0, RUN_EUSER = 1, RUN_EUSAGE = 2, RUN_EINTERNAL = 3 };
 
-typedef enum RunEngine { RUN_ENGINE_MLIR, RUN_ENGINE_INTERP } RunEngine;
+/* MLIR: the reference executor; INTERP: the f64 interpreter; CPU: the C
+** back end's code, built with the system C compiler (cpu_engine.h). */
+typedef enum RunEngine { RUN_ENGINE_MLIR, RUN_ENGINE_INTERP, RUN_ENGINE_CPU } RunEngine;
 
 typedef struct RunSize {
 	const char *name;
@@ -55,6 +57,7 @@ typedef struct RunConfig {
 	int use_f64;         /* --precision f64 */
 	RunEngine engine;
 	int quiet;           /* no summary lines */
+	Diag *diag;          /* C back end messages (cpu engine); NULL: a fresh one on err */
 	FILE *out, *err;     /* NULL: stdout, stderr */
 } RunConfig;
 
