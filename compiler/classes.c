@@ -1,10 +1,10 @@
 /*
 ** compiler/classes.c: logical indices of a cascade.
 ** Each node has its own index variables; two variables are the same
-** logical index when they subscript the same dimension of a computed tensor
-** as a plain index (union-find over (tensor, dimension) pairs), that is,
-** when data flows from one to the other. Inputs do not join indices: a
-** document-id tensor read as doc[b, i] and doc[b, j] relates nothing. The streamed index is
+** logical index when they subscript the same tensor dimension as a plain
+** index (union-find over (tensor, dimension) pairs). An input dimension
+** that one node subscripts with two different indices (doc[b, i] ==
+** doc[b, j], or X[b, i, d] * X[b, j, d]) is shared by both and joins none. The streamed index is
 ** the one a reduction removes while reading it from a temporary: the KV
 ** position j of attention, which flows through S, P, ... into the final
 ** contraction, unlike a head dimension d that is contracted from inputs.
@@ -32,17 +32,33 @@ static void uf_union(UF *u, int a, int b)
 		u->parent[a > b ? a : b] = a < b ? a : b;
 }
 
-/* Records pair[var] for every plain-index use of a node variable. */
-static void bind_uses(UF *u, const int *off, const Expr *e, int *first)
+/* Notes which variable subscripts each input dimension in one node
+** (-2 once two different ones do). */
+static void input_uses(const Expr *e, const int *off, int *user)
 {
 	if (!e)
 		return;
-	if (e->kind == EX_ACCESS && e->tensor->def) {
+	if (e->kind == EX_ACCESS && !e->tensor->def)
+		for (int m = 0; m < e->nargs; m++) {
+			int *u = &user[off[e->tensor->id] + m];
+			int v = e->args[m]->kind == EX_INDEX ? e->args[m]->var : -2;
+			*u = *u == -1 ? v : *u == v ? v : -2;
+		}
+	for (int i = 0; i < e->nargs; i++)
+		input_uses(e->args[i], off, user);
+}
+
+/* Records pair[var] for every plain-index use of a node variable. */
+static void bind_uses(UF *u, const int *off, const Expr *e, int *first, const int *user)
+{
+	if (!e)
+		return;
+	if (e->kind == EX_ACCESS) {
 		for (int m = 0; m < e->nargs; m++) {
 			const Expr *x = e->args[m];
-			if (x->kind != EX_INDEX)
-				continue;
 			int pair = off[e->tensor->id] + m;
+			if (x->kind != EX_INDEX || (!e->tensor->def && user[pair] != x->var))
+				continue;
 			if (first[x->var] < 0)
 				first[x->var] = pair;
 			else
@@ -50,7 +66,7 @@ static void bind_uses(UF *u, const int *off, const Expr *e, int *first)
 		}
 	}
 	for (int i = 0; i < e->nargs; i++)
-		bind_uses(u, off, e->args[i], first);
+		bind_uses(u, off, e->args[i], first, user);
 }
 
 /* A reduced variable that subscripts a temporary (or an output computed in
@@ -81,14 +97,19 @@ void plan_classes(Arena *a, Plan *p)
 	for (int i = 0; i < npairs; i++)
 		u.parent[i] = i;
 	int **first = ARENA_ARRAY(a, int *, c->nodes.n + 1);
+	int *user = ARENA_ARRAY(a, int, npairs + 1);
 	for (int ni = 0; ni < c->nodes.n; ni++) {
 		Node *n = c->nodes.v[ni];
 		int nv = n->nfree + n->nred;
 		first[ni] = ARENA_ARRAY(a, int, nv + 1);
 		for (int v = 0; v < nv; v++)
 			first[ni][v] = v < n->nfree ? off[n->out->id] + v : -1;
-		bind_uses(&u, off, n->body, first[ni]);
-		bind_uses(&u, off, n->filter, first[ni]);
+		for (int k = 0; k < npairs; k++)
+			user[k] = -1;
+		input_uses(n->body, off, user);
+		input_uses(n->filter, off, user);
+		bind_uses(&u, off, n->body, first[ni], user);
+		bind_uses(&u, off, n->filter, first[ni], user);
 	}
 	/* number the classes: one per root that some variable uses, plus one
 	** per variable that subscripts nothing plainly */

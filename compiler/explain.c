@@ -168,37 +168,45 @@ void plan_explain(FILE *out, const Plan *p)
 			fputs(", rescaled", out);
 		fputc('\n', out);
 	}
+	/* each mask that cannot be decided per tile, once, at the statement
+	** it came from (consumers inherit it) */
 	int slow = 0;
+	const char *seen[32];
+	int nseen = 0;
+	Arena tmp;
+	arena_init(&tmp);
 	for (int i = 0; i < c->nodes.n; i++) {
 		const NodePlan *np = &p->np[i];
 		if (np->role != ROLE_TILE && np->role != ROLE_RUNNING)
 			continue;
-		MaskCtx m = {out, p, i};
-		(void)m;
 		const Node *n = c->nodes.v[i];
-		if (n->origin && strcmp(n->origin, "statement") && strcmp(n->origin, "sum"))
-			continue;
 		const Expr *stack[64];
 		int ns = 0;
 		if (n->filter)
 			stack[ns++] = n->filter;
 		while (ns) {
 			const Expr *e = stack[--ns];
-			if (e->kind == EX_BINOP && e->op == OP_AND) {
+			if (e->kind == EX_BINOP && e->op == OP_AND && ns < 62) {
 				stack[ns++] = e->args[0], stack[ns++] = e->args[1];
 				continue;
 			}
 			MaskKind k = plan_mask_kind(p, i, e);
 			if (k == MASK_AFFINE)
 				continue;
-			fputs(slow++ ? "" : "  slower paths:\n", out);
-			fprintf(out, "    %s: mask ", n->out->name);
-			expr_print(out, e, n);
-			fprintf(out, " is %s", mask_text[k]);
-			print_loc(out, n->loc);
-			fputc('\n', out);
+			const char *text = expr_str(&tmp, e, n);
+			int dup = 0;
+			for (int s2 = 0; s2 < nseen && !dup; s2++)
+				dup = !strcmp(seen[s2], text);
+			if (!dup && nseen < 32) {
+				fputs(slow++ ? "" : "  slower paths:\n", out);
+				fprintf(out, "    mask %s is %s", text, mask_text[k]);
+				print_loc(out, n->loc);
+				fputc('\n', out);
+				seen[nseen++] = text;
+			}
 		}
 	}
+	arena_free(&tmp);
 	if (p->passes_after > 1) {
 		fputs(slow++ ? "" : "  slower paths:\n", out);
 		fprintf(out, "    %d passes over %s: intermediate results of size %s are kept between passes\n",

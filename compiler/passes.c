@@ -56,8 +56,14 @@ int plan_passes(Arena *a, Plan *p, int rebase)
 			NodePlan *ny = &p->np[y];
 			int running_ok = rebase && p->ref_ok && p->ref_ok[x * n + y];
 			int at; /* earliest pass (or gap) in which y's value can be used here */
-			if (ny->role == ROLE_TILE)
+			if (ny->role == ROLE_TILE) {
 				at = ny->pass;
+				/* a rescaled value read by a node that cannot follow the
+				** rescale must wait for its references to complete */
+				for (int m = 0; rebase && streamed && !running_ok && m < ny->run.nrefs; m++)
+					if (p->np[ny->run.ref[m]].pass + 1 > at)
+						at = p->np[ny->run.ref[m]].pass + 1;
+			}
 			else if (ny->role == ROLE_RUNNING)
 				at = streamed ? (running_ok ? ny->pass : ny->pass + 1) : ny->pass;
 			else if (ny->role == ROLE_EPILOGUE)

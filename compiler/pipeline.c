@@ -23,8 +23,10 @@ static void note_barriers(Arena *a, Plan *p)
 	}
 }
 
-/* The kernel's grid: indices every running state is indexed by (batch,
-** heads, queries); the query-like one, last in the first output, is tiled. */
+/* The kernel's grid: indices every running state and every tile value is
+** indexed by (batch, heads, queries; not the value dimension of V, which
+** only the states carry); the query-like one, last in the first output, is
+** tiled. */
 static void choose_grid(Plan *p)
 {
 	Cascade *c = p->c;
@@ -32,9 +34,9 @@ static void choose_grid(Plan *p)
 	for (int k = 0; k < p->nclasses; k++)
 		p->classes[k].grid = k != p->stream;
 	for (int i = 0; i < c->nodes.n; i++) {
-		if (p->np[i].role != ROLE_RUNNING)
+		if (p->np[i].role != ROLE_RUNNING && p->np[i].role != ROLE_TILE)
 			continue;
-		any = 1;
+		any |= p->np[i].role == ROLE_RUNNING;
 		Node *n = c->nodes.v[i];
 		for (int k = 0; k < p->nclasses; k++) {
 			int has = 0;

@@ -282,6 +282,52 @@ static unsigned long long free_mask(const Node *x)
 	return x->nfree >= 64 ? ~0ull : (1ull << x->nfree) - 1;
 }
 
+
+/* An element-wise temporary of the stream with a factor that is a completed
+** value independent of the stream (A = SN / SD in the textbook cascade), or
+** made of such temporaries: what R1 could move out if it could see it. */
+static int map_reads_completed(const Plan *p, const Node *d, int depth)
+{
+	if (d->red != RED_NONE || d->out->kind != TK_TEMP || p->np[d->id].role != ROLE_TILE ||
+	    depth > 16)
+		return 0;
+	Factors f = {0};
+	if (factorize(d->body, &f, 0)) {
+		int sv = p->np[d->id].svar;
+		for (int i = 0; i < f.nnum + f.nden; i++) {
+			Expr *x = i < f.nnum ? f.num[i] : f.den[i - f.nnum];
+			if (reads_completed(p, x) && (sv < 0 || !(expr_vars(x) & (1ull << sv))))
+				return 1;
+		}
+	}
+	const Expr *todo[128];
+	int n = 0;
+	todo[n++] = d->body;
+	while (n) {
+		const Expr *e = todo[--n];
+		if (e->kind == EX_ACCESS && e->tensor->def &&
+		    map_reads_completed(p, e->tensor->def, depth + 1))
+			return 1;
+		for (int i = 0; i < e->nargs && n < 128; i++)
+			todo[n++] = e->args[i];
+	}
+	return 0;
+}
+
+/* Fusion before R1: such temporaries are substituted into the sum, so that
+** the completed factor becomes visible to the deferral. */
+static Expr *inline_maps(Arena *a, const Plan *p, Expr *e, int *changed)
+{
+	if (e->kind == EX_ACCESS && e->tensor->def && map_reads_completed(p, e->tensor->def, 0)) {
+		*changed = 1;
+		Expr *b = expr_subst(a, e->tensor->def->body, e->args, e->nargs);
+		return inline_maps(a, p, b, changed);
+	}
+	for (int i = 0; i < e->nargs; i++)
+		e->args[i] = inline_maps(a, p, e->args[i], changed);
+	return e;
+}
+
 /* R1 on one sum: returns 1 when it moved every completed value out. */
 static int defer(Arena *a, Plan *p, Node *x)
 {
@@ -304,9 +350,8 @@ static int defer(Arena *a, Plan *p, Node *x)
 			in[nin++] = e;
 		}
 	}
-	for (int i = 0; i < nin; i++)
-		if (reads_completed(p, in[i]))
-			return 0;
+	/* completed values left inside (a running max in an exponent) are R2's
+	** business; R1 only needs to have moved something out */
 	if (non + nod == 0)
 		return 0;
 	/* inner body: the factors left, keeping numerator / denominator */
@@ -416,7 +461,14 @@ static void defer_all(Arena *a, Plan *p)
 		int changed = 0;
 		for (int i = 0; i < p->c->nodes.n && !changed; i++) {
 			Node *x = p->c->nodes.v[i];
-			if (p->np[i].role != ROLE_RUNNING || x->red != RED_SUM || !reads_completed(p, x->body))
+			if (p->np[i].role != ROLE_RUNNING || x->red != RED_SUM)
+				continue;
+			int fused = 0;
+			x->body = inline_maps(a, p, x->body, &fused);
+			if (fused)
+				plan_note(p, a, x->loc, "fusion: element-wise temporaries that read a completed reduction are substituted into %s",
+					  x->out->name);
+			if (!reads_completed(p, x->body))
 				continue;
 			if (defer(a, p, x) || fission(a, p, x))
 				changed = 1;
@@ -696,42 +748,28 @@ static const char *rebase(Arena *a, Plan *p)
 				np->run.ref[m] = s.ref[m], np->run.k[m] = s.k[m];
 		}
 	}
-	/* a rescaled TILE value may only feed rebased sums (or other rescaled
-	** TILE values): an output, or a max over it, needs the final reference */
-	for (int changed = 1; changed;) {
-		changed = 0;
-		for (int i = 0; i < n; i++) {
-			if (p->np[i].role != ROLE_TILE || sc.node[i].bad || sc.node[i].n == 0)
-				continue;
-			Node *x = c->nodes.v[i];
-			int ok = x->out->kind == TK_TEMP;
-			for (int j = i + 1; j < n && ok; j++) {
-				Node *y = c->nodes.v[j];
-				if (!expr_reads(y->body, x->out) && !expr_reads(y->filter, x->out))
-					continue;
-				NodePlan *ny = &p->np[j];
-				ok = !sc.node[j].bad && (ny->role == ROLE_TILE ||
-							 (ny->role == ROLE_RUNNING && y->red == RED_SUM));
-			}
-			if (!ok) {
-				sc.node[i].bad = 1, changed = 1;
-				if (!first_why)
-					first_why = arena_printf(a, "%s is needed with the final reference (it is an output or feeds a max)",
-								 x->out->name);
-				for (int j = i + 1; j < n; j++) {
-					Node *y = c->nodes.v[j];
-					if (expr_reads(y->body, x->out))
-						sc.node[j].bad = 1, p->np[j].run.nrefs = 0;
-				}
-			}
-		}
-	}
 	/* the matrix: x may use the running value of each reference its body
-	** depends on (through its own scale and the TILE values it reads) */
+	** depends on, and the rescaled values of TILE nodes, when x is itself a
+	** rescaled TILE node or a rebased sum; any other reader of a rescaled
+	** value waits for its references to complete (compiler/passes.c) */
 	for (int i = 0; i < n; i++) {
-		if (sc.node[i].bad || (p->np[i].role != ROLE_TILE && p->np[i].role != ROLE_RUNNING))
-			continue;
 		Node *x = c->nodes.v[i];
+		NodePlan *nx = &p->np[i];
+		if (sc.node[i].bad || (nx->role != ROLE_TILE && nx->role != ROLE_RUNNING))
+			continue;
+		if (nx->role == ROLE_TILE && sc.node[i].n && x->out->kind == TK_OUT) {
+			sc.node[i].bad = 1; /* an output needs the final reference */
+			if (!first_why)
+				first_why = arena_printf(a, "%s is an output that needs the final reference", x->out->name);
+			continue;
+		}
+		if (nx->role == ROLE_RUNNING && x->red != RED_SUM)
+			continue;
+		if (nx->role == ROLE_TILE) {
+			nx->run.nrefs = sc.node[i].n;
+			for (int m = 0; m < sc.node[i].n; m++)
+				nx->run.ref[m] = sc.node[i].ref[m], nx->run.k[m] = sc.node[i].k[m];
+		}
 		for (int j = 0; j < i; j++) {
 			Node *y = c->nodes.v[j];
 			if (!expr_reads(x->body, y->out) && !expr_reads(x->filter, y->out))
@@ -770,6 +808,7 @@ void plan_rewrite(Arena *a, Plan *p)
 	cse(a, p);
 	plan_classes(a, p);
 	defer_all(a, p);
+	remove_dead(p->c);
 	plan_classes(a, p);
 	p->passes_defer = plan_passes(a, p, 0);
 	const char *why = rebase(a, p);
