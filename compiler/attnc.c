@@ -18,11 +18,14 @@
 #include "mlir_emit.h"
 #include "plan.h"
 #include "../lowering/c/c_emit.h"
+#include "../lowering/gpu_iface.h"
+#include "../lowering/sm80/sm80.h"
+#include "ptxas.h"
 #include "run.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_TOOL = 3 };
 
-typedef enum Emit { EMIT_NONE, EMIT_CASCADE, EMIT_MLIR, EMIT_PLAN, EMIT_EXPLAIN, EMIT_C, EMIT_HEADER } Emit;
+typedef enum Emit { EMIT_NONE, EMIT_CASCADE, EMIT_MLIR, EMIT_PLAN, EMIT_EXPLAIN, EMIT_C, EMIT_HEADER, EMIT_PTX } Emit;
 
 static const char *usage_text =
 	"usage: attnc [options] FILE.attn\n"
@@ -37,16 +40,22 @@ static const char *usage_text =
 	"  --emit=c           portable C99 for the plan (--target=cpu); with -o X.c the\n"
 	"                     header X.h is written beside it\n"
 	"  --emit=header      only the generated C header\n"
+	"  --emit=ptx         PTX of the one-pass GPU kernel (--target=sm_80; the same\n"
+	"                     PTX runs on Hopper and newer GPUs)\n"
 	"  --explain          say what the compiler did: passes before and after, each\n"
 	"                     rewrite, the running state, and what forces a slower path\n"
-	"  --target=T         sm_80, sm_90a, sm_100a or cpu (default sm_90a)\n"
+	"  --target=T         sm_80, sm_90a, sm_100a or cpu (default sm_80; sm_90a and\n"
+	"                     sm_100a code generation is not implemented yet)\n"
+	"  -o OUT             with a GPU target and no --emit: write OUT.ptx, OUT.h and\n"
+	"                     OUT.c (cubins for sm_80 and sm_90 embedded; link -lattnrt)\n"
+	"  --ptxas=PATH       the ptxas to use (default: $CUDA_PATH/bin, /usr/local/cuda/bin, PATH)\n"
 	"  --f64              use f64 as the float type of --emit=mlir\n"
 	"  -o PATH            write the output to PATH instead of standard output\n"
 	"  --max-errors=N     stop after N errors (default 20)\n"
 	"  -h, --help         print this help\n"
 	"  --version          print the version\n"
 	"\n"
-	"Without --emit, attnc checks the file and reports diagnostics only.\n"
+	"Without --emit and -o, attnc checks the file and reports diagnostics only.\n"
 	"Exit status: 0 success, 1 errors in the input, 2 usage errors, 3 tool failure.\n";
 
 static int usage_error(const char *fmt, const char *arg)
@@ -76,9 +85,114 @@ static void emit_plans(FILE *out, Emit emit, const Program *p, const char *targe
 	}
 }
 
+/* Writes a file through a temporary in its directory, renamed into place
+** only when fn succeeded: no partial outputs. */
+static int write_atomic(const char *path, int (*fn)(FILE *, void *), void *ctx)
+{
+	size_t n = strlen(path) + 16;
+	char *tmp = malloc(n);
+	if (!tmp)
+		return EXIT_TOOL;
+	snprintf(tmp, n, "%s.tmpXXXXXX", path);
+	int fd = mkstemp(tmp);
+	FILE *out = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!out) {
+		fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd), unlink(tmp);
+		free(tmp);
+		return EXIT_TOOL;
+	}
+	int rc = fn(out, ctx);
+	if (fflush(out) || ferror(out))
+		rc = EXIT_TOOL;
+	fclose(out);
+	if (rc == 0 && rename(tmp, path)) {
+		fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(errno));
+		rc = EXIT_TOOL;
+	}
+	if (rc)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+typedef struct GpuOut {
+	const Program *p;
+	GpuImages *im;
+	const char *header;
+} GpuOut;
+
+static int put_ptx(FILE *o, void *ctx)
+{
+	GpuOut *g = ctx;
+	return fwrite(g->im->ptx, 1, g->im->ptx_size, o) == g->im->ptx_size ? 0 : EXIT_TOOL;
+}
+
+static int put_h(FILE *o, void *ctx)
+{
+	gpu_iface_header(o, ((GpuOut *)ctx)->p);
+	return 0;
+}
+
+static int put_c(FILE *o, void *ctx)
+{
+	GpuOut *g = ctx;
+	gpu_iface_source(o, g->p, g->im, g->header);
+	return 0;
+}
+
+/* The GPU compile: PTX for every cascade, assembled by ptxas for sm_80 and
+** sm_90, then OUT.ptx, OUT.h and OUT.c (the cubins and PTX embedded). */
+static int compile_gpu(const char *outbase, const Program *p, Diag *d, const char *ptxas_opt)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&buf, &n);
+	if (!m)
+		return EXIT_TOOL;
+	Arena a;
+	arena_init(&a);
+	GpuImages im = {0};
+	im.arena = &a;
+	im.smem = ARENA_ARRAY(&a, unsigned, p->cascades.n + 1);
+	int rc = sm80_emit_program(m, p, d, im.smem) ? EXIT_INPUT : 0;
+	fclose(m);
+	im.ptx = buf, im.ptx_size = n;
+	char err[2048];
+	const char *px = rc ? NULL : ptxas_find(ptxas_opt, err, sizeof err);
+	if (!rc && !px) {
+		fprintf(stderr, "attnc: error: %s\n", err);
+		rc = EXIT_TOOL;
+	}
+	const char *arch[2] = {"sm_80", "sm_90"};
+	Blob *blob[2] = {&im.cubin80, &im.cubin90};
+	for (int k = 0; k < 2 && !rc; k++)
+		if (ptxas_assemble(px, buf, n, arch[k], &blob[k]->data, &blob[k]->size, err, sizeof err)) {
+			fprintf(stderr, "attnc: error: ptxas -arch=%s rejected the kernels of this file: %.1500s\n",
+				arch[k], err);
+			rc = EXIT_TOOL;
+		}
+	if (!rc) {
+		const char *slash = strrchr(outbase, '/');
+		GpuOut g = {p, &im, arena_printf(&a, "%s.h", slash ? slash + 1 : outbase)};
+		rc = write_atomic(arena_printf(&a, "%s.ptx", outbase), put_ptx, &g);
+		if (!rc)
+			rc = write_atomic(arena_printf(&a, "%s.h", outbase), put_h, &g);
+		if (!rc)
+			rc = write_atomic(arena_printf(&a, "%s.c", outbase), put_c, &g);
+	}
+	free(im.cubin80.data);
+	free(im.cubin90.data);
+	free(buf);
+	arena_free(&a);
+	return rc;
+}
+
 /* Writes through a temporary file in the destination's directory and
 ** renames it into place on success, so a failed run leaves no partial file. */
-static int emit_to(const char *path, Emit emit, const Program *p, int f64, const char *target)
+static int emit_to(const char *path, Emit emit, const Program *p, int f64, const char *target,
+		   Diag *diag)
 {
 	FILE *out = stdout;
 	char *tmp = NULL;
@@ -108,6 +222,8 @@ static int emit_to(const char *path, Emit emit, const Program *p, int f64, const
 		rc = EXIT_TOOL;
 	else if (emit == EMIT_HEADER)
 		c_emit_header(out, p, f64);
+	else if (emit == EMIT_PTX && sm80_emit_program(out, p, diag, NULL))
+		rc = EXIT_INPUT;
 	if (fflush(out) || ferror(out)) {
 		fprintf(stderr, "attnc: error: write failed: %s\n", strerror(errno));
 		rc = EXIT_TOOL;
@@ -129,7 +245,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "run"))
 		return run_main(argc - 1, argv + 1);
-	const char *file = NULL, *out = NULL, *target = "sm_90a";
+	const char *file = NULL, *out = NULL, *target = "sm_80", *ptxas_opt = NULL;
 	Emit emit = EMIT_NONE;
 	int f64 = 0, max_errors = 20;
 	for (int i = 1; i < argc; i++) {
@@ -151,8 +267,10 @@ int main(int argc, char **argv)
 				emit = EMIT_C;
 			else if (!strcmp(a + 7, "header"))
 				emit = EMIT_HEADER;
+			else if (!strcmp(a + 7, "ptx"))
+				emit = EMIT_PTX;
 			else
-				return usage_error("unknown --emit form '%s' (expected cascade, mlir, plan, c or header)",
+				return usage_error("unknown --emit form '%s' (expected cascade, mlir, plan, c, header or ptx)",
 						   a + 7);
 		} else if (!strcmp(a, "--explain")) {
 			emit = EMIT_EXPLAIN;
@@ -164,6 +282,8 @@ int main(int argc, char **argv)
 			if (!ok)
 				return usage_error("unknown target '%s' (expected sm_80, sm_90a, sm_100a or cpu)",
 						   a + 9);
+		} else if (!strncmp(a, "--ptxas=", 8)) {
+			ptxas_opt = a + 8;
 		} else if (!strcmp(a, "--f64")) {
 			f64 = 1;
 		} else if (!strncmp(a, "--max-errors=", 13)) {
@@ -199,7 +319,16 @@ int main(int argc, char **argv)
 	else if (!p)
 		rc = EXIT_INPUT;
 	else if (emit != EMIT_NONE)
-		rc = emit_to(out, emit, p, f64, target);
+		rc = emit_to(out, emit, p, f64, target, &d);
+	else if (out && strcmp(target, "cpu")) {
+		if (strcmp(target, "sm_80")) {
+			fprintf(stderr, "attnc: error: code generation for %s (wgmma/TMA, tcgen05) is not implemented yet; --target=sm_80 gives PTX that also runs on Hopper and newer GPUs\n",
+				target);
+			rc = EXIT_USAGE;
+		} else {
+			rc = compile_gpu(out, p, &d, ptxas_opt);
+		}
+	}
 	if (rc == 0 && p && emit == EMIT_C && out) {
 		/* the header goes beside the C file: x.c -> x.h */
 		size_t n = strlen(out);
@@ -212,7 +341,7 @@ int main(int argc, char **argv)
 				h[n - 1] = 'h';
 			else
 				strcat(h, ".h");
-			rc = emit_to(h, EMIT_HEADER, p, f64, target);
+			rc = emit_to(h, EMIT_HEADER, p, f64, target, &d);
 			free(h);
 		}
 	}

@@ -1,13 +1,15 @@
 /*
 ** compiler/cpu_engine.c: the CPU engine (see cpu_engine.h).
 **
-** One call goes through fixed steps: find the compiler ($CC split at blanks,
+** Loading goes through fixed steps: find the compiler ($CC split at blanks,
 ** else cc, looked up in $PATH), make a private directory with mkdtemp, write
 ** the source, probe -fopenmp once per process, run the compiler through
-** posix_spawn with its output captured in a log file, dlopen the result,
-** convert the inputs, call the entry point and convert the outputs back.
+** posix_spawn with its output captured in a log file and dlopen the result;
+** the directory is then removed (the loaded object stays mapped). A call
+** converts the inputs, calls the entry point and converts the outputs back.
 ** Everything a step acquires hangs off one Work and work_free releases it
 ** on every path; the directory is emptied and removed whatever happened.
+** A CpuModule keeps only the dlopen handle.
 */
 #define _POSIX_C_SOURCE 200809L
 
@@ -49,6 +51,10 @@ typedef struct Work {
 	void **data; /* [ntensors] buffers handed to the entry point */
 	int ntensors;
 } Work;
+
+struct CpuModule {
+	void *dl; /* the loaded shared object */
+};
 
 static const char ce_probe_source[] =
 	"#include <omp.h>\n"
@@ -407,8 +413,10 @@ static void convert_output(Elem e, const void *src, double *dst, long n)
 		}
 }
 
-/* Allocates a buffer for every input and output (zeroed) and fills the
-** inputs; temporaries stay NULL. */
+/* Allocates a buffer for every input and output and fills the inputs and
+** the float outputs from b (i32/bool outputs start at 0, since b may hold a
+** poison value there that no integer type can carry); temporaries stay
+** NULL. */
 static int bind_buffers(Work *w, const Binding *b, int use_f64)
 {
 	const Cascade *c = b->c;
@@ -433,14 +441,17 @@ static int bind_buffers(Work *w, const Binding *b, int use_f64)
 			return fail(w, "out of memory for '%s' (%ld elements)", t->name, n);
 		if (t->kind == TK_IN && convert_input(w, t, e, b->data[i], w->data[i], n))
 			return -1;
+		if (t->kind == TK_OUT && (e == EL_F32 || e == EL_F64) &&
+		    convert_input(w, t, e, b->data[i], w->data[i], n))
+			return -1;
 	}
 	return 0;
 }
 
 /* ---- driver ------------------------------------------------------------- */
 
-/* Compiles the source and loads the entry point into *fn. */
-static int build(Work *w, const char *c_source, const char *entry_name, CpuEngineEntry *fn)
+/* Compiles the source and loads it into w->dl. */
+static int build(Work *w, const char *c_source)
 {
 	char src[CE_PATH], so[CE_PATH];
 	int status = 0;
@@ -465,11 +476,6 @@ static int build(Work *w, const char *c_source, const char *entry_name, CpuEngin
 	}
 	if (openmp)
 		pin_openmp_runtime();
-	dlerror();
-	void *sym = dlsym(w->dl, entry_name);
-	if (!sym)
-		return fail(w, "symbol '%s' not found in the compiled code", entry_name);
-	memcpy(fn, &sym, sizeof *fn); /* POSIX guarantees the conversion */
 	return 0;
 }
 
@@ -486,18 +492,73 @@ static void work_free(Work *w)
 	free(w->ccbuf);
 }
 
-/* The steps of one run; outputs are written back only on success. */
-static int work_run(Work *w, const Binding *b, const char *c_source, const char *entry_name,
-		    int use_f64)
+/* A Work that reports into err (cleared first). */
+static void work_init(Work *w, char *err, size_t errlen)
 {
-	CpuEngineEntry fn = NULL;
-	if (!b || !b->c || !c_source || !entry_name)
-		return fail(w, "cpu_engine_run: missing argument");
-	if (build(w, c_source, entry_name, &fn) || bind_buffers(w, b, use_f64))
+	memset(w, 0, sizeof *w);
+	w->err = err, w->errlen = errlen;
+	if (err && errlen)
+		err[0] = 0;
+}
+
+/* Public: compile and load; the handle moves from the Work to the module. */
+CpuModule *cpu_engine_load(const char *c_source, char *err, size_t errlen)
+{
+	Work w;
+	CpuModule *m = NULL;
+	work_init(&w, err, errlen);
+	if (!c_source)
+		fail(&w, "cpu_engine_load: missing source");
+	else if (!build(&w, c_source)) {
+		m = malloc(sizeof *m);
+		if (m) {
+			m->dl = w.dl;
+			w.dl = NULL;
+		} else {
+			fail(&w, "out of memory");
+		}
+	}
+	work_free(&w);
+	return m;
+}
+
+/* Public: dlclose and free. */
+void cpu_engine_unload(CpuModule *m)
+{
+	if (!m)
+		return;
+	if (m->dl)
+		dlclose(m->dl);
+	free(m);
+}
+
+/* The steps of one call of symbol (generic or, when partitioned is set,
+** partitioned signature); outputs are written back only on success. */
+static int work_call(Work *w, void *dl, const char *symbol, int partitioned, const Binding *b,
+		     int use_f64, const long *bounds, int nparts)
+{
+	if (!dl || !b || !b->c || !symbol)
+		return fail(w, "cpu_engine_call: missing argument");
+	dlerror();
+	void *sym = dlsym(dl, symbol);
+	if (!sym)
+		return fail(w, "symbol '%s' not found in the compiled code", symbol);
+	if (bind_buffers(w, b, use_f64))
 		return -1;
-	int rc = fn(b->dims, b->params, w->data, 0);
-	if (rc)
-		return fail(w, "generated code returned error %d", rc);
+	int rc;
+	if (partitioned) {
+		CpuEnginePartEntry fn;
+		memcpy(&fn, &sym, sizeof fn); /* POSIX guarantees the conversion */
+		rc = fn(b->dims, b->params, w->data, 0, bounds, nparts);
+	} else {
+		CpuEngineEntry fn;
+		memcpy(&fn, &sym, sizeof fn);
+		rc = fn(b->dims, b->params, w->data, 0);
+	}
+	if (rc) {
+		fail(w, "generated code returned error %d", rc);
+		return rc;
+	}
 	for (int i = 0; i < w->ntensors; i++) {
 		const Tensor *t = b->c->tensors.v[i];
 		if (t->kind == TK_OUT)
@@ -507,17 +568,40 @@ static int work_run(Work *w, const Binding *b, const char *c_source, const char 
 	return 0;
 }
 
-/* Public entry with the precision flag; see cpu_engine.h. */
+/* Public: NAME_run_generic or NAME_run_partitioned of a loaded module. */
+int cpu_engine_call(CpuModule *m, const char *entry_prefix, const Binding *b, int use_f64,
+		    const long *bounds, int nparts, char *err, size_t errlen)
+{
+	Work w;
+	work_init(&w, err, errlen);
+	if (!m || !entry_prefix)
+		return fail(&w, "cpu_engine_call: missing argument");
+	const char *suffix = nparts ? "_run_partitioned" : "_run_generic";
+	size_t n = strlen(entry_prefix) + strlen(suffix) + 1;
+	char *symbol = malloc(n);
+	if (!symbol)
+		return fail(&w, "out of memory");
+	snprintf(symbol, n, "%s%s", entry_prefix, suffix);
+	int rc = work_call(&w, m->dl, symbol, nparts != 0, b, use_f64, bounds, nparts);
+	free(symbol);
+	work_free(&w);
+	return rc;
+}
+
+/* Public entry with the precision flag: load, one generic call, unload. */
 int cpu_engine_run_ex(const Binding *b, const char *c_source, const char *entry_name, int use_f64,
 		      char *err, size_t errlen)
 {
 	Work w;
-	memset(&w, 0, sizeof w);
-	w.err = err, w.errlen = errlen;
-	if (err && errlen)
-		err[0] = 0;
-	int rc = work_run(&w, b, c_source, entry_name, use_f64);
+	work_init(&w, err, errlen);
+	if (!b || !b->c || !c_source || !entry_name)
+		return fail(&w, "cpu_engine_run: missing argument");
+	CpuModule *m = cpu_engine_load(c_source, err, errlen);
+	if (!m)
+		return -1;
+	int rc = work_call(&w, m->dl, entry_name, 0, b, use_f64, NULL, 0);
 	work_free(&w);
+	cpu_engine_unload(m);
 	return rc ? -1 : 0;
 }
 
@@ -532,10 +616,7 @@ int cpu_engine_run(const Binding *b, const char *c_source, const char *entry_nam
 int cpu_engine_has_openmp(char *err, size_t errlen)
 {
 	Work w;
-	memset(&w, 0, sizeof w);
-	w.err = err, w.errlen = errlen;
-	if (err && errlen)
-		err[0] = 0;
+	work_init(&w, err, errlen);
 	int rc = find_compiler(&w) ? -1 : 0;
 	rc = rc ? rc : make_dir(&w);
 	rc = rc ? rc : probe_openmp(&w);

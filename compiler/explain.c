@@ -65,7 +65,7 @@ static void print_running(FILE *out, const Plan *p, int i)
 		return;
 	}
 	if (!np->run.nrefs) {
-		fputs("; init 0; merge a + b\n", out);
+		fputs(n->red == RED_PROD ? "; init 1; merge a * b\n" : "; init 0; merge a + b\n", out);
 		return;
 	}
 	fputs("; init 0; rho(r, r') = ", out);

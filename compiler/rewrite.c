@@ -375,6 +375,17 @@ static int defer(Arena *a, Plan *p, Node *x)
 	if (nod)
 		val = expr_binop(a, OP_DIV, val, product(a, out_den, nod));
 	val = guard_empty(a, val, out_den, nod);
+	if (non) {
+		/* an empty reduction is 0 before the rewrite; a moved factor (exp(-m)
+		** of an empty row is inf) must not turn it into NaN */
+		Expr *s = expr_new(a, EX_SELECT, VT_FLOAT, val->loc);
+		s->nargs = 3;
+		s->args = ARENA_ARRAY(a, Expr *, 3);
+		s->args[0] = expr_binop(a, OP_EQ, access_free(a, n->out, x->nfree), expr_float(a, 0.0));
+		s->args[1] = expr_float(a, 0.0);
+		s->args[2] = val;
+		val = s;
+	}
 	const char *moved = expr_str(a, nod ? out_den[0] : out_num[0], x);
 	make_map(a, x, val);
 	plan_note(p, a, x->loc,
@@ -560,13 +571,12 @@ static int linear(ScaleCtx *sc, const Expr *e, Scale *coef, double sign)
 		/* a constant times a linear form */
 		for (int side = 0; side < 2; side++) {
 			const Expr *k = e->args[side];
-			if (k->kind == EX_FLOAT || k->kind == EX_PARAM) {
+			if (k->kind == EX_FLOAT)
+				return linear(sc, e->args[!side], coef, sign * k->fval);
+			if (k->kind == EX_PARAM) {
+				/* a runtime coefficient would make rho a runtime value */
 				Scale s = scale_of(sc, e->args[!side]);
-				if (scale_zero(&s))
-					return 1;
-				if (k->kind == EX_FLOAT && s.raw)
-					return linear(sc, e->args[!side], coef, sign * k->fval);
-				return 0;
+				return scale_zero(&s);
 			}
 		}
 	}
@@ -613,9 +623,11 @@ static Scale scale_of(ScaleCtx *sc, const Expr *e)
 		return bad(sc, "a completed reduction is read inside the stream");
 	}
 	case EX_CALL: {
-		if (e->op == FN_EXP) {
+		if (e->op == FN_EXP || e->op == FN_EXP2) {
+			/* exp2(x) = exp(ln2 x): the same rescale with k scaled by ln 2 */
 			Scale coef = {0};
-			if (!linear(sc, e->args[0], &coef, 1.0) || coef.bad)
+			if (!linear(sc, e->args[0], &coef, e->op == FN_EXP2 ? 0.6931471805599453 : 1.0) ||
+			    coef.bad)
 				return bad(sc, "an exponent is not linear in the running max");
 			return coef;
 		}

@@ -146,7 +146,7 @@ static void emit_bindings(CGen *g)
 			size = arena_printf(g->a, "%s*%s", size, buf);
 			free(buf);
 		}
-		cg_line(g, "const long n_t%d = %s;", t->id, size);
+		cg_line(g, "const long n_t%d = %s; (void)n_t%d;", t->id, size, t->id);
 		const char *ty = t->type == VT_FLOAT ? "real" : t->type == VT_INT ? "int32_t" : "uint8_t";
 		if (t->kind == TK_TEMP) {
 			if (g->st[t->id].kind == ST_GLOBAL) {
@@ -230,7 +230,7 @@ static void emit_entries(CGen *g)
 	fprintf(o, "\nint %s_run_partitioned(const long *dims, const double *params, void *const *data, int nthreads, const long *bounds, int nparts)\n{\n", c->name);
 	fprintf(o, "\tif (!bounds || nparts < 1 || bounds[0] != 0)\n\t\treturn 1;\n");
 	fprintf(o, "\tfor (int k = 0; k < nparts; k++)\n\t\tif (bounds[k + 1] < bounds[k])\n\t\t\treturn 1;\n");
-	if (g->streamed) {
+	if (g->p->stream >= 0) {
 		fprintf(o, "\t{\n\t\tconst long *d = dims; (void)d;\n");
 		char *buf = NULL;
 		size_t n = 0;
@@ -248,6 +248,8 @@ static void emit_entries(CGen *g)
 		fputs(buf, o);
 		free(buf);
 		fprintf(o, "\t}\n");
+	}
+	if (g->streamed) {
 		fprintf(o, "\treturn %s_impl(dims, params, data, nthreads, bounds, nparts);\n}\n", c->name);
 	} else {
 		fprintf(o, "\t/* a materialised plan has no partial states to merge */\n");
@@ -270,6 +272,58 @@ static void emit_entries(CGen *g)
 		fprintf(o, "\ta->%s = p_%d;\n", p->name, p->id);
 	}
 	fprintf(o, "}\n");
+	/* introspection, for generic harnesses (the GPU test suite) */
+	fprintf(o, "\nvoid %s_counts(int *ntensors, int *ndims, int *nparams)\n{\n\t*ntensors = %d, *ndims = %d, *nparams = %d;\n}\n",
+		c->name, c->tensors.n, c->dims.n, c->params.n);
+	fprintf(o, "\nconst char *%s_tensor_info(int i, int *kind, int *dtype, int *rank)\n{\n\tswitch (i) {\n", c->name);
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		fprintf(o, "\tcase %d: *kind = %d, *dtype = %d, *rank = %d; return \"%s\";\n", i, (int)t->kind,
+			(int)t->dtype, t->rank, t->name);
+	}
+	fprintf(o, "\tdefault: return 0;\n\t}\n}\n");
+	fprintf(o, "\nconst char *%s_dim_name(int i)\n{\n\tstatic const char *const n[] = {", c->name);
+	for (int i = 0; i < c->dims.n; i++)
+		fprintf(o, "\"%s\", ", ((Dim *)c->dims.v[i])->name);
+	fprintf(o, "0};\n\treturn i >= 0 && i < %d ? n[i] : 0;\n}\n", c->dims.n);
+	fprintf(o, "\nlong %s_dim_fixed(int i)\n{\n\tstatic const long f[] = {", c->name);
+	for (int i = 0; i < c->dims.n; i++)
+		fprintf(o, "%ldL, ", ((Dim *)c->dims.v[i])->fixed);
+	fprintf(o, "0};\n\treturn i >= 0 && i < %d ? f[i] : 0;\n}\n", c->dims.n);
+	fprintf(o, "\nvoid %s_param_defaults(const long *dims, double *params)\n{\n", c->name);
+	for (int i = 0; i < c->dims.n; i++)
+		fprintf(o, "\tconst long d_%d = dims[%d]; (void)d_%d;\n", ((Dim *)c->dims.v[i])->id, i,
+			((Dim *)c->dims.v[i])->id);
+	fprintf(o, "\t(void)params;\n");
+	for (int i = 0; i < c->params.n; i++) {
+		const Param *p = c->params.v[i];
+		fprintf(o, "\t{\n\t\t%s p_%d = 0;\n", p->type == VT_INT ? "long" : "real", p->id);
+		if (p->deflt) {
+			fprintf(o, "\t\tp_%d = ", p->id);
+			g->o = o;
+			cg_expr(g, p->deflt);
+			fprintf(o, ";\n");
+		}
+		fprintf(o, "\t\tparams[%d] = (double)p_%d;\n\t}\n", i, p->id);
+	}
+	fprintf(o, "}\n");
+	fprintf(o, "\nvoid %s_tensor_shape(int i, const long *dims, long *shape)\n{\n", c->name);
+	for (int i = 0; i < c->dims.n; i++)
+		fprintf(o, "\tconst long d_%d = dims[%d]; (void)d_%d;\n", ((Dim *)c->dims.v[i])->id, i,
+			((Dim *)c->dims.v[i])->id);
+	fprintf(o, "\tswitch (i) {\n");
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		fprintf(o, "\tcase %d:\n", i);
+		for (int k = 0; k < t->rank; k++) {
+			fprintf(o, "\t\tshape[%d] = ", k);
+			g->o = o;
+			cg_expr(g, t->shape[k]);
+			fprintf(o, ";\n");
+		}
+		fprintf(o, "\t\tbreak;\n");
+	}
+	fprintf(o, "\tdefault: break;\n\t}\n}\n");
 	fprintf(o, "\nint %s_run(const %s_args *a, int nthreads)\n{\n", c->name, c->name);
 	fprintf(o, "\tlong dims[%d];\n\tdouble params[%d];\n\tvoid *data[%d];\n", c->dims.n + 1,
 		c->params.n + 1, c->tensors.n + 1);
@@ -318,6 +372,20 @@ static int emit_one(FILE *out, const Cascade *c, int f64)
 	emit_entries(&g);
 	arena_free(&a);
 	return 0;
+}
+
+int c_emit_streamed(const Cascade *c)
+{
+	Arena a;
+	arena_init(&a);
+	Plan *p = plan_build(&a, c, "cpu");
+	CGen g = {0};
+	g.a = &a, g.p = p, g.c = p->c, g.prefix = "b";
+	g.st = ARENA_ARRAY(&a, Store, p->c->tensors.n + 1);
+	const char *why = NULL;
+	int r = cg_streamable(&g, &why);
+	arena_free(&a);
+	return r;
 }
 
 int c_emit_cascade(FILE *out, const Cascade *c, Diag *d, int use_f64)

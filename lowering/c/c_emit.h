@@ -17,5 +17,8 @@ int c_emit_cascade(FILE *out, const Cascade *c, Diag *d, int use_f64);
 /* Every cascade of a file in one translation unit, and its header. */
 int c_emit_program(FILE *out, const Program *p, Diag *d, int use_f64);
 int c_emit_header(FILE *out, const Program *p, int use_f64);
+/* Whether c's C code is the streamed one-pass kernel (else materialised:
+** its partitioned entry point checks the bounds but merges nothing). */
+int c_emit_streamed(const Cascade *c);
 
 #endif

@@ -484,15 +484,15 @@ static void merge_states(CGen *g)
 			int opened = 0;
 			for (int v = 0; v < n->nfree; v++)
 				opened += open_loop(g, i, v);
-			emit_rho(g, i, "ra", "tb", "b");
-			emit_rho(g, i, "rb", "rs", "b");
+			emit_rho(g, i, "rho_a", "tb", "b");
+			emit_rho(g, i, "rho_b", "rs", "b");
 			for (int k = 0; k < g->ind; k++)
 				fputc('\t', g->o);
 			fputs("{ real *st = &", g->o);
 			cg_addr(g, n->out, free_args(g, n), "b");
 			fputs(", *pt = &", g->o);
 			cg_addr(g, n->out, free_args(g, n), "tb");
-			fputs("; *st = ra * *pt + rb * *st; }\n", g->o);
+			fputs("; *st = rho_a * *pt + rho_b * *st; }\n", g->o);
 			close_loops(g, opened);
 			g->ind--;
 			cg_line(g, "}");

@@ -4,8 +4,10 @@
 ** cascade "t" built with the IR constructors, its generic entry point
 ** t_run_generic in f32 and in f64, an OpenMP version run repeatedly, and
 ** every error path (syntax error, missing symbol, nonzero return, no
-** compiler, bad i32 input, unbound buffer). $TMPDIR points at a scratch
-** directory that must be empty after every call.
+** compiler, bad i32 input, unbound buffer); then the compile-once API
+** (cpu_engine_load/_call/_unload) on one module with both entry points.
+** $TMPDIR points at a scratch directory that must be empty after every
+** call.
 **
 ** usage: test_cpu_engine SCRATCH_DIR
 */
@@ -101,6 +103,36 @@ static const char src_syntax[] =
 	"}\n";
 
 static const char src_nosym[] = "int t_run_other(void);\nint t_run_other(void) { return 0; }\n";
+
+/* Both entry points of the compile-once API, in f64: the partitioned one
+** returns 1 for NULL bounds, writes Y[i] = bounds[nparts] + i for i >= 1
+** only (Y[0] keeps what the caller put there) and returns 3 when asked to
+** by params[0]. */
+static const char src_module[] =
+	"#include <stdint.h>\n"
+	"int t_run_generic(const long *dims, const double *params, void *const *data,\n"
+	"                  int nthreads)\n"
+	"{\n"
+	"\tconst double *x = data[0];\n"
+	"\tdouble *y = data[3];\n"
+	"\t(void)nthreads;\n"
+	"\tfor (long i = 0; i < dims[0]; i++)\n"
+	"\t\ty[i] = 2.0 * x[i] + params[0];\n"
+	"\treturn 0;\n"
+	"}\n"
+	"int t_run_partitioned(const long *dims, const double *params, void *const *data,\n"
+	"                      int nthreads, const long *bounds, int nparts)\n"
+	"{\n"
+	"\tdouble *y = data[3];\n"
+	"\t(void)nthreads;\n"
+	"\tif (!bounds || nparts < 1)\n"
+	"\t\treturn 1;\n"
+	"\tif (params[0] == 3.0)\n"
+	"\t\treturn 3;\n"
+	"\tfor (long i = 1; i < dims[0]; i++)\n"
+	"\t\ty[i] = (double)bounds[nparts] + (double)i;\n"
+	"\treturn 0;\n"
+	"}\n";
 
 static const char src_fails[] =
 	"int t_run_generic(const long *dims, const double *params, void *const *data,\n"
@@ -335,6 +367,54 @@ static void test_errors(const Cascade *c, const char *tmp)
 	tbind_free(&t);
 }
 
+/* Compile once, call many times: several sizes through the generic entry,
+** the partitioned one with its status passed through, poison kept where
+** the code does not write, and the error paths of load and call. */
+static void test_module(const Cascade *c, const char *tmp)
+{
+	char err[1024];
+	CpuModule *m = cpu_engine_load(src_module, err, sizeof err);
+	CHECK(m != NULL);
+	if (!m) {
+		fprintf(stderr, "cpu_engine_load: %s\n", err);
+		return;
+	}
+	CHECK(err[0] == 0);
+	CHECK(tmp_entries(tmp) == 0); /* the directory is gone once loaded */
+	for (long n = 1; n <= 9; n += 4) {
+		TBind t;
+		tbind_init(&t, c, n);
+		CHECK(cpu_engine_call(m, "t", &t.b, 1, NULL, 0, err, sizeof err) == 0);
+		for (long i = 0; i < n; i++)
+			CHECK_SAME(t.data[3][i], 2.0 * t.data[0][i] + 0.25);
+		tbind_free(&t);
+	}
+	TBind t;
+	tbind_init(&t, c, N);
+	const long bounds[3] = {0, 4, 7};
+	t.data[3][0] = NAN;
+	CHECK(cpu_engine_call(m, "t", &t.b, 1, bounds, 2, err, sizeof err) == 0);
+	CHECK(isnan(t.data[3][0]));
+	for (long i = 1; i < N; i++)
+		CHECK_SAME(t.data[3][i], 7.0 + (double)i);
+	/* nonzero statuses come back as the code returned them, outputs untouched */
+	t.data[3][1] = -5;
+	CHECK(cpu_engine_call(m, "t", &t.b, 1, NULL, 2, err, sizeof err) == 1);
+	CHECK(strstr(err, "generated code returned error 1") != NULL);
+	t.params[0] = 3.0;
+	CHECK(cpu_engine_call(m, "t", &t.b, 1, bounds, 2, err, sizeof err) == 3);
+	CHECK_SAME(t.data[3][1], -5.0);
+	CHECK(cpu_engine_call(m, "u", &t.b, 1, NULL, 0, err, sizeof err) == -1);
+	CHECK(strstr(err, "symbol 'u_run_generic' not found") != NULL);
+	CHECK(cpu_engine_call(NULL, "t", &t.b, 1, NULL, 0, err, sizeof err) == -1);
+	tbind_free(&t);
+	cpu_engine_unload(m);
+	cpu_engine_unload(NULL);
+	CHECK(cpu_engine_load(src_syntax, err, sizeof err) == NULL);
+	CHECK(strstr(err, "compilation failed: kernel.c:4") != NULL);
+	CHECK(tmp_entries(tmp) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : ".";
@@ -350,6 +430,7 @@ int main(int argc, char **argv)
 	test_f64(c, tmp);
 	test_openmp(c, tmp);
 	test_errors(c, tmp);
+	test_module(c, tmp);
 	arena_free(&a);
 	return tu_report("cpu_engine");
 }

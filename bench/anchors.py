@@ -1,0 +1,191 @@
+"""attnc's kernels against the anchors, in one process, on the same tensors.
+
+Runs on the GPU machine from the folder bench/prepare.sh filled (generated
+kernels in gen/, runtime sources in runtime/). Each attnc kernel is built
+into a shared library with the runtime compiled in and called through
+ctypes on torch's tensors and stream; torch SDPA (FlashAttention-2 and cuDNN
+backends) and FlexAttention run on the very same q, k, v. Timing is
+triton.testing.do_bench's median (events), as in ../shared/anchors.
+Every attnc result is also checked against the anchor's output.
+FLOPs: 4*B*H*N^2*D times the fraction of (query, key) pairs the mask keeps.
+
+usage: python3 anchors.py [D ...] [--n N ...]   (default D 128 64, N 2048 8192)
+"""
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from triton.testing import do_bench
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.environ.get("OUT", "/tmp")
+dev, dt = "cuda", torch.bfloat16
+rows = []
+
+
+def rec(**kw):
+    rows.append(kw)
+    print(json.dumps(kw), flush=True)
+
+
+def bench(fn):
+    fn()
+    torch.cuda.synchronize()
+    return do_bench(fn, warmup=50, rep=300, return_mode="median")
+
+
+_libs = {}
+
+
+def ours(name):
+    """The generated launcher of kernel `name`, built once with the runtime."""
+    if name not in _libs:
+        os.makedirs(os.path.join(HERE, "lib"), exist_ok=True)
+        so = os.path.join(HERE, "lib", name + ".so")
+        rt = [os.path.join(HERE, "runtime", f) for f in ("driver.c", "module.c", "launch.c", "check.c")]
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-D_GNU_SOURCE", "-I" + os.path.join(HERE, "runtime"),
+                        os.path.join(HERE, "gen", name + ".c")] + rt + ["-ldl", "-lpthread", "-lm", "-o", so],
+                       check=True)
+        lib = ctypes.CDLL(so)
+        fn = getattr(lib, name + "_launch_generic")
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_long),
+                       ctypes.POINTER(ctypes.c_double), ctypes.c_void_p]
+        err = lib.attnrt_last_error
+        err.restype = ctypes.c_char_p
+        _libs[name] = (fn, err)
+    return _libs[name]
+
+
+def launcher(name, tensors, dims, params):
+    fn, err = ours(name)
+    ptrs = (ctypes.c_void_p * 64)(*[t.data_ptr() for t in tensors])
+    d = (ctypes.c_long * len(dims))(*dims)
+    p = (ctypes.c_double * max(1, len(params)))(*params)
+
+    def run():
+        rc = fn(ptrs, None, d, p, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if rc:
+            raise RuntimeError(err().decode())
+    return run
+
+
+def rel(a, b):
+    a, b = a.float(), b.float()
+    return ((a - b).norm() / b.norm()).item()
+
+
+def main():
+    Ds = [int(x) for x in sys.argv[1:] if x.isdigit()] or [128, 64]
+    Ns = [2048, 8192]
+    if "--n" in sys.argv:
+        Ns = [int(sys.argv[i + 1]) for i, x in enumerate(sys.argv) if x == "--n"]
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    import torch._dynamo
+    for k in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+              "accumulated_recompile_limit"):
+        if hasattr(torch._dynamo.config, k):
+            setattr(torch._dynamo.config, k, 4096)
+    flex = torch.compile(flex_attention, dynamic=False)
+    print("device", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+    for D in Ds:
+        for N in Ns:
+            H, B = 16, max(1, 32768 // N)
+            scale = D ** -0.5
+            q, k, v = (torch.randn(B, H, N, D, device=dev, dtype=dt) for _ in range(3))
+            o = torch.empty_like(q)
+            slopes = torch.exp2(-8.0 * torch.arange(1, H + 1, device=dev, dtype=torch.float32) / H)
+            doc = (torch.arange(N, device=dev, dtype=torch.int32) // 1024).repeat(B, 1).contiguous()
+            fl = lambda fr: 4 * B * H * N * N * D * fr / 1e9
+            # SDPA anchors, and our full and causal kernels checked against them
+            for causal in (False, True):
+                vname = "causal" if causal else "full"
+                fr = 0.5 if causal else 1.0
+                ref = None
+                for be, sname in ((SDPBackend.FLASH_ATTENTION, "sdpa_flash2"), (SDPBackend.CUDNN_ATTENTION, "sdpa_cudnn")):
+                    try:
+                        with sdpa_kernel(be):
+                            f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                            ref = f()
+                            ms = bench(f)
+                        rec(sys=sname, variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms)
+                    except Exception as e:
+                        rec(sys=sname, variant=vname, N=N, D=D, error=str(e)[:200])
+                run = launcher("%s_d%d" % (vname, D), [q, k, v, o], [B, H, N, D], [scale])
+                o.fill_(float("nan"))
+                run()
+                torch.cuda.synchronize()
+                err = rel(o, ref)
+                ms = bench(run)
+                rec(sys="attnc", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms, rel_err=err)
+            # Flex anchors for the masked and modified variants
+            W = 1024
+            win = min(1.0, (W * N - W * (W - 1) / 2) / (N * N)) if N > W else 0.5
+            variants = [
+                ("sliding1024", None, lambda b, h, i, j: (i >= j) & (i - j < W), win, [q, k, v, o], [scale]),
+                ("document1024", None, lambda b, h, i, j: (i // W) == (j // W), min(1.0, W / N),
+                 [q, k, v, doc, o], [scale]),
+                ("prefixlm1024", None, lambda b, h, i, j: (j < W) | (i >= j), 0.5 + 0.5 * min(1.0, W / N),
+                 [q, k, v, o], [scale]),
+                ("alibi", lambda s, b, h, i, j: s + slopes[h] * (j - i), None, 1.0, [q, k, v, slopes, o], [scale]),
+                ("softcap30", lambda s, b, h, i, j: 30.0 * torch.tanh(s / 30.0), None, 1.0, [q, k, v, o],
+                 [scale, 30.0]),
+                ("alibi_causal", lambda s, b, h, i, j: s + slopes[h] * (j - i), lambda b, h, i, j: i >= j, 0.5,
+                 [q, k, v, slopes, o], [scale]),
+            ]
+            for vname, smod, mmod, fr, tens, params in variants:
+                ref = None
+                try:
+                    bm = create_block_mask(mmod, B=None, H=None, Q_LEN=N, KV_LEN=N) if mmod else None
+                    f = lambda: flex(q, k, v, score_mod=smod, block_mask=bm)
+                    ref = f()
+                    ms = bench(f)
+                    rec(sys="flex", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms)
+                except Exception as e:
+                    rec(sys="flex", variant=vname, N=N, D=D, error=str(e)[:200])
+                try:
+                    run = launcher("%s_d%d" % (vname, D), tens, [B, H, N, D], params)
+                    o.fill_(float("nan"))
+                    run()
+                    torch.cuda.synchronize()
+                    err = rel(o, ref) if ref is not None else None
+                    ms = bench(run)
+                    rec(sys="attnc", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms, rel_err=err)
+                except Exception as e:
+                    rec(sys="attnc", variant=vname, N=N, D=D, error=str(e)[:200])
+            del q, k, v, o
+            torch.cuda.empty_cache()
+    json.dump(rows, open(os.path.join(OUT, "bench.json"), "w"), indent=1)
+    # the table: TFLOP/s and ratios against the anchors measured above
+    print("\nTABLE  D     N  variant        attnc  fa2  cudnn  flex  | attnc/fa2 attnc/cudnn attnc/flex  rel_err  vs_own_full")
+    by = {}
+    for r in rows:
+        if "tflops" in r:
+            by[(r["D"], r["N"], r["variant"], r["sys"])] = r
+    for D in Ds:
+        for N in Ns:
+            own_full = by.get((D, N, "full", "attnc"), {}).get("tflops")
+            for vname in ("full", "causal", "sliding1024", "document1024", "prefixlm1024", "alibi", "softcap30",
+                          "alibi_causal"):
+                a = by.get((D, N, vname, "attnc"))
+                if not a:
+                    continue
+                t = lambda s: by.get((D, N, vname, s), {}).get("tflops")
+                fa2, cud, fx = t("sdpa_flash2"), t("sdpa_cudnn"), t("flex")
+                ratio = lambda x: ("%.2f" % (a["tflops"] / x)) if x else "-"
+                num = lambda x: ("%.0f" % x) if x else "-"
+                print("TABLE %4d %5d  %-13s %5.0f %4s %6s %5s  | %9s %11s %10s  %.1e  %.2f" % (
+                    D, N, vname, a["tflops"], num(fa2), num(cud), num(fx), ratio(fa2), ratio(cud), ratio(fx),
+                    a.get("rel_err") or 0, a["tflops"] / own_full if own_full else 0))
+
+
+if __name__ == "__main__":
+    t0 = time.time()
+    main()
+    print("total s %.0f" % (time.time() - t0))

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Runs here: compiles every bench/attn variant for head dims 128 and 64 into
+# GPU interfaces (.c with embedded cubins) in DIR (default .carry/bench),
+# with the runtime sources and the benchmark script, and times attnc itself
+# (compile-time benchmark: attnc's own time and ptxas's, per variant).
+set -eu
+cd "$(dirname "$0")/.."
+ATTNC=${ATTNC:-build/bin/attnc}
+DIR=${1:-.carry/bench}
+rm -rf "$DIR" && mkdir -p "$DIR/gen" "$DIR/attn"
+for f in bench/attn/*.attn; do
+	n=$(basename "$f" .attn)
+	cp "$f" "$DIR/attn/${n}_d128.attn"
+	sed -e 's/dims D = 128;/dims D = 64;/' -e "s/^attention $n /attention ${n}_d64 /" "$f" > "$DIR/attn/${n}_d64.attn"
+	sed -i "s/^attention $n /attention ${n}_d128 /" "$DIR/attn/${n}_d128.attn"
+done
+printf "%-22s %10s %10s %10s\n" variant total_s attnc_s ptxas_s > "$DIR/compile_time.txt"
+for f in "$DIR"/attn/*.attn; do
+	n=$(basename "$f" .attn)
+	t0=$(date +%s.%N)
+	"$ATTNC" --target=sm_80 --emit=ptx "$f" -o "$DIR/gen/$n.ptx"
+	t1=$(date +%s.%N)
+	"$ATTNC" --target=sm_80 "$f" -o "$DIR/gen/$n"
+	t2=$(date +%s.%N)
+	printf "%-22s %10.3f %10.3f %10.3f\n" "$n" "$(echo "$t2 - $t1" | bc)" "$(echo "$t1 - $t0" | bc)" \
+		"$(echo "($t2 - $t1) - ($t1 - $t0)" | bc)" >> "$DIR/compile_time.txt"
+done
+cp bench/anchors.py "$DIR/"
+cp -r runtime "$DIR/runtime"
+cat "$DIR/compile_time.txt"

@@ -1,0 +1,129 @@
+/*
+** compiler/ptxas.c: assembling PTX with ptxas, in a private temp directory;
+** ptxas's own messages are passed on (first lines) when it fails.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "ptxas.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int executable(const char *p) { return p && access(p, X_OK) == 0; }
+
+const char *ptxas_find(const char *explicit_path, char *err, size_t errlen)
+{
+	static char buf[4096];
+	if (explicit_path) {
+		if (executable(explicit_path))
+			return explicit_path;
+		snprintf(err, errlen, "ptxas '%s' (from --ptxas) is not an executable", explicit_path);
+		return NULL;
+	}
+	const char *cp = getenv("CUDA_PATH");
+	if (cp) {
+		snprintf(buf, sizeof buf, "%s/bin/ptxas", cp);
+		if (executable(buf))
+			return buf;
+	}
+	if (executable("/usr/local/cuda/bin/ptxas"))
+		return "/usr/local/cuda/bin/ptxas";
+	const char *path = getenv("PATH");
+	while (path && *path) {
+		const char *e = strchr(path, ':');
+		size_t n = e ? (size_t)(e - path) : strlen(path);
+		snprintf(buf, sizeof buf, "%.*s/ptxas", (int)n, path);
+		if (n && executable(buf))
+			return buf;
+		path = e ? e + 1 : NULL;
+	}
+	snprintf(err, errlen,
+		 "ptxas not found (looked in --ptxas, $CUDA_PATH/bin, /usr/local/cuda/bin and $PATH); install the CUDA toolkit or use --emit=ptx");
+	return NULL;
+}
+
+static int slurp(const char *path, unsigned char **out, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	size_t cap = 1 << 16, len = 0, got;
+	unsigned char *b = malloc(cap);
+	while (b && (got = fread(b + len, 1, cap - len, f)) > 0) {
+		len += got;
+		if (len == cap) {
+			unsigned char *nb = realloc(b, cap * 2);
+			if (!nb) {
+				free(b);
+				b = NULL;
+				break;
+			}
+			b = nb, cap *= 2;
+		}
+	}
+	fclose(f);
+	if (!b)
+		return -1;
+	*out = b, *n = len;
+	return 0;
+}
+
+int ptxas_assemble(const char *ptxas, const char *ptx, size_t n, const char *arch, unsigned char **cubin,
+		   size_t *cubin_size, char *err, size_t errlen)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dir[4096], in[4200], out[4200], log[4200];
+	snprintf(dir, sizeof dir, "%s/attnc-ptxas-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		snprintf(err, errlen, "cannot create a temporary directory for ptxas");
+		return 1;
+	}
+	snprintf(in, sizeof in, "%s/k.ptx", dir);
+	snprintf(out, sizeof out, "%s/k.cubin", dir);
+	snprintf(log, sizeof log, "%s/log", dir);
+	int rc = 1;
+	FILE *f = fopen(in, "wb");
+	if (f && fwrite(ptx, 1, n, f) == n && !fclose(f)) {
+		char archopt[64];
+		snprintf(archopt, sizeof archopt, "-arch=%s", arch);
+		char *argv[] = {(char *)ptxas, archopt, "-O3", in, "-o", out, NULL};
+		posix_spawn_file_actions_t fa;
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		posix_spawn_file_actions_adddup2(&fa, 1, 2);
+		pid_t pid;
+		int st = 0;
+		if (posix_spawn(&pid, ptxas, &fa, NULL, argv, environ) == 0 && waitpid(pid, &st, 0) == pid &&
+		    WIFEXITED(st) && WEXITSTATUS(st) == 0 && slurp(out, cubin, cubin_size) == 0) {
+			rc = 0;
+		} else {
+			unsigned char *l = NULL;
+			size_t ln = 0;
+			if (slurp(log, &l, &ln) == 0) {
+				size_t m = ln < errlen - 1 ? ln : errlen - 1;
+				memcpy(err, l, m);
+				err[m] = 0;
+				for (char *c = err; *c; c++)
+					if (*c == '\n')
+						*c = ' ';
+				free(l);
+			} else {
+				snprintf(err, errlen, "ptxas failed");
+			}
+		}
+		posix_spawn_file_actions_destroy(&fa);
+	} else {
+		if (f)
+			fclose(f);
+		snprintf(err, errlen, "cannot write PTX for ptxas");
+	}
+	unlink(in), unlink(out), unlink(log), rmdir(dir);
+	return rc;
+}

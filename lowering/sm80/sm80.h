@@ -1,0 +1,110 @@
+/*
+** lowering/sm80/sm80.h: the Ampere (sm_80) attention kernel generator.
+**   sm80_shape.c   recognises the plan's structure: contractions with Q and
+**                  K (tensor cores), element-wise tile values, running maxes
+**                  and rescaled row sums, contractions with V, epilogue
+**   sm80_expr.c    expressions as PTX (per tile element, per row, per
+**                  output element), tensor loads, interval tests of masks
+**   sm80_kernel.c  the kernel: loads (cp.async), ldmatrix, mma.sync, the
+**                  online state, the epilogue and its stores
+** Kernel ABI (the generated C interface and the runtime rely on it):
+**   params: per TK_IN/TK_OUT tensor in cascade order a .u64 pointer; then
+**   per such tensor its rank strides (.s64, elements); then each dim (.s64);
+**   then each param (.f32, or .s32 for i32 params).
+**   grid: x = query tiles of SM80_BM rows, y = the other grid indices,
+**   flattened in class order (first fastest); block: SM80_THREADS threads.
+*/
+#ifndef ATTN_SM80_H
+#define ATTN_SM80_H
+
+#include "../../compiler/plan.h"
+#include "../ptx/ptx.h"
+
+enum { SM80_BM = 64, SM80_BN = 64, SM80_WARPS = 4, SM80_THREADS = 128, SM80_MAXG = 2 };
+
+typedef enum SNodeKind {
+	SN_GEMM1,   /* S[i, j] = sum[d] A[.., i, .., d] * B[.., j, .., d]: tensor cores */
+	SN_MAP,     /* element-wise value of the (i, j) tile */
+	SN_RMAX,    /* running max over j, per query row */
+	SN_RSUM,    /* running sum over j, per query row (rescaled when rebased) */
+	SN_GEMM2,   /* O[i, e] = sum[j] X[i, j] * V[.., j, .., e]: tensor cores */
+	SN_REF,     /* a reference built from running maxes, per row, per tile */
+	SN_EPI_ROW, /* after the stream, per query row */
+	SN_EPI_ELEM /* after the stream, per (query row, e) */
+} SNodeKind;
+
+typedef struct SGemm1 {
+	const Expr *a, *b; /* the two input reads; a has the query index, b the key index */
+	int dvar;          /* the contracted variable of the node */
+	long D;
+} SGemm1;
+
+typedef struct SGemm2 {
+	const Expr *x;     /* per (i, j) factor */
+	const Expr *v;     /* V read: key index and e */
+	int evar;
+	long DV;
+	int vslot;         /* which V tile in shared memory */
+} SGemm2;
+
+typedef struct SNode {
+	SNodeKind kind;
+	int g;             /* SGemm1/SGemm2 index for GEMM nodes */
+} SNode;
+
+typedef struct Shape {
+	const Plan *p;
+	int qcls, scls, ecls;
+	SNode *n;          /* per plan node */
+	SGemm1 g1[SM80_MAXG];
+	int ng1;
+	SGemm2 g2[SM80_MAXG];
+	int ng2;
+	const Expr *vt[SM80_MAXG]; /* distinct V reads */
+	int nvt;
+	long DV;
+} Shape;
+
+/* sm80_shape.c: fills s or returns a reason the plan does not fit. */
+const char *sm80_shape(Arena *a, const Plan *p, Shape *s);
+
+/* The generator's state while one kernel is emitted. */
+typedef struct Gen {
+	Arena *a;
+	PtxFunc *f;
+	const Plan *p;
+	const Cascade *c;
+	Shape *s;
+	/* parameters loaded into registers */
+	PReg *tptr;     /* [ntensors] base pointers (b64) */
+	PReg **tstride; /* [ntensors][rank] (b64) */
+	PReg *dim;      /* [ndims] (b64) */
+	PReg *param;    /* [nparams] (f32 or b32) */
+	PReg *grid;     /* [nclasses] grid index values (b64) */
+	PReg lane, warp, q0, j0, j1, qext, sext;
+	/* the element being evaluated */
+	int node;       /* the plan node whose variables are in scope */
+	PReg row, col;  /* b64 query row / key column (or e) of the element */
+	int elem;       /* tile element index (for SN_MAP values), or -1 */
+	int half;       /* row half (0: lane/4, 1: lane/4 + 8) */
+	PReg **tile;    /* [nodes][BN/8*4] f32 values of GEMM1/MAP nodes */
+	PReg **rowv;    /* [nodes][2] f32 running / row values */
+	PReg **acc;     /* [nodes][DV/8*4] f32 GEMM2 / epilogue element values */
+	int stage;      /* 0: in the stream; 1: epilogue */
+} Gen;
+
+/* sm80_expr.c */
+PReg sm80_expr(Gen *g, const Expr *e); /* f32, b64 (ints) or pred (bools) */
+PReg sm80_load(Gen *g, const Tensor *t, Expr *const *args);
+PReg sm80_addr(Gen *g, const Tensor *t, Expr *const *args); /* byte address (b64) */
+/* Predicates: the tile box always / never satisfies node's filter. */
+void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
+
+/* sm80_kernel.c */
+PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s);
+
+/* The entry point: PTX for every cascade of a program, or NULL after
+** reporting through d why a cascade cannot be lowered. */
+int sm80_emit_program(FILE *out, const Program *prog, Diag *d, unsigned *smem_bytes_out);
+
+#endif

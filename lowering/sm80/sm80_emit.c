@@ -1,0 +1,32 @@
+/*
+** lowering/sm80/sm80_emit.c: PTX for every cascade of a file (--target=sm_80).
+** The same PTX is assembled for sm_80 and sm_90 and kept for newer GPUs,
+** whose drivers compile it at load time.
+*/
+#include "sm80.h"
+
+int sm80_emit_program(FILE *out, const Program *prog, Diag *d, unsigned *smem_bytes_out)
+{
+	Arena a;
+	arena_init(&a);
+	int n = prog->cascades.n, rc = 0;
+	PtxFunc **fs = ARENA_ARRAY(&a, PtxFunc *, n + 1);
+	for (int i = 0; i < n && !rc; i++) {
+		const Cascade *c = prog->cascades.v[i];
+		Plan *p = plan_build(&a, c, "sm_80");
+		Shape s;
+		const char *why = sm80_shape(&a, p, &s);
+		if (why) {
+			diag_error(d, c->loc, "cannot generate an sm_80 kernel for '%s': %s", c->name, why);
+			rc = 1;
+			break;
+		}
+		fs[i] = sm80_kernel(&a, p, &s);
+		if (smem_bytes_out)
+			smem_bytes_out[i] = fs[i]->smem_bytes;
+	}
+	if (!rc)
+		ptx_print_module(out, "sm_80", "7.8", fs, n);
+	arena_free(&a);
+	return rc;
+}

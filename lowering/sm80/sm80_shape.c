@@ -1,0 +1,226 @@
+/*
+** lowering/sm80/sm80_shape.c: does the plan have the shape the sm_80 kernel
+** implements? One pass; per KV tile: contractions of two inputs over a
+** compile-time head dimension (QK^T), element-wise values, running maxes
+** and row sums, contractions with V over the tile (PV); an epilogue per
+** row or per (row, e). Anything else gets a precise reason.
+*/
+#include <string.h>
+
+#include "sm80.h"
+
+static int cls_kind(const Plan *p, int node, int v, int qcls, int scls)
+{
+	int c = p->cls[node][v];
+	if (c == scls)
+		return 's';
+	if (c == qcls)
+		return 'q';
+	if (p->classes[c].grid)
+		return 'g';
+	return 'x';
+}
+
+/* An input read whose subscripts are grid expressions except one plain
+** `want` index and, last and plain, `last`. */
+static int operand(const Plan *p, int node, const Expr *e, int want_cls, int last_var, int qcls,
+		   int scls)
+{
+	if (e->kind != EX_ACCESS || e->tensor->def || e->tensor->type != VT_FLOAT || e->nargs < 2)
+		return 0;
+	if (e->tensor->dtype != DT_BF16 && e->tensor->dtype != DT_F16)
+		return 0;
+	const Expr *l = e->args[e->nargs - 1];
+	if (l->kind != EX_INDEX || l->var != last_var)
+		return 0;
+	int seen = 0;
+	for (int k = 0; k < e->nargs - 1; k++) {
+		const Expr *x = e->args[k];
+		if (x->kind == EX_INDEX && p->cls[node][x->var] == want_cls) {
+			seen++;
+			continue;
+		}
+		unsigned long long vs = expr_vars(x);
+		for (int v = 0; v < 64; v++)
+			if ((vs >> v & 1) && cls_kind(p, node, v, qcls, scls) != 'g')
+				return 0;
+	}
+	return seen == 1;
+}
+
+static const Expr *strip(const Expr *e)
+{
+	while (e->kind == EX_CAST)
+		e = e->args[0];
+	return e;
+}
+
+static long fixed_extent(const Expr *e)
+{
+	if (e->kind == EX_INT)
+		return e->ival;
+	if (e->kind == EX_DIM && e->dim->fixed)
+		return e->dim->fixed;
+	return 0;
+}
+
+/* Free classes of node i: returns a bit set of kinds q, s, x. */
+static int kinds_of(const Plan *p, const Node *n, int i, int qcls, int scls, int *xvar)
+{
+	int m = 0;
+	for (int v = 0; v < n->nfree; v++) {
+		int k = cls_kind(p, i, v, qcls, scls);
+		if (k == 'q')
+			m |= 1;
+		else if (k == 's')
+			m |= 2;
+		else if (k == 'x')
+			m |= 4, *xvar = v;
+	}
+	return m;
+}
+
+static const char *gemm2(Arena *a, const Plan *p, int i, Shape *s)
+{
+	const Node *n = p->c->nodes.v[i];
+	int sv = p->np[i].svar;
+	/* body = X * V (V the only factor that reads e) */
+	const Expr *b = n->body;
+	if (b->kind != EX_BINOP || b->op != OP_MUL)
+		return arena_printf(a, "%s: a sum over the stream with a value index must be X * V", n->out->name);
+	int evar = -1;
+	for (int v = 0; v < n->nfree; v++)
+		if (cls_kind(p, i, v, s->qcls, s->scls) == 'x')
+			evar = v;
+	for (int side = 0; side < 2; side++) {
+		const Expr *v = strip(b->args[side]), *x = b->args[!side];
+		if (!operand(p, i, v, p->cls[i][sv], evar, s->qcls, s->scls))
+			continue;
+		if (expr_vars(x) & (1ull << evar))
+			continue;
+		long dv = fixed_extent(n->vars[evar].extent);
+		if (dv <= 0 || dv % 16)
+			return arena_printf(a, "%s: the value dimension must be a compile-time multiple of 16", n->out->name);
+		if (s->ng2 == SM80_MAXG)
+			return "more than two contractions with V";
+		if (s->DV && s->DV != dv)
+			return "contractions with V of different widths";
+		if (s->ecls >= 0 && s->ecls != p->cls[i][evar])
+			return "contractions with V over different value indices";
+		s->DV = dv, s->ecls = p->cls[i][evar];
+		SGemm2 *g2 = &s->g2[s->ng2];
+		g2->x = x, g2->v = v, g2->evar = evar, g2->DV = dv, g2->vslot = -1;
+		for (int t = 0; t < s->nvt; t++)
+			if (s->vt[t]->tensor == v->tensor)
+				g2->vslot = t;
+		if (g2->vslot < 0) {
+			if (s->nvt == SM80_MAXG)
+				return "more than two V tensors";
+			g2->vslot = s->nvt;
+			s->vt[s->nvt++] = v;
+		}
+		s->n[i] = (SNode){SN_GEMM2, s->ng2++};
+		return NULL;
+	}
+	return arena_printf(a, "%s: no factor of its body reads V at the key and value indices", n->out->name);
+}
+
+static const char *gemm1(Arena *a, const Plan *p, int i, Shape *s)
+{
+	const Node *n = p->c->nodes.v[i];
+	if (n->red != RED_SUM || n->nred != 1)
+		return arena_printf(a, "%s: a reduction inside a tile must be one sum (Q K^T)", n->out->name);
+	int d = n->nfree;
+	const Expr *b = n->body;
+	if (b->kind != EX_BINOP || b->op != OP_MUL)
+		return arena_printf(a, "%s: the tile contraction must be a product of two inputs", n->out->name);
+	long D = fixed_extent(n->vars[d].extent);
+	if (D <= 0 || D % 16 || D > 256)
+		return arena_printf(a, "%s: the contracted dimension must be a compile-time multiple of 16 up to 256", n->out->name);
+	for (int side = 0; side < 2; side++) {
+		const Expr *qa = strip(b->args[side]), *kb = strip(b->args[!side]);
+		if (operand(p, i, qa, s->qcls, d, s->qcls, s->scls) &&
+		    operand(p, i, kb, s->scls, d, s->qcls, s->scls)) {
+			if (s->ng1 == SM80_MAXG)
+				return "more than two contractions with K";
+			s->g1[s->ng1] = (SGemm1){qa, kb, d, D};
+			s->n[i] = (SNode){SN_GEMM1, s->ng1++};
+			return NULL;
+		}
+	}
+	return arena_printf(a, "%s: the operands must be bf16/f16 inputs read as Q[.., i, .., d] and K[.., j, .., d] with d last and the other subscripts from grid indices (batch, heads); a K head that depends on the query row (decode with GQA packing) is not supported yet",
+			    n->out->name);
+}
+
+const char *sm80_shape(Arena *a, const Plan *p, Shape *s)
+{
+	memset(s, 0, sizeof *s);
+	s->p = p, s->qcls = s->scls = s->ecls = -1;
+	if (p->stream < 0)
+		return "no streamed index";
+	if (p->passes_after != 1)
+		return "the plan needs several passes (the GPU kernels are one-pass)";
+	s->scls = p->stream;
+	for (int k = 0; k < p->nclasses; k++)
+		if (p->classes[k].qtile)
+			s->qcls = k;
+	if (s->qcls < 0)
+		return "no query index to tile";
+	const Cascade *c = p->c;
+	s->n = ARENA_ARRAY(a, SNode, c->nodes.n + 1);
+	for (int i = 0; i < c->nodes.n; i++) {
+		const Node *n = c->nodes.v[i];
+		const NodePlan *np = &p->np[i];
+		int x = -1, k = kinds_of(p, n, i, s->qcls, s->scls, &x);
+		const char *why = NULL;
+		switch (np->role) {
+		case ROLE_PROLOGUE:
+			return arena_printf(a, "%s: values computed before the stream are not supported yet", n->out->name);
+		case ROLE_TILE:
+			if (k & 4)
+				return arena_printf(a, "%s: a tile value with an extra index", n->out->name);
+			if (n->red != RED_NONE)
+				why = gemm1(a, p, i, s);
+			else
+				s->n[i] = (SNode){SN_MAP, 0};
+			break;
+		case ROLE_RUNNING:
+			if (k & 4)
+				why = n->red == RED_SUM ? gemm2(a, p, i, s)
+							: arena_printf(a, "%s: a running max with a value index", n->out->name);
+			else if (n->red == RED_MAX)
+				s->n[i] = (SNode){SN_RMAX, 0};
+			else if (n->red == RED_SUM)
+				s->n[i] = (SNode){SN_RSUM, 0};
+			else
+				why = arena_printf(a, "%s: running %s is not supported", n->out->name, redop_name(n->red));
+			if (!why && n->nred != 1)
+				why = arena_printf(a, "%s: a running reduction over more than the key index", n->out->name);
+			break;
+		case ROLE_EPILOGUE:
+			if (n->red != RED_NONE)
+				return arena_printf(a, "%s: a reduction after the stream is not supported", n->out->name);
+			if (np->is_ref && !(k & 4))
+				s->n[i] = (SNode){SN_REF, 0};
+			else if (!(k & 4))
+				s->n[i] = (SNode){SN_EPI_ROW, 0};
+			else if (s->ecls >= 0 && p->cls[i][x] == s->ecls)
+				s->n[i] = (SNode){SN_EPI_ELEM, 0};
+			else
+				why = arena_printf(a, "%s: an epilogue index that is not the value index of a contraction with V", n->out->name);
+			if (!why && !(k & 1))
+				why = arena_printf(a, "%s: an epilogue value without the query index", n->out->name);
+			break;
+		}
+		if (why)
+			return why;
+	}
+	if (!s->ng1)
+		return "no contraction of Q and K";
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		if (t->kind == TK_IN && (t->dtype == DT_F8E4M3 || t->dtype == DT_F8E5M2))
+			return arena_printf(a, "%s: f8 inputs need sm_89 or newer", t->name);
+	}
+	return NULL;
+}

@@ -1,0 +1,142 @@
+/*
+** runtime/attnrt.h: libattnrt, the small C runtime that attnc's generated GPU
+** kernels link against. It loads the CUDA driver (libcuda.so.1) lazily with
+** dlopen, so a program built with it starts and fails with a one-line message
+** on a machine without a GPU; it never needs cudart or the CUDA headers.
+**
+** Every function is thread-safe and returns ATTNRT_OK (0) or one of the
+** ATTNRT_ERR_* codes; after a nonzero return, attnrt_last_error() gives this
+** thread's one-line message, which starts with "attnrt: ". Device pointers
+** and CUDA handles (CUstream, CUevent, CUfunction) travel as void *.
+*/
+#ifndef ATTNRT_H
+#define ATTNRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped when the structs or signatures below change; generated code may
+** check it with #if. */
+#define ATTNRT_API_VERSION 1
+
+#if defined(__GNUC__)
+#define ATTNRT_API __attribute__((visibility("default")))
+#else
+#define ATTNRT_API
+#endif
+
+enum {
+	ATTNRT_OK = 0,
+	ATTNRT_ERR_NO_DRIVER = 1, /* libcuda.so.1 missing, unloadable or too old */
+	ATTNRT_ERR_NO_DEVICE = 2, /* a driver, but no GPU (cuInit: CUDA_ERROR_NO_DEVICE) */
+	ATTNRT_ERR_CUDA = 3,      /* a CUDA driver call failed */
+	ATTNRT_ERR_NO_IMAGE = 4,  /* no image of the kernel can run on this device */
+	ATTNRT_ERR_LOAD = 5,      /* the driver rejected the image (JIT log in the message) */
+	ATTNRT_ERR_RESOURCES = 6, /* the kernel needs more shared memory than the device has */
+	ATTNRT_ERR_ARGUMENT = 7,  /* a bad argument (attnrt_check_tensor and the like) */
+	ATTNRT_ERR_NOMEM = 8      /* a host allocation failed */
+};
+
+/* This thread's message for its last failed call ("" if none yet). */
+ATTNRT_API const char *attnrt_last_error(void);
+/* Sets this thread's message to "attnrt: " + the formatted text (on one line)
+** and returns code: for generated code's own checks (a grid too large...). */
+ATTNRT_API int attnrt_set_error(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+/* "ATTNRT_ERR_NO_DRIVER" and so on, for logs. */
+ATTNRT_API const char *attnrt_error_name(int code);
+
+/* Loads the driver, calls cuInit, and makes a context current on this thread:
+** the current one if any, else device 0's primary context. Optional: every
+** other function does the same on first use. */
+ATTNRT_API int attnrt_init(void);
+ATTNRT_API int attnrt_device_count(int *n);
+/* The current device's ordinal and compute capability (major * 10 + minor). */
+ATTNRT_API int attnrt_current_device(int *device, int *sm);
+/* cuDriverGetVersion: 12040 for CUDA 12.4. */
+ATTNRT_API int attnrt_driver_version(int *version);
+
+/* One image of a kernel: a cubin for sm (80, 90, 100, ...), or PTX text
+** (sm 0, NUL-terminated, size including the NUL). */
+typedef struct AttnrtImage {
+	int sm;
+	const void *data;
+	size_t size;
+} AttnrtImage;
+
+/* A kernel as generated code embeds it, as a zero-initialised static. */
+typedef struct AttnrtKernel {
+	const char *name;          /* entry symbol */
+	const AttnrtImage *images;
+	int nimages;
+	unsigned smem_bytes;       /* dynamic shared memory per block */
+	unsigned threads;          /* block size (x; y = z = 1) */
+	void *cache;               /* runtime-owned: leave NULL */
+} AttnrtKernel;
+
+/* The CUfunction of k for the current device. The module is loaded once per
+** device (and context): the cubin with the largest sm <= the device's compute
+** capability within the same major version (sm_80 runs on 8.x, sm_90 on 9.x);
+** otherwise the PTX image, JIT-compiled by the driver. Sets the dynamic
+** shared memory limit when smem_bytes needs the opt-in (> 48 KiB). */
+ATTNRT_API int attnrt_kernel_get(AttnrtKernel *k, void **function_out);
+/* The image attnrt_kernel_get chose for the current device: its sm, 0 = PTX. */
+ATTNRT_API int attnrt_kernel_image(AttnrtKernel *k, int *sm_out);
+/* Unloads k's modules and frees its cache (not concurrently with its use). */
+ATTNRT_API void attnrt_kernel_release(AttnrtKernel *k);
+/* cuLaunchKernel on grid (gx, gy, gz), block (k->threads, 1, 1), k->smem_bytes
+** of dynamic shared memory, on stream (a CUstream; NULL = the default
+** stream), with params the usual array of pointers to each argument. Does not
+** synchronise. */
+ATTNRT_API int attnrt_launch(AttnrtKernel *k, unsigned gx, unsigned gy, unsigned gz, void *stream,
+			     void **params);
+
+/* Validates one tensor argument before a launch. kernel and tensor name the
+** message; shape, expected_shape and strides (in elements; NULL = row-major
+** contiguous) have rank entries; expected_shape[k] < 0 leaves dimension k
+** free. Checks, in order: ptr not NULL, sizes positive and as expected, the
+** last dimension contiguous, the other strides non-negative and keeping rows
+** align_bytes-aligned, ptr align_bytes-aligned (align_bytes <= 1: none).
+** Strides of dimensions of extent 1 are not checked. */
+ATTNRT_API int attnrt_check_tensor(const char *kernel, const char *tensor, const void *ptr, int rank,
+				   const int64_t *shape, const int64_t *expected_shape,
+				   const int64_t *strides, int elem_size, int align_bytes);
+/* The same, naming dimension k dim_names[k] in the message ("N = 256"). */
+ATTNRT_API int attnrt_check_tensor_named(const char *kernel, const char *tensor, const void *ptr,
+					 int rank, const int64_t *shape,
+					 const int64_t *expected_shape, const int64_t *strides,
+					 int elem_size, int align_bytes,
+					 const char *const *dim_names);
+
+/* A compile-time dimension: "attnrt: causal: D is 64 but the kernel was
+** compiled for D = 128". */
+ATTNRT_API int attnrt_check_dim(const char *kernel, const char *dim, int64_t value, int64_t expected);
+
+/* Device memory and synchronisation, for tests and examples. */
+ATTNRT_API int attnrt_malloc(void **dptr, size_t bytes);
+ATTNRT_API int attnrt_free(void *dptr);
+ATTNRT_API int attnrt_memcpy_htod(void *dst, const void *src, size_t bytes);
+ATTNRT_API int attnrt_memcpy_dtoh(void *dst, const void *src, size_t bytes);
+/* Waits for all work on the current context (cuCtxSynchronize). */
+ATTNRT_API int attnrt_synchronize(void);
+ATTNRT_API int attnrt_stream_synchronize(void *stream);
+
+/* Event timing: record two events on a stream, then elapsed_ms waits for the
+** second and gives the milliseconds between them. */
+ATTNRT_API int attnrt_event_create(void **event);
+ATTNRT_API int attnrt_event_record(void *event, void *stream);
+ATTNRT_API int attnrt_event_elapsed_ms(void *start, void *end, float *ms);
+ATTNRT_API int attnrt_event_destroy(void *event);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

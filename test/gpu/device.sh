@@ -1,0 +1,46 @@
+#!/bin/sh
+# Runs on the GPU machine, from the folder prepare.sh filled: builds one
+# harness per example (gcc, the runtime compiled in, no cudart), runs every
+# case with fresh seeds, runs compute-sanitizer memcheck and racecheck on a
+# small case per example, and prints a table last. Logs go to $OUT.
+set -u
+cd "$(dirname "$0")"
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT" bin
+RT="runtime/driver.c runtime/module.c runtime/launch.c runtime/check.c"
+fails=0
+for f in gen/*_cpu.c; do
+	file=$(basename "$f" _cpu.c)
+	casc=$(awk -v f="$file" '$1==f{print $2; exit}' cases.txt)
+	[ -n "$casc" ] || continue
+	gcc -O2 -std=c11 -fopenmp -D_GNU_SOURCE -DNAME="$casc" -Iruntime -Igen harness.c "gen/$file.c" \
+		"$f" $RT -ldl -lpthread -lm -o "bin/$file" 2>> "$OUT/build.log" || { echo "build $file FAILED"; fails=1; }
+done
+printf "%-16s %-34s %-10s %-10s %s\n" example shape output rel_l2 result > "$OUT/table.txt"
+seed=1
+while read -r file casc sizes ints; do
+	[ -x "bin/$file" ] || continue
+	seed=$((seed + 1))
+	./bin/"$file" "$sizes" $seed $ints > "$OUT/run.$file.$seed.log" 2>&1
+	rc=$?
+	[ $rc -ne 0 ] && fails=1
+	awk -v f="$file" -v s="$sizes" '$3=="numel"{printf "%-16s %-34s %-10s %-10s %s\n", f, s, $2, $6, $NF}' "$OUT/run.$file.$seed.log" >> "$OUT/table.txt"
+	grep -q PASS "$OUT/run.$file.$seed.log" || echo "$file $sizes: $(tail -3 "$OUT/run.$file.$seed.log" | tr '\n' ' ')" >> "$OUT/failures.txt"
+done < cases.txt
+if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
+	for b in bin/*; do
+		file=$(basename "$b")
+		sizes=$(awk -v f="$file" '$1==f{print $3; exit}' cases.txt)
+		ints=$(awk -v f="$file" '$1==f{for (i = 4; i <= NF; i++) printf "%s ", $i; exit}' cases.txt)
+		for tool in memcheck racecheck; do
+			compute-sanitizer --tool $tool --error-exitcode 9 "$b" "$sizes" 7 $ints > "$OUT/san.$tool.$file.log" 2>&1
+			r=$?
+			echo "$file $tool rc=$r $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san.$tool.$file.log" | head -1)" >> "$OUT/sanitizer.txt"
+			[ $r -ne 0 ] && fails=1
+		done
+	done
+fi
+cat "$OUT/table.txt"
+[ -f "$OUT/sanitizer.txt" ] && cat "$OUT/sanitizer.txt"
+[ -f "$OUT/failures.txt" ] && { echo "FAILURES:"; cat "$OUT/failures.txt"; }
+exit $fails

@@ -1,0 +1,243 @@
+/*
+** test/gpu/harness.c: the GPU test suite's checker for one example, run on a
+** GPU machine from files attnc produced elsewhere. Built once per example
+** with -DNAME=<cascade> against gen/<file>.c (the GPU interface: kernels
+** embedded, launched through libattnrt) and gen/<file>_cpu.c (the portable
+** C back end, itself checked against the MLIR reference in CI).
+**
+**   harness B=2,H=4,N=300 [seed] [--int NAME=lo:hi] [--time ITERS]
+**
+** Seeded random inputs (normal, rounded to bf16/f16 where declared), outputs
+** poisoned with NaN before the launch, then every output compared with the
+** C back end: relative L2 error, NaN count, and the positions of infinities
+** (logsumexp of empty rows is -inf). Prints one line per output, and
+** "PASS" or "FAIL" last; exits 1 on failure or any runtime error.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <attnrt.h>
+
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define F(x) CAT(NAME, x)
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+void F(_counts)(int *, int *, int *);
+const char *F(_tensor_info)(int, int *, int *, int *);
+const char *F(_dim_name)(int);
+long F(_dim_fixed)(int);
+void F(_param_defaults)(const long *, double *);
+void F(_tensor_shape)(int, const long *, long *);
+int F(_run_generic)(const long *, const double *, void *const *, int);
+int F(_launch_generic)(void *const *, const int64_t *const *, const long *, const double *, void *);
+
+enum { K_IN, K_OUT, K_TEMP };
+enum { T_BOOL, T_I32, T_F8A, T_F8B, T_F16, T_BF16, T_F32 };
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t next(void)
+{
+	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+	return rng;
+}
+static double unit(void) { return ((next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+static double normal(void) { return sqrt(-2 * log(unit())) * cos(6.283185307179586 * unit()); }
+
+static uint16_t to_bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	u += 0x7FFF + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+static float from_bf16(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+static uint16_t to_f16(float f)
+{
+	/* round to nearest even through the hardware-free path: use _Float16 if the compiler has it */
+	_Float16 h = (_Float16)f;
+	uint16_t r;
+	memcpy(&r, &h, 2);
+	return r;
+}
+static float from_f16(uint16_t u)
+{
+	_Float16 h;
+	memcpy(&h, &u, 2);
+	return (float)h;
+}
+
+static int esize(int dt) { return dt == T_F32 || dt == T_I32 ? 4 : dt == T_BOOL ? 1 : 2; }
+
+static int check(int rc, const char *what)
+{
+	if (rc) {
+		printf("%s: %s\nFAIL\n", what, attnrt_last_error());
+		exit(1);
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	int nt, nd, np;
+	F(_counts)(&nt, &nd, &np);
+	long dims[32] = {0};
+	const char *ints[16];
+	int nints = 0, iters = 0;
+	for (int i = 0; i < nd; i++)
+		dims[i] = F(_dim_fixed)(i);
+	for (int a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--int") && a + 1 < argc)
+			ints[nints++] = argv[++a];
+		else if (!strcmp(argv[a], "--time") && a + 1 < argc)
+			iters = atoi(argv[++a]);
+		else if (strchr(argv[a], '=')) {
+			char *s = strdup(argv[a]), *save = NULL;
+			for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save))
+				for (int i = 0; i < nd; i++) {
+					size_t l = strlen(F(_dim_name)(i));
+					if (!strncmp(t, F(_dim_name)(i), l) && t[l] == '=')
+						dims[i] = atol(t + l + 1);
+				}
+			free(s);
+		} else
+			rng ^= (uint64_t)atoll(argv[a]) * 0x9E3779B97F4A7C15ull;
+	}
+	long maxdim = 1;
+	for (int i = 0; i < nd; i++) {
+		if (dims[i] <= 0) {
+			printf("dim %s not given\nFAIL\n", F(_dim_name)(i));
+			return 1;
+		}
+		if (!F(_dim_fixed)(i) && dims[i] > maxdim)
+			maxdim = dims[i];
+	}
+	double params[32];
+	F(_param_defaults)(dims, params);
+	check(attnrt_init(), "init");
+	void *host_f[64] = {0}, *dev[64] = {0}, *hraw[64] = {0};
+	long numel[64];
+	int kind[64], dt[64], rank[64];
+	const char *name[64];
+	for (int i = 0; i < nt; i++) {
+		name[i] = F(_tensor_info)(i, &kind[i], &dt[i], &rank[i]);
+		if (kind[i] == K_TEMP)
+			continue;
+		long shape[8];
+		F(_tensor_shape)(i, dims, shape);
+		numel[i] = 1;
+		for (int k = 0; k < rank[i]; k++)
+			numel[i] *= shape[k];
+		size_t cpu_es = dt[i] == T_I32 ? 4 : dt[i] == T_BOOL ? 1 : 4;
+		host_f[i] = calloc((size_t)numel[i], cpu_es);
+		hraw[i] = calloc((size_t)numel[i], (size_t)esize(dt[i]));
+		check(attnrt_malloc(&dev[i], (size_t)numel[i] * (size_t)esize(dt[i])), "malloc");
+		if (kind[i] == K_IN) {
+			long lo = 0, hi = maxdim;
+			for (int q = 0; q < nints; q++) {
+				size_t l = strlen(name[i]);
+				if (!strncmp(ints[q], name[i], l) && ints[q][l] == '=')
+					sscanf(ints[q] + l + 1, "%ld:%ld", &lo, &hi);
+			}
+			for (long e = 0; e < numel[i]; e++) {
+				if (dt[i] == T_I32) {
+					int32_t v = (int32_t)(lo + (long)(unit() * (double)(hi - lo + 1)));
+					((int32_t *)host_f[i])[e] = v, ((int32_t *)hraw[i])[e] = v;
+				} else if (dt[i] == T_BOOL) {
+					uint8_t v = unit() < 0.75;
+					((uint8_t *)host_f[i])[e] = v, ((uint8_t *)hraw[i])[e] = v;
+				} else {
+					float v = (float)normal();
+					if (dt[i] == T_BF16) {
+						uint16_t h = to_bf16(v);
+						((uint16_t *)hraw[i])[e] = h, v = from_bf16(h);
+					} else if (dt[i] == T_F16) {
+						uint16_t h = to_f16(v);
+						((uint16_t *)hraw[i])[e] = h, v = from_f16(h);
+					} else {
+						((float *)hraw[i])[e] = v;
+					}
+					((float *)host_f[i])[e] = v;
+				}
+			}
+			check(attnrt_memcpy_htod(dev[i], hraw[i], (size_t)numel[i] * (size_t)esize(dt[i])), "upload");
+		} else {
+			/* poison: all-ones bit patterns are NaN in bf16, f16 and f32 */
+			memset(hraw[i], 0xFF, (size_t)numel[i] * (size_t)esize(dt[i]));
+			check(attnrt_memcpy_htod(dev[i], hraw[i], (size_t)numel[i] * (size_t)esize(dt[i])), "poison");
+		}
+	}
+	check(F(_launch_generic)(dev, NULL, dims, params, NULL), "launch");
+	check(attnrt_synchronize(), "kernel");
+	if (F(_run_generic)(dims, params, host_f, 0)) {
+		printf("C back end failed\nFAIL\n");
+		return 1;
+	}
+	int fail = 0;
+	for (int i = 0; i < nt; i++) {
+		if (kind[i] != K_OUT)
+			continue;
+		check(attnrt_memcpy_dtoh(hraw[i], dev[i], (size_t)numel[i] * (size_t)esize(dt[i])), "download");
+		double num = 0, den = 0;
+		long nan = 0, infbad = 0;
+		for (long e = 0; e < numel[i]; e++) {
+			float g = dt[i] == T_BF16 ? from_bf16(((uint16_t *)hraw[i])[e])
+				  : dt[i] == T_F16 ? from_f16(((uint16_t *)hraw[i])[e])
+						   : ((float *)hraw[i])[e];
+			float c = ((float *)host_f[i])[e];
+			if (isnan(g)) {
+				nan++;
+				continue;
+			}
+			if (isinf(c) || isinf(g)) {
+				infbad += !(isinf(c) && isinf(g) && (c > 0) == (g > 0));
+				continue;
+			}
+			num += ((double)g - c) * ((double)g - c), den += (double)c * c;
+		}
+		double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+		double tol = (dt[i] == T_BF16) ? 1e-2 : 5e-3;
+		int ok = nan == 0 && infbad == 0 && rel < tol;
+		fail |= !ok;
+		printf("%s %s numel %ld rel_l2 %.3e nan %ld inf_mismatch %ld %s\n", STR(NAME), name[i], numel[i], rel,
+		       nan, infbad, ok ? "ok" : "BAD");
+	}
+	if (iters > 0) {
+		void *e0, *e1;
+		check(attnrt_event_create(&e0), "event");
+		check(attnrt_event_create(&e1), "event");
+		for (int w = 0; w < 3; w++)
+			check(F(_launch_generic)(dev, NULL, dims, params, NULL), "launch");
+		float best = 1e30f;
+		for (int r = 0; r < iters; r++) {
+			float ms;
+			attnrt_event_record(e0, NULL);
+			check(F(_launch_generic)(dev, NULL, dims, params, NULL), "launch");
+			attnrt_event_record(e1, NULL);
+			check(attnrt_event_elapsed_ms(e0, e1, &ms), "time");
+			if (ms < best)
+				best = ms;
+		}
+		printf("%s time_ms %.4f\n", STR(NAME), best);
+	}
+	for (int i = 0; i < nt; i++) {
+		free(host_f[i]);
+		free(hraw[i]);
+		if (dev[i])
+			attnrt_free(dev[i]);
+	}
+	printf(fail ? "FAIL\n" : "PASS\n");
+	return fail;
+}

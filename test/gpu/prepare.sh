@@ -1,0 +1,51 @@
+#!/bin/sh
+# Runs here (where attnc, flex, bison and MLIR live): generates, for every
+# example the sm_80 path supports, its GPU interface (PTX, cubins for sm_80
+# and sm_90, x.h, x.c) and its portable C reference, into DIR (default
+# .carry/gpu), with the harness and the case list the device script reads.
+set -eu
+cd "$(dirname "$0")/../.."
+ATTNC=${ATTNC:-build/bin/attnc}
+DIR=${1:-.carry/gpu}
+rm -rf "$DIR" && mkdir -p "$DIR/gen"
+: > "$DIR/cases.txt"
+# example  cascade  shape sets (ragged, N_q != N_kv, N = 1, GQA group 1/4/8)  [int ranges]
+cat > "$DIR/plan.txt" <<'CASES'
+full full B=2,H=3,N=200,M=333 B=1,H=2,N=1,M=77 B=2,H=2,N=64,M=64
+causal causal B=2,H=4,N=257 B=1,H=1,N=1 B=3,H=2,N=64
+gqa gqa B=2,HKV=2,G=4,N=130,M=190 B=1,HKV=3,G=1,N=65,M=65 B=1,HKV=1,G=8,N=100,M=300
+mqa mqa B=2,H=4,N=150 B=1,H=3,N=1
+sliding_window sliding_window B=2,H=2,N=700 B=1,H=1,N=33
+alibi alibi B=2,H=4,N=190 B=1,H=2,N=1
+softcap softcap B=2,H=2,N=150 B=1,H=1,N=1
+prefix_lm prefix_lm B=3,H=2,N=160 B=2,H=1,N=1 --int prefix_len=0:160
+document document B=2,H=2,N=180 B=1,H=1,N=1 --int doc=0:3
+relpos_bias relpos_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1
+sink gpt_oss_sink B=2,H=3,N=140 B=1,H=1,N=1
+sigmoid sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1
+diff diff_attn B=2,H=2,N=120 B=1,H=1,N=1
+mla mla B=2,H=2,N=140 B=1,H=1,N=1
+CASES
+while read -r file casc rest; do
+	if ! "$ATTNC" --target=sm_80 "examples/$file.attn" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
+		echo "skip $file: $(head -1 "$DIR/gen/$file.err")"
+		continue
+	fi
+	"$ATTNC" --target=cpu --emit=c "examples/$file.attn" -o "$DIR/gen/${file}_cpu.c"
+	ints=""
+	for s in $rest; do
+		case "$s" in
+		--int) ;;
+		*:*) ints="$ints --int $s" ;;
+		esac
+	done
+	for s in $rest; do
+		case "$s" in
+		--int | *:*) ;;
+		*) echo "$file $casc $s$ints" >> "$DIR/cases.txt" ;;
+		esac
+	done
+done < "$DIR/plan.txt"
+cp test/gpu/harness.c test/gpu/device.sh "$DIR/"
+cp -r runtime "$DIR/runtime"
+echo "prepared $(wc -l < "$DIR/cases.txt") cases in $DIR"

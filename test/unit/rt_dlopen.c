@@ -1,0 +1,97 @@
+/*
+** test/unit/rt_dlopen.c: libattnrt's real driver loading against
+** rt_fakecuda, a stand-in libcuda: dlopen through ATTNRT_CUDA_DRIVER,
+** cuGetProcAddress_v2 and the legacy cuGetProcAddress, every entry point
+** requested by base name for cudaVersion 12000, cuInit's
+** CUDA_ERROR_NO_DEVICE, and a driver that lacks an entry point.
+**
+** usage: test_rt_dlopen FAKE_V2.so FAKE_V1.so
+*/
+#include "rt_testutil.h"
+
+#include <dlfcn.h>
+
+#include "driver.h"
+
+static const AttnrtImage images[] = {{90, "CUBIN90", 8}};
+
+/* Calls fakecuda_* in the module the runtime loaded (dlopen gives its handle). */
+static int fake_counter(const char *path, const char *name)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return -1;
+	int (*fn)(void);
+	void *sym = dlsym(h, name);
+	memcpy(&fn, &sym, sizeof fn);
+	int n = sym ? fn() : -1;
+	dlclose(h);
+	return n;
+}
+
+/* A new process's view: next call loads the driver again with this env. */
+static void restart(const char *path, const char *devices, const char *hide)
+{
+	attnrt_set_driver_for_testing(NULL);
+	setenv("ATTNRT_CUDA_DRIVER", path, 1);
+	setenv("FAKECUDA_DEVICES", devices, 1);
+	if (hide)
+		setenv("FAKECUDA_HIDE", hide, 1);
+	else
+		unsetenv("FAKECUDA_HIDE");
+}
+
+/* A working fake: init, devices, a kernel load and a launch. */
+static void check_working(const char *path)
+{
+	restart(path, "2", NULL);
+	CHECK(attnrt_init() == ATTNRT_OK);
+	int n = 0, v = 0, dev = -1, sm = 0;
+	CHECK(attnrt_device_count(&n) == ATTNRT_OK && n == 2);
+	CHECK(attnrt_driver_version(&v) == ATTNRT_OK && v == 12040);
+	CHECK(attnrt_current_device(&dev, &sm) == ATTNRT_OK && dev == 0 && sm == 90);
+	AttnrtKernel k = {"k", images, 1, 100000, 128, NULL};
+	int x = 3;
+	void *params[] = {&x};
+	CHECK(attnrt_launch(&k, 4, 1, 1, NULL, params) == ATTNRT_OK);
+	CHECK(attnrt_kernel_image(&k, &sm) == ATTNRT_OK && sm == 90);
+	attnrt_kernel_release(&k);
+	void *p = NULL;
+	CHECK(attnrt_malloc(&p, 64) == ATTNRT_OK && p != NULL && attnrt_free(p) == ATTNRT_OK);
+	int reqs = fake_counter(path, "fakecuda_requests");
+	if (reqs < 28)
+		fprintf(stderr, "%s: %d lookups (%s)\n", path, reqs, attnrt_last_error());
+	CHECK(reqs >= 28);
+	CHECK(fake_counter(path, "fakecuda_bad_requests") == 0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: test_rt_dlopen FAKE_V2.so FAKE_V1.so\n");
+		return 2;
+	}
+	const char *v2 = argv[1], *v1 = argv[2];
+
+	restart(v2, "0", NULL);
+	CHECK_FAIL(attnrt_init(), ATTNRT_ERR_NO_DEVICE,
+		   "attnrt: CUDA driver found but no GPU (cuInit: CUDA_ERROR_NO_DEVICE)");
+
+	check_working(v2);
+	check_working(v1);
+
+	char want[1024];
+	restart(v2, "1", "cuLaunchKernel");
+	snprintf(want, sizeof want, "attnrt: CUDA driver %s (version 12.4) lacks cuLaunchKernel for "
+		 "CUDA 12.0 (a CUDA 12 driver is needed)", v2);
+	CHECK_FAIL(attnrt_init(), ATTNRT_ERR_NO_DRIVER, want);
+
+	restart(v1, "1", "cuDriverGetVersion");
+	snprintf(want, sizeof want, "attnrt: CUDA driver %s (version unknown) lacks cuDriverGetVersion "
+		 "for CUDA 12.0 (a CUDA 12 driver is needed)", v1);
+	CHECK_FAIL(attnrt_init(), ATTNRT_ERR_NO_DRIVER, want);
+
+	attnrt_set_driver_for_testing(NULL);
+	unsetenv("FAKECUDA_HIDE");
+	return rt_report("rt_dlopen");
+}
