@@ -46,8 +46,9 @@ static const char *usage_text =
 	"                     rewrite, the running state, and what forces a slower path\n"
 	"  --target=T         sm_80, sm_90a, sm_100a or cpu (default sm_80; sm_90a and\n"
 	"                     sm_100a code generation is not implemented yet)\n"
-	"  -o OUT             with a GPU target and no --emit: write OUT.ptx, OUT.h and\n"
-	"                     OUT.c (cubins for sm_80 and sm_90 embedded; link -lattnrt)\n"
+	"  -o OUT             with a GPU target and no --emit: write OUT.ptx, OUT.sm80.cubin,\n"
+	"                     OUT.sm90.cubin, OUT.h and OUT.c (cubins and PTX embedded;\n"
+	"                     link -lattnrt)\n"
 	"  --ptxas=PATH       the ptxas to use (default: $CUDA_PATH/bin, /usr/local/cuda/bin, PATH)\n"
 	"  --f64              use f64 as the float type of --emit=mlir\n"
 	"  -o PATH            write the output to PATH instead of standard output\n"
@@ -129,6 +130,12 @@ static int put_ptx(FILE *o, void *ctx)
 	return fwrite(g->im->ptx, 1, g->im->ptx_size, o) == g->im->ptx_size ? 0 : EXIT_TOOL;
 }
 
+static int put_blob(FILE *o, void *ctx)
+{
+	Blob *b = ctx;
+	return fwrite(b->data, 1, b->size, o) == b->size ? 0 : EXIT_TOOL;
+}
+
 static int put_h(FILE *o, void *ctx)
 {
 	gpu_iface_header(o, ((GpuOut *)ctx)->p);
@@ -181,6 +188,10 @@ static int compile_gpu(const char *outbase, const Program *p, Diag *d, const cha
 			rc = write_atomic(arena_printf(&a, "%s.h", outbase), put_h, &g);
 		if (!rc)
 			rc = write_atomic(arena_printf(&a, "%s.c", outbase), put_c, &g);
+		if (!rc)
+			rc = write_atomic(arena_printf(&a, "%s.sm80.cubin", outbase), put_blob, &im.cubin80);
+		if (!rc)
+			rc = write_atomic(arena_printf(&a, "%s.sm90.cubin", outbase), put_blob, &im.cubin90);
 	}
 	free(im.cubin80.data);
 	free(im.cubin90.data);

@@ -133,8 +133,8 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	for (int i = 0; i < c->dims.n; i++) {
 		const Dim *d = c->dims.v[i];
 		if (d->fixed)
-			fprintf(o, "\tif (dims[%d] != %ld) return attnrt_check_tensor_named(\"%s\", \"%s\", (void *)1, 1, (int64_t[]){dims[%d]}, (int64_t[]){%ld}, NULL, 1, 0, (const char *const[]){\"%s\"});\n",
-				i, d->fixed, n, d->name, i, d->fixed, d->name);
+			fprintf(o, "\tif ((rc = attnrt_check_dim(\"%s\", \"%s\", dims[%d], %ld))) return rc;\n", n,
+				d->name, i, d->fixed);
 	}
 	/* pointers first, then strides, then dims, then params: the kernel ABI */
 	for (int i = 0; i < c->tensors.n; i++) {
@@ -205,7 +205,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	else
 		fputs("1", o);
 	fprintf(o, ";\n\tlong gx = (qext + %d - 1) / %d;\n", SM80_BM, SM80_BM);
-	fprintf(o, "\tif (gy > 65535 || gx > 2147483647L) return attnrt_check_tensor(\"%s\", \"grid\", NULL, 0, NULL, NULL, NULL, 1, 0);\n",
+	fprintf(o, "\tif (gy > 65535 || gx > 2147483647L)\n\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: the grid (%%ld x %%ld blocks) is too large\", gx, gy);\n",
 		n);
 	fprintf(o, "\treturn attnrt_launch(&%s_kernel, (unsigned)gx, (unsigned)gy, 1, stream, args);\n}\n", n);
 	/* typed API */

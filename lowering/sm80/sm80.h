@@ -91,6 +91,7 @@ typedef struct Gen {
 	PReg **rowv;    /* [nodes][2] f32 running / row values */
 	PReg **acc;     /* [nodes][DV/8*4] f32 GEMM2 / epilogue element values */
 	int stage;      /* 0: in the stream; 1: epilogue */
+	PReg kaddr[SM80_MAXG], vaddr[SM80_MAXG]; /* lane parts of ldmatrix addresses */
 } Gen;
 
 /* sm80_expr.c */

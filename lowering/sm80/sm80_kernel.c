@@ -153,6 +153,7 @@ static void decode_grid(Gen *g)
 
 typedef struct Smem {
 	uint32_t q[SM80_MAXG], k[SM80_MAXG], v[SM80_MAXG]; /* byte offsets */
+	uint32_t kbuf[SM80_MAXG], vbuf[SM80_MAXG];         /* bytes between the two buffers */
 	uint32_t qs[SM80_MAXG], ks[SM80_MAXG], vs;           /* row strides (bytes) */
 	uint32_t total;
 } Smem;
@@ -165,52 +166,150 @@ static void plan_smem(const Shape *s, Smem *m)
 	for (int i = 0; i < s->ng1; i++) {
 		m->qs[i] = m->ks[i] = (uint32_t)(s->g1[i].D * 2 + 16);
 		m->q[i] = off, off += SM80_BM * m->qs[i];
-		m->k[i] = off, off += SM80_BN * m->ks[i];
+		m->k[i] = off, m->kbuf[i] = SM80_BN * m->ks[i], off += 2 * m->kbuf[i];
 	}
 	m->vs = (uint32_t)(s->DV * 2 + 16);
 	for (int i = 0; i < s->nvt; i++)
-		m->v[i] = off, off += SM80_BN * m->vs;
+		m->v[i] = off, m->vbuf[i] = SM80_BN * m->vs, off += 2 * m->vbuf[i];
 	m->total = off;
 }
 
-/* cp.async of a rows x width tile of `acc` (a bf16/f16 input read whose
-** `rowcls` index runs over [first, first + rows), clipped at ext) into
-** shared memory at soff with row stride sstride; rows past ext are zeros. */
-static void load_tile(Gen *g, int gnode, const Expr *acc, int rowcls, PReg first, PReg ext, int rows,
-		      long width, uint32_t soff, uint32_t sstride, PReg sbase, PReg tid)
+static PReg u32of(Gen *g, PReg x)
 {
-	long chunks = rows * width / 8, per = chunks / SM80_THREADS;
-	for (long it = 0; it < per; it++) {
-		PReg c = R(g, PC_B64), row = R(g, PC_B64), col = R(g, PC_B64), grow = R(g, PC_B64);
-		E3(PTX_ADD, ".s64", po_r(c), po_r(tid), po_i(it * SM80_THREADS));
-		E3(PTX_DIV, ".u64", po_r(row), po_r(c), po_i(width / 8));
-		E3(PTX_REM, ".u64", po_r(col), po_r(c), po_i(width / 8));
-		E3(PTX_ADD, ".s64", po_r(grow), po_r(first), po_r(row));
-		PReg ok = R(g, PC_PRED);
+	PReg r = R(g, PC_B32);
+	E2(PTX_CVT, ".u32.u64", po_r(r), po_r(x));
+	return r;
+}
+
+/* A tile load's per-thread work, computed once. The 128 threads copy the
+** tile's 16-byte chunks in order, so (with D/8 dividing 128) a thread's
+** chunks share one column and lie `step` rows apart: per tile, one base
+** address plus multiples of step*rowstride, and shared-memory addresses that
+** differ by immediates. */
+typedef struct TileLoad {
+	int n, step;        /* chunks per thread, rows between them */
+	uint32_t sstride;
+	PReg row0;          /* b64 first row of this thread's chunks */
+	PReg loff;          /* b64 byte offset of the first chunk from (row 0, d 0) */
+	PReg stepbytes;     /* b64 step * rowstride */
+	PReg saddr;         /* u32 shared address of the first chunk */
+	PReg base;          /* b64 global address of (row 0, d 0) of the read */
+	PReg rowstride;     /* b64 bytes between rows */
+	int general;        /* D/8 does not divide the block (D = 96, 192): per-chunk math */
+	long cpr;
+	PReg tid32, sbase;  /* for the general case */
+	uint32_t soff;
+} TileLoad;
+
+/* Position of the subscript that runs over the tile's rows (class rowcls). */
+static int row_position(Gen *g, int gnode, const Expr *acc, int rowcls)
+{
+	for (int k = 0; k < acc->nargs; k++)
+		if (acc->args[k]->kind == EX_INDEX && g->p->cls[gnode][acc->args[k]->var] == rowcls)
+			return k;
+	return 0;
+}
+
+static void tile_load_setup(Gen *g, TileLoad *L, int gnode, const Expr *acc, int rowcls, int rows,
+			    long width, uint32_t soff, uint32_t sstride, PReg sbase, PReg tid)
+{
+	long cpr = width / 8; /* chunks per row */
+	L->n = (int)(rows * cpr / SM80_THREADS);
+	L->step = (int)(SM80_THREADS / cpr);
+	L->sstride = sstride;
+	L->general = SM80_THREADS % cpr != 0;
+	L->cpr = cpr, L->sbase = sbase, L->soff = soff;
+	L->tid32 = u32of(g, tid);
+	L->rowstride = R(g, PC_B64);
+	E3(PTX_MUL, ".lo.s64", po_r(L->rowstride),
+	   po_r(g->tstride[acc->tensor->id][row_position(g, gnode, acc, rowcls)]), po_i(2));
+	g->node = gnode;
+	PReg saverow = g->row, savecol = g->col, zero = R(g, PC_B64);
+	E2(PTX_MOV, ".b64", po_r(zero), po_i(0));
+	g->row = g->col = zero;
+	L->base = sm80_addr(g, acc->tensor, acc->args);
+	g->row = saverow, g->col = savecol;
+	PReg col = R(g, PC_B64);
+	L->row0 = R(g, PC_B64), L->loff = R(g, PC_B64), L->stepbytes = R(g, PC_B64), L->saddr = R(g, PC_B32);
+	E3(PTX_DIV, ".u64", po_r(L->row0), po_r(tid), po_i(cpr));
+	E3(PTX_REM, ".u64", po_r(col), po_r(tid), po_i(cpr));
+	E3(PTX_MUL, ".lo.s64", po_r(L->loff), po_r(L->row0), po_r(L->rowstride));
+	E4(PTX_MAD, ".lo.s64", po_r(L->loff), po_r(col), po_i(16), po_r(L->loff));
+	E3(PTX_MUL, ".lo.s64", po_r(L->stepbytes), po_r(L->rowstride), po_i(L->step));
+	E4(PTX_MAD, ".lo.u32", po_r(L->saddr), po_r(u32of(g, L->row0)), po_i(sstride), po_r(sbase));
+	E4(PTX_MAD, ".lo.u32", po_r(L->saddr), po_r(u32of(g, col)), po_i(16), po_r(L->saddr));
+	E3(PTX_ADD, ".u32", po_r(L->saddr), po_r(L->saddr), po_i(soff));
+}
+
+/* The general case: chunk c = it*128 + tid is (c / cpr, c % cpr). */
+static void tile_load_general(Gen *g, const TileLoad *L, PReg first, PReg ext, PReg sdst)
+{
+	PReg tile = R(g, PC_B64);
+	E4(PTX_MAD, ".lo.s64", po_r(tile), po_r(first), po_r(L->rowstride), po_r(L->base));
+	for (int it = 0; it < L->n; it++) {
+		PReg c = R(g, PC_B32), r = R(g, PC_B32), col = R(g, PC_B32), r64 = R(g, PC_B64), c64 = R(g, PC_B64);
+		E3(PTX_ADD, ".u32", po_r(c), po_r(L->tid32), po_i(it * SM80_THREADS));
+		E3(PTX_DIV, ".u32", po_r(r), po_r(c), po_i(L->cpr));
+		E3(PTX_REM, ".u32", po_r(col), po_r(c), po_i(L->cpr));
+		E2(PTX_CVT, ".u64.u32", po_r(r64), po_r(r));
+		E2(PTX_CVT, ".u64.u32", po_r(c64), po_r(col));
+		PReg grow = R(g, PC_B64), ok = R(g, PC_PRED), a = R(g, PC_B64), bytes = R(g, PC_B32), sa = R(g, PC_B32);
+		E3(PTX_ADD, ".s64", po_r(grow), po_r(first), po_r(r64));
 		E3(PTX_SETP, ".lt.s64", po_r(ok), po_r(grow), po_r(ext));
-		PReg src = R(g, PC_B64);
-		E4(PTX_SELP, ".b64", po_r(src), po_r(grow), po_r(first), po_r(ok));
-		/* the read's address at (row, d = 0), plus the chunk */
-		g->node = gnode;
-		PReg saverow = g->row, savecol = g->col;
-		if (rowcls == g->s->qcls)
-			g->row = src;
-		else
-			g->col = src;
-		PReg ga = sm80_addr(g, acc->tensor, acc->args);
-		g->row = saverow, g->col = savecol;
-		PReg ga2 = R(g, PC_B64);
-		E4(PTX_MAD, ".lo.s64", po_r(ga2), po_r(col), po_i(16), po_r(ga));
-		PReg bytes = R(g, PC_B32);
+		E4(PTX_MAD, ".lo.s64", po_r(a), po_r(r64), po_r(L->rowstride), po_r(tile));
+		E4(PTX_MAD, ".lo.s64", po_r(a), po_r(c64), po_i(16), po_r(a));
+		E4(PTX_SELP, ".b64", po_r(a), po_r(a), po_r(tile), po_r(ok));
 		E4(PTX_SELP, ".b32", po_r(bytes), po_i(16), po_i(0), po_r(ok));
-		PReg r32 = R(g, PC_B32), c32 = R(g, PC_B32), sa = R(g, PC_B32);
-		E2(PTX_CVT, ".u32.u64", po_r(r32), po_r(row));
-		E2(PTX_CVT, ".u32.u64", po_r(c32), po_r(col));
-		E4(PTX_MAD, ".lo.u32", po_r(sa), po_r(r32), po_i(sstride), po_r(sbase));
-		E4(PTX_MAD, ".lo.u32", po_r(sa), po_r(c32), po_i(16), po_r(sa));
-		E4(PTX_CP_ASYNC, ".cg.shared.global", po_mem(sa, (int32_t)soff), po_mem(ga2, 0), po_i(16),
-		   po_r(bytes));
+		E4(PTX_MAD, ".lo.u32", po_r(sa), po_r(r), po_i(L->sstride), po_r(sdst));
+		E4(PTX_MAD, ".lo.u32", po_r(sa), po_r(col), po_i(16), po_r(sa));
+		E4(PTX_CP_ASYNC, ".cg.shared.global", po_mem(sa, 0), po_mem(a, 0), po_i(16), po_r(bytes));
 	}
+}
+
+/* cp.async of the tile whose first row is `first` (rows past ext: zeros,
+** read from a valid address instead), into the buffer at soff_extra. */
+static void tile_load(Gen *g, const TileLoad *L, PReg first, PReg ext, uint32_t soff_extra)
+{
+	if (L->general) {
+		PReg d = R(g, PC_B32);
+		E3(PTX_ADD, ".u32", po_r(d), po_r(L->sbase), po_i(L->soff + soff_extra));
+		tile_load_general(g, L, first, ext, d);
+		return;
+	}
+	PReg tile = R(g, PC_B64), src = R(g, PC_B64), grow = R(g, PC_B64);
+	E4(PTX_MAD, ".lo.s64", po_r(tile), po_r(first), po_r(L->rowstride), po_r(L->base));
+	E3(PTX_ADD, ".s64", po_r(src), po_r(tile), po_r(L->loff));
+	E3(PTX_ADD, ".s64", po_r(grow), po_r(first), po_r(L->row0));
+	for (int it = 0; it < L->n; it++) {
+		PReg ok = R(g, PC_PRED), a = R(g, PC_B64), bytes = R(g, PC_B32);
+		E3(PTX_SETP, ".lt.s64", po_r(ok), po_r(grow), po_r(ext));
+		E4(PTX_SELP, ".b64", po_r(a), po_r(src), po_r(tile), po_r(ok));
+		E4(PTX_SELP, ".b32", po_r(bytes), po_i(16), po_i(0), po_r(ok));
+		E4(PTX_CP_ASYNC, ".cg.shared.global",
+		   po_mem(L->saddr, (int32_t)(soff_extra + (uint32_t)it * (uint32_t)L->step * L->sstride)),
+		   po_mem(a, 0), po_i(16), po_r(bytes));
+		if (it + 1 < L->n) {
+			E3(PTX_ADD, ".s64", po_r(src), po_r(src), po_r(L->stepbytes));
+			E3(PTX_ADD, ".s64", po_r(grow), po_r(grow), po_i(L->step));
+		}
+	}
+}
+
+/* The same load into buffer buf of a double-buffered tile (bufbytes apart). */
+static void tile_load_buf(Gen *g, TileLoad *L, PReg first, PReg ext, PReg buf, uint32_t bufbytes)
+{
+	if (L->general) {
+		PReg d = R(g, PC_B32);
+		E4(PTX_MAD, ".lo.u32", po_r(d), po_r(buf), po_i(bufbytes), po_r(L->sbase));
+		E3(PTX_ADD, ".u32", po_r(d), po_r(d), po_i(L->soff));
+		tile_load_general(g, L, first, ext, d);
+		return;
+	}
+	PReg save = L->saddr, a = R(g, PC_B32);
+	E4(PTX_MAD, ".lo.u32", po_r(a), po_r(buf), po_i(bufbytes), po_r(L->saddr));
+	L->saddr = a;
+	tile_load(g, L, first, ext, 0);
+	L->saddr = save;
 }
 
 static void wait_all(Gen *g)
@@ -230,12 +329,6 @@ static PReg lm_addr(Gen *g, PReg sbase, uint32_t soff, uint32_t stride, PReg row
 	return a;
 }
 
-static PReg u32of(Gen *g, PReg x)
-{
-	PReg r = R(g, PC_B32);
-	E2(PTX_CVT, ".u32.u64", po_r(r), po_r(x));
-	return r;
-}
 
 /* ---- per-tile work ------------------------------------------------------ */
 
@@ -334,20 +427,12 @@ static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Sme
 		}
 		/* V fragments by ldmatrix.trans: row j = kk*16 + (mi&1)*8 + r, col e = ep*16 + (mi>>1)*8 */
 		for (int ep = 0; ep < net / 2; ep++) {
-			PReg mi = R(g, PC_B64), r = R(g, PC_B64), row = R(g, PC_B64), cb = R(g, PC_B64);
-			E3(PTX_SHR, ".u64", po_r(mi), po_r(g->lane), po_i(3));
-			E3(PTX_AND, ".b64", po_r(r), po_r(g->lane), po_i(7));
-			PReg lo = R(g, PC_B64), hi = R(g, PC_B64);
-			E3(PTX_AND, ".b64", po_r(lo), po_r(mi), po_i(1));
-			E3(PTX_SHR, ".u64", po_r(hi), po_r(mi), po_i(1));
-			E4(PTX_MAD, ".lo.s64", po_r(row), po_r(lo), po_i(8), po_r(r));
-			E3(PTX_ADD, ".s64", po_r(row), po_r(row), po_i(kk * 16));
-			E4(PTX_MAD, ".lo.s64", po_r(cb), po_r(hi), po_i(16), po_i(ep * 32));
-			PReg addr = lm_addr(g, sbase, sm->v[g2->vslot], sm->vs, u32of(g, row), u32of(g, cb));
+			int32_t off = (int32_t)(kk * 16 * sm->vs + ep * 32);
 			PReg b[4];
 			for (int q = 0; q < 4; q++)
 				b[q] = R(g, PC_B32);
-			E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.trans.shared.b16", po_vec(b, 4), po_mem(addr, 0));
+			E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.trans.shared.b16", po_vec(b, 4),
+			   po_mem(g->vaddr[g2->vslot], off));
 			for (int half = 0; half < 2; half++) {
 				int et = 2 * ep + half;
 				PReg *d = &g->acc[i][et * 4];
@@ -412,6 +497,22 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 	}
 }
 
+/* Lane-dependent part of the ldmatrix addresses of K (B operand, rows j)
+** and V (transposed, rows j): row = (mi>>1)*8 + r, column byte (mi&1)*16
+** for K; row = (mi&1)*8 + r, column byte (mi>>1)*16 for V. */
+static PReg lane_addr(Gen *g, PReg sbase, uint32_t soff, uint32_t stride, int transposed)
+{
+	PReg mi = R(g, PC_B64), r = R(g, PC_B64), lo = R(g, PC_B64), hi = R(g, PC_B64);
+	E3(PTX_SHR, ".u64", po_r(mi), po_r(g->lane), po_i(3));
+	E3(PTX_AND, ".b64", po_r(r), po_r(g->lane), po_i(7));
+	E3(PTX_AND, ".b64", po_r(lo), po_r(mi), po_i(1));
+	E3(PTX_SHR, ".u64", po_r(hi), po_r(mi), po_i(1));
+	PReg row = R(g, PC_B64), cb = R(g, PC_B64);
+	E4(PTX_MAD, ".lo.s64", po_r(row), po_r(transposed ? lo : hi), po_i(8), po_r(r));
+	E3(PTX_MUL, ".lo.s64", po_r(cb), po_r(transposed ? hi : lo), po_i(16));
+	return lm_addr(g, sbase, soff, stride, u32of(g, row), u32of(g, cb));
+}
+
 /* S = Q K^T for one contraction, from Q fragments in registers. */
 static void gemm1_tile(Gen *g, int i, PReg **qf, PReg sbase, const Smem *sm)
 {
@@ -425,23 +526,15 @@ static void gemm1_tile(Gen *g, int i, PReg **qf, PReg sbase, const Smem *sm)
 	int f16 = g1->a->tensor->dtype == DT_F16;
 	const char *mma = f16 ? ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 			      : ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+	PReg base = g->kaddr[gi];
 	for (int kk = 0; kk < g1->D / 16; kk++)
 		for (int np = 0; np < NT / 2; np++) {
-			/* K rows j = np*16 + (mi>>1)*8 + r, d = kk*16 + (mi&1)*8 */
-			PReg mi = R(g, PC_B64), r = R(g, PC_B64), lo = R(g, PC_B64), hi = R(g, PC_B64);
-			E3(PTX_SHR, ".u64", po_r(mi), po_r(g->lane), po_i(3));
-			E3(PTX_AND, ".b64", po_r(r), po_r(g->lane), po_i(7));
-			E3(PTX_AND, ".b64", po_r(lo), po_r(mi), po_i(1));
-			E3(PTX_SHR, ".u64", po_r(hi), po_r(mi), po_i(1));
-			PReg row = R(g, PC_B64), cb = R(g, PC_B64);
-			E4(PTX_MAD, ".lo.s64", po_r(row), po_r(hi), po_i(8), po_r(r));
-			E3(PTX_ADD, ".s64", po_r(row), po_r(row), po_i(np * 16));
-			E4(PTX_MAD, ".lo.s64", po_r(cb), po_r(lo), po_i(16), po_i(kk * 32));
-			PReg addr = lm_addr(g, sbase, sm->k[gi], sm->ks[gi], u32of(g, row), u32of(g, cb));
+			/* K rows j = np*16 + lane part, d = kk*16 + lane part */
+			int32_t off = (int32_t)(np * 16 * sm->ks[gi] + kk * 32);
 			PReg b[4];
 			for (int q = 0; q < 4; q++)
 				b[q] = R(g, PC_B32);
-			E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16", po_vec(b, 4), po_mem(addr, 0));
+			E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16", po_vec(b, 4), po_mem(base, off));
 			for (int half = 0; half < 2; half++) {
 				PReg *d = &acc[(2 * np + half) * 4];
 				PReg bb[2] = {b[half * 2], b[half * 2 + 1]};
@@ -535,6 +628,45 @@ static void epilogue(Gen *g, Tile *t)
 
 /* ---- the kernel ----------------------------------------------------------- */
 
+/* any: some node's mask is true somewhere on tile [a, b); all: every
+** node's mask is true everywhere on it. */
+static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg all)
+{
+	PReg sj0 = g->j0, sj1 = g->j1, z = R(g, PC_B32);
+	g->j0 = a, g->j1 = b;
+	E2(PTX_MOV, ".b32", po_r(z), po_i(0));
+	E3(PTX_SETP, ".ne.s32", po_r(any), po_r(z), po_i(0));
+	E3(PTX_SETP, ".eq.s32", po_r(all), po_r(z), po_i(0));
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		SNodeKind k = s->n[i].kind;
+		if (k != SN_RMAX && k != SN_RSUM && k != SN_GEMM2 && k != SN_MAP && k != SN_GEMM1)
+			continue;
+		PReg al, ne, nn = R(g, PC_PRED);
+		sm80_tile_class(g, i, &al, &ne);
+		E2(PTX_NOT, ".pred", po_r(nn), po_r(ne));
+		E3(PTX_OR, ".pred", po_r(any), po_r(any), po_r(nn));
+		E3(PTX_AND, ".pred", po_r(all), po_r(all), po_r(al));
+	}
+	g->j0 = sj0, g->j1 = sj1;
+}
+
+/* Copies the K and V tiles starting at key j into buffer buf (0 or 1) when
+** `when` holds, then commits a group (empty otherwise), so that waiting for
+** all but the newest group always means the current tile has arrived. */
+static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const Smem *sm, PReg j, PReg buf,
+		     PReg when)
+{
+	int skip = ptx_new_label(g->f);
+	E1(PTX_BRA, ".uni", po_label(skip));
+	ptx_guard(g->f, when, 1);
+	for (int k = 0; k < s->ng1; k++)
+		tile_load_buf(g, &lk[k], j, g->sext, buf, sm->kbuf[k]);
+	for (int v = 0; v < s->nvt; v++)
+		tile_load_buf(g, &lv[v], j, g->sext, buf, sm->vbuf[v]);
+	ptx_label(g->f, skip);
+	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
+}
+
 PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 {
 	Gen G = {0}, *g = &G;
@@ -579,13 +711,26 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	}
 	/* Q tiles and their fragments */
 	PReg **qf[SM80_MAXG];
+	TileLoad lq[SM80_MAXG], lk[SM80_MAXG], lv[SM80_MAXG];
 	for (int k = 0; k < s->ng1; k++) {
 		int node = -1;
 		for (int i = 0; i < n; i++)
 			if (s->n[i].kind == SN_GEMM1 && s->n[i].g == k)
 				node = i;
-		load_tile(g, node, s->g1[k].a, s->qcls, g->q0, g->qext, SM80_BM, s->g1[k].D, sm.q[k], sm.qs[k],
-			  sbase, tid);
+		tile_load_setup(g, &lq[k], node, s->g1[k].a, s->qcls, SM80_BM, s->g1[k].D, sm.q[k], sm.qs[k],
+				sbase, tid);
+		tile_load(g, &lq[k], g->q0, g->qext, 0);
+		tile_load_setup(g, &lk[k], node, s->g1[k].b, s->scls, SM80_BN, s->g1[k].D, sm.k[k], sm.ks[k],
+				sbase, tid);
+		g->kaddr[k] = lane_addr(g, sbase, sm.k[k], sm.ks[k], 0);
+	}
+	for (int v = 0; v < s->nvt; v++) {
+		int node = -1;
+		for (int i = 0; i < n; i++)
+			if (s->n[i].kind == SN_GEMM2 && s->g2[s->n[i].g].vslot == v)
+				node = i;
+		tile_load_setup(g, &lv[v], node, s->vt[v], s->scls, SM80_BN, s->DV, sm.v[v], sm.vs, sbase, tid);
+		g->vaddr[v] = lane_addr(g, sbase, sm.v[v], sm.vs, 1);
 	}
 	wait_all(g);
 	for (int k = 0; k < s->ng1; k++) {
@@ -631,44 +776,62 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 				PReg v = sm80_expr(g, node(g, i)->body);
 				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(v));
 			}
-	/* the stream */
+	/* the stream, software-pipelined: tile t+1's K and V are copied into the
+	** other buffer while tile t computes; a tile whose masks are false
+	** everywhere is neither loaded nor computed */
 	int Lloop = ptx_new_label(f), Lend = ptx_new_label(f), Lnext = ptx_new_label(f);
 	int Lfull = ptx_new_label(f), Ldone = ptx_new_label(f);
+	PReg kbase[SM80_MAXG], vbase[SM80_MAXG];
+	for (int k = 0; k < s->ng1; k++)
+		kbase[k] = g->kaddr[k];
+	for (int v = 0; v < s->nvt; v++)
+		vbase[v] = g->vaddr[v];
 	g->j0 = R(g, PC_B64), g->j1 = R(g, PC_B64);
-	E2(PTX_MOV, ".b64", po_r(g->j0), po_i(0));
+	PReg j0 = g->j0, j1 = g->j1, nxt = R(g, PC_B64), nxt1 = R(g, PC_B64);
+	PReg buf = R(g, PC_B32), any = R(g, PC_PRED), all = R(g, PC_PRED), anyn = R(g, PC_PRED);
+	E2(PTX_MOV, ".b64", po_r(j0), po_i(0));
+	E2(PTX_MOV, ".b32", po_r(buf), po_i(0));
+	E3(PTX_MIN, ".s64", po_r(j1), po_r(g->sext), po_i(SM80_BN));
+	class_flags(g, s, j0, j1, any, all);
+	issue_kv(g, s, lk, lv, &sm, j0, buf, any);
 	ptx_label(f, Lloop);
 	PReg fin = R(g, PC_PRED);
-	E3(PTX_SETP, ".ge.s64", po_r(fin), po_r(g->j0), po_r(g->sext));
+	E3(PTX_SETP, ".ge.s64", po_r(fin), po_r(j0), po_r(g->sext));
 	E1(PTX_BRA, ".uni", po_label(Lend));
 	ptx_guard(f, fin, 0);
-	E3(PTX_ADD, ".s64", po_r(g->j1), po_r(g->j0), po_i(SM80_BN));
-	E3(PTX_MIN, ".s64", po_r(g->j1), po_r(g->j1), po_r(g->sext));
-	PReg any = R(g, PC_PRED), all = R(g, PC_PRED);
+	E3(PTX_ADD, ".s64", po_r(j1), po_r(j0), po_i(SM80_BN));
+	E3(PTX_MIN, ".s64", po_r(j1), po_r(j1), po_r(g->sext));
+	/* prefetch the next non-empty tile into the other buffer */
+	E3(PTX_ADD, ".s64", po_r(nxt), po_r(j0), po_i(SM80_BN));
+	E3(PTX_ADD, ".s64", po_r(nxt1), po_r(nxt), po_i(SM80_BN));
+	E3(PTX_MIN, ".s64", po_r(nxt1), po_r(nxt1), po_r(g->sext));
 	{
-		PReg z = R(g, PC_B32);
-		E2(PTX_MOV, ".b32", po_r(z), po_i(0));
-		E3(PTX_SETP, ".ne.s32", po_r(any), po_r(z), po_i(0));
-		E3(PTX_SETP, ".eq.s32", po_r(all), po_r(z), po_i(0));
+		PReg alln = R(g, PC_PRED), inr = R(g, PC_PRED), nbuf = R(g, PC_B32);
+		class_flags(g, s, nxt, nxt1, anyn, alln);
+		E3(PTX_SETP, ".lt.s64", po_r(inr), po_r(nxt), po_r(g->sext));
+		E3(PTX_AND, ".pred", po_r(anyn), po_r(anyn), po_r(inr));
+		E3(PTX_XOR, ".b32", po_r(nbuf), po_r(buf), po_i(1));
+		issue_kv(g, s, lk, lv, &sm, nxt, nbuf, anyn);
 	}
-	for (int i = 0; i < n; i++) {
-		SNodeKind k = s->n[i].kind;
-		if (k != SN_RMAX && k != SN_RSUM && k != SN_GEMM2 && k != SN_MAP && k != SN_GEMM1)
-			continue;
-		PReg al, ne;
-		sm80_tile_class(g, i, &al, &ne);
-		PReg nn = R(g, PC_PRED);
-		E2(PTX_NOT, ".pred", po_r(nn), po_r(ne));
-		E3(PTX_OR, ".pred", po_r(any), po_r(any), po_r(nn));
-		E3(PTX_AND, ".pred", po_r(all), po_r(all), po_r(al));
-	}
+	E1(PTX_CP_WAIT, "", po_i(1));
+	E1(PTX_BAR, "", po_i(0));
 	E1(PTX_BRA, ".uni", po_label(Lnext));
 	ptx_guard(f, any, 1);
+	class_flags(g, s, j0, j1, any, all);
 	{
 		/* a partial last tile takes the masked path: its padding must not count */
 		PReg whole = R(g, PC_PRED), w = R(g, PC_B64);
-		E3(PTX_SUB, ".s64", po_r(w), po_r(g->j1), po_r(g->j0));
+		E3(PTX_SUB, ".s64", po_r(w), po_r(j1), po_r(j0));
 		E3(PTX_SETP, ".eq.s64", po_r(whole), po_r(w), po_i(SM80_BN));
 		E3(PTX_AND, ".pred", po_r(all), po_r(all), po_r(whole));
+	}
+	for (int k = 0; k < s->ng1; k++) {
+		g->kaddr[k] = R(g, PC_B32);
+		E4(PTX_MAD, ".lo.u32", po_r(g->kaddr[k]), po_r(buf), po_i(sm.kbuf[k]), po_r(kbase[k]));
+	}
+	for (int v = 0; v < s->nvt; v++) {
+		g->vaddr[v] = R(g, PC_B32);
+		E4(PTX_MAD, ".lo.u32", po_r(g->vaddr[v]), po_r(buf), po_i(sm.vbuf[v]), po_r(vbase[v]));
 	}
 	for (int i = 0; i < n; i++)
 		if (p->np[i].is_ref)
@@ -679,29 +842,13 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 			PReg q = R(g, PC_B64);
 			t.cols[nt][c] = R(g, PC_B64);
 			E3(PTX_AND, ".b64", po_r(q), po_r(g->lane), po_i(3));
-			E4(PTX_MAD, ".lo.s64", po_r(t.cols[nt][c]), po_r(q), po_i(2), po_r(g->j0));
+			E4(PTX_MAD, ".lo.s64", po_r(t.cols[nt][c]), po_r(q), po_i(2), po_r(j0));
 			E3(PTX_ADD, ".s64", po_r(t.cols[nt][c]), po_r(t.cols[nt][c]), po_i(nt * 8 + c));
 			PReg last = R(g, PC_B64);
 			E3(PTX_SUB, ".s64", po_r(last), po_r(g->sext), po_i(1));
 			t.ccols[nt][c] = R(g, PC_B64);
 			E3(PTX_MIN, ".s64", po_r(t.ccols[nt][c]), po_r(t.cols[nt][c]), po_r(last));
 		}
-	for (int k = 0; k < s->ng1; k++) {
-		int node = -1;
-		for (int i = 0; i < n; i++)
-			if (s->n[i].kind == SN_GEMM1 && s->n[i].g == k)
-				node = i;
-		load_tile(g, node, s->g1[k].b, s->scls, g->j0, g->sext, SM80_BN, s->g1[k].D, sm.k[k], sm.ks[k],
-			  sbase, tid);
-	}
-	for (int v = 0; v < s->nvt; v++) {
-		int node = -1;
-		for (int i = 0; i < n; i++)
-			if (s->n[i].kind == SN_GEMM2 && s->g2[s->n[i].g].vslot == v)
-				node = i;
-		load_tile(g, node, s->vt[v], s->scls, g->j0, g->sext, SM80_BN, s->DV, sm.v[v], sm.vs, sbase, tid);
-	}
-	wait_all(g);
 	for (int i = 0; i < n; i++)
 		if (s->n[i].kind == SN_GEMM1)
 			gemm1_tile(g, i, qf[s->n[i].g], sbase, &sm);
@@ -712,9 +859,12 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	ptx_label(f, Lfull);
 	tile_body(g, &t, 0, sbase, &sm);
 	ptx_label(f, Ldone);
-	E1(PTX_BAR, "", po_i(0));
 	ptx_label(f, Lnext);
-	E3(PTX_ADD, ".s64", po_r(g->j0), po_r(g->j0), po_i(SM80_BN));
+	/* every warp is done with this buffer before the next prefetch reuses it */
+	E1(PTX_BAR, "", po_i(0));
+	E3(PTX_XOR, ".b32", po_r(buf), po_r(buf), po_i(1));
+	E2(PTX_MOV, ".b64", po_r(j0), po_r(nxt));
+	E2(PTX_MOV, ".pred", po_r(any), po_r(anyn));
 	E1(PTX_BRA, ".uni", po_label(Lloop));
 	ptx_label(f, Lend);
 	epilogue(g, &t);

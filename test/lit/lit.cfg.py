@@ -15,6 +15,7 @@ config.environment["PATH"] = os.pathsep.join(
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope --dump-input=fail"
 config.substitutions.append(("%examples", os.path.join(config.attn_src_root, "examples")))
 config.substitutions.append(("%mlir-opt", config.mlir_opt))
+config.substitutions.append(("%attnrt_include", os.path.join(config.attn_src_root, "runtime")))
 if config.ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))
