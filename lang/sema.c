@@ -212,7 +212,7 @@ static void order_visit(Sema *s, Sym *y, Sym **path, int depth, PtrVec *order)
 	if (y->state == 2)
 		return;
 	if (y->state == 1) {
-		int from = depth - 1;
+		int from = depth > 0 ? depth - 1 : 0;
 		while (from > 0 && path[from] != y)
 			from--;
 		char buf[512];

@@ -352,7 +352,7 @@ int attnrt_device_count(int *n)
 int attnrt_current_device(int *device, int *sm)
 {
 	const AttnrtDriver *d;
-	ARdevice dev;
+	ARdevice dev = 0;
 	int rc = attnrt_context(&d, NULL, &dev);
 	if (rc)
 		return rc;
