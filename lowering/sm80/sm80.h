@@ -92,6 +92,9 @@ typedef struct Gen {
 	PReg **acc;     /* [nodes][DV/8*4] f32 GEMM2 / epilogue element values */
 	int stage;      /* 0: in the stream; 1: epilogue */
 	PReg kaddr[SM80_MAXG], vaddr[SM80_MAXG]; /* lane parts of ldmatrix addresses */
+	/* -log2(e) * b for row values b, reused within one tile body */
+	PReg memo_in[16], memo_out[16];
+	int nmemo;
 } Gen;
 
 /* sm80_expr.c */

@@ -9,6 +9,8 @@
 
 #include "sm80.h"
 
+static const float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
+
 static PReg R(Gen *g, PtxCls c) { return ptx_reg(g->f, c); }
 
 static void E(Gen *g, PtxOpcode op, const char *m, int n, PtxOpnd a, PtxOpnd b, PtxOpnd c, PtxOpnd d)
@@ -212,11 +214,34 @@ static PReg binop(Gen *g, const Expr *e)
 	return d;
 }
 
-static const float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
+
+/* b * -log2(e), once per row value within a tile body (the kernel clears
+** the memo where row values change). */
+static PReg neg_log2e(Gen *g, PReg b)
+{
+	for (int i = 0; i < g->nmemo; i++)
+		if (g->memo_in[i].n == b.n && g->memo_in[i].cls == b.cls)
+			return g->memo_out[i];
+	PReg r = R(g, PC_F32);
+	E3(PTX_MUL, ".f32", po_r(r), po_r(b), po_f(-LOG2E));
+	if (g->nmemo < 16)
+		g->memo_in[g->nmemo] = b, g->memo_out[g->nmemo++] = r;
+	return r;
+}
 
 static PReg call(Gen *g, const Expr *e)
 {
-	PReg x = sm80_expr(g, e->args[0]), d = R(g, PC_F32), t;
+	const Expr *a0 = e->args[0];
+	if (e->op == FN_EXP && a0->kind == EX_BINOP && a0->op == OP_SUB && a0->type == VT_FLOAT) {
+		/* exp(a - b) = ex2(a * log2e - b * log2e): one FFMA per score, as
+		** FlashAttention folds the max into the exponent */
+		PReg a = sm80_expr(g, a0->args[0]), b = sm80_expr(g, a0->args[1]);
+		PReg t = R(g, PC_F32), d = R(g, PC_F32);
+		E4(PTX_FMA, ".rn.f32", po_r(t), po_r(a), po_f(LOG2E), po_r(neg_log2e(g, b)));
+		E2(PTX_EX2, ".approx.ftz.f32", po_r(d), po_r(t));
+		return d;
+	}
+	PReg x = sm80_expr(g, a0), d = R(g, PC_F32), t;
 	switch ((Fn)e->op) {
 	case FN_EXP:
 		t = R(g, PC_F32);

@@ -447,6 +447,7 @@ static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Sme
 static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 {
 	const Cascade *c = g->c;
+	g->nmemo = 0;
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = node(g, i);
 		switch (g->s->n[i].kind) {
@@ -574,6 +575,7 @@ static void store(Gen *g, int i, PReg v, PReg guard)
 static void epilogue(Gen *g, Tile *t)
 {
 	const Cascade *c = g->c;
+	g->nmemo = 0;
 	g->stage = 1;
 	PReg q = R(g, PC_B64), lead = R(g, PC_PRED), okr[2], okl[2];
 	E3(PTX_AND, ".b64", po_r(q), po_r(g->lane), po_i(3));

@@ -99,8 +99,8 @@ static const char *gemm2(Arena *a, const Plan *p, int i, Shape *s)
 		if (expr_vars(x) & (1ull << evar))
 			continue;
 		long dv = fixed_extent(n->vars[evar].extent);
-		if (dv <= 0 || dv % 16)
-			return arena_printf(a, "%s: the value dimension must be a compile-time multiple of 16", n->out->name);
+		if (dv <= 0 || dv % 32 || dv > 256)
+			return arena_printf(a, "%s: the value dimension must be a compile-time multiple of 32 up to 256", n->out->name);
 		if (s->ng2 == SM80_MAXG)
 			return "more than two contractions with V";
 		if (s->DV && s->DV != dv)
@@ -135,8 +135,8 @@ static const char *gemm1(Arena *a, const Plan *p, int i, Shape *s)
 	if (b->kind != EX_BINOP || b->op != OP_MUL)
 		return arena_printf(a, "%s: the tile contraction must be a product of two inputs", n->out->name);
 	long D = fixed_extent(n->vars[d].extent);
-	if (D <= 0 || D % 16 || D > 256)
-		return arena_printf(a, "%s: the contracted dimension must be a compile-time multiple of 16 up to 256", n->out->name);
+	if (D <= 0 || D % 32 || D > 256)
+		return arena_printf(a, "%s: the contracted dimension must be a compile-time multiple of 32 up to 256", n->out->name);
 	for (int side = 0; side < 2; side++) {
 		const Expr *qa = strip(b->args[side]), *kb = strip(b->args[!side]);
 		if (operand(p, i, qa, s->qcls, d, s->qcls, s->scls) &&
