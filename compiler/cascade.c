@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -243,7 +244,7 @@ long expr_eval_int(const Expr *e, const long *dims, const long *vars)
 	}
 }
 
-static double apply_fn(Fn f, double x)
+double fn_apply(Fn f, double x)
 {
 	switch (f) {
 	case FN_EXP: return exp(x);
@@ -255,7 +256,7 @@ static double apply_fn(Fn f, double x)
 	case FN_SQRT: return sqrt(x);
 	case FN_RSQRT: return 1.0 / sqrt(x);
 	case FN_ABS: return fabs(x);
-	case FN_RELU: return x > 0 ? x : 0;
+	case FN_RELU: return isnan(x) ? x : x > 0 ? x : 0.0;
 	default: return NAN;
 	}
 }
@@ -270,7 +271,7 @@ double expr_eval_float(const Expr *e, const long *dims, const double *params)
 		return (double)(e->dim->fixed ? e->dim->fixed : dims ? dims[e->dim->id] : 0);
 	case EX_PARAM: return params ? params[e->param->id] : 0.0;
 	case EX_CAST: return expr_eval_float(e->args[0], dims, params);
-	case EX_CALL: return apply_fn((Fn)e->op, expr_eval_float(e->args[0], dims, params));
+	case EX_CALL: return fn_apply((Fn)e->op, expr_eval_float(e->args[0], dims, params));
 	case EX_UNOP: {
 		double x = expr_eval_float(e->args[0], dims, params);
 		return e->op == OP_NEG ? -x : !x;
@@ -303,6 +304,58 @@ double expr_eval_float(const Expr *e, const long *dims, const double *params)
 		}
 	}
 	default: return NAN;
+	}
+}
+
+/* Shape and extent expressions (dims, literals, + - * / %, max, min) with
+** overflow detection: a huge dim size gives an error instead of wrapping
+** (cascade.c's expr_eval_int does not check). */
+int expr_eval_extent(const Expr *e, const long *dims, long *out)
+{
+	long x = 0, y = 0;
+	switch (e->kind) {
+	case EX_INT:
+	case EX_BOOL: *out = e->ival; return 0;
+	case EX_DIM: *out = dims[e->dim->id]; return 0;
+	case EX_UNOP:
+		if (expr_eval_extent(e->args[0], dims, &x) || (e->op == OP_NEG && x == LONG_MIN))
+			return -1;
+		*out = e->op == OP_NEG ? -x : !x;
+		return 0;
+	case EX_SELECT:
+		if (expr_eval_extent(e->args[0], dims, &x))
+			return -1;
+		return expr_eval_extent(e->args[x ? 1 : 2], dims, out);
+	case EX_BINOP: break;
+	default: return -1;
+	}
+	if (expr_eval_extent(e->args[0], dims, &x) || expr_eval_extent(e->args[1], dims, &y))
+		return -1;
+	switch ((Op)e->op) {
+	case OP_ADD: return __builtin_add_overflow(x, y, out) ? -1 : 0;
+	case OP_SUB: return __builtin_sub_overflow(x, y, out) ? -1 : 0;
+	case OP_MUL: return __builtin_mul_overflow(x, y, out) ? -1 : 0;
+	case OP_DIV:
+		if (y == 0 || (y == -1 && x == LONG_MIN))
+			return -1;
+		*out = floordiv(x, y);
+		return 0;
+	case OP_MOD:
+		if (y == 0)
+			return -1;
+		*out = y == -1 ? 0 : floormod(x, y);
+		return 0;
+	case OP_MAX: *out = x > y ? x : y; return 0;
+	case OP_MIN: *out = x < y ? x : y; return 0;
+	case OP_LT: *out = x < y; return 0;
+	case OP_LE: *out = x <= y; return 0;
+	case OP_GT: *out = x > y; return 0;
+	case OP_GE: *out = x >= y; return 0;
+	case OP_EQ: *out = x == y; return 0;
+	case OP_NE: *out = x != y; return 0;
+	case OP_AND: *out = x && y; return 0;
+	case OP_OR: *out = x || y; return 0;
+	default: return -1;
 	}
 }
 

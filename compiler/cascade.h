@@ -195,6 +195,8 @@ const char *vtype_name(VType t);
 const char *op_spelling(Op op); /* "+", "<=", "max", ... */
 const char *fn_name(Fn f);      /* "exp", ... */
 const char *redop_name(RedOp r);
+/* The FN_* functions in f64 (relu keeps NaN, so errors stay visible). */
+double fn_apply(Fn f, double x);
 double redop_identity(RedOp r);
 
 /* Constructors (arena-allocated). */
@@ -216,6 +218,9 @@ unsigned long long expr_vars(const Expr *e);
 ** iteration point. Tensor accesses are not allowed here (returns 0). */
 long expr_eval_int(const Expr *e, const long *dims, const long *vars);
 double expr_eval_float(const Expr *e, const long *dims, const double *params);
+/* The same for shapes and extents, with overflow and division by zero
+** reported (returns -1) instead of wrapping: for sizes users give. */
+int expr_eval_extent(const Expr *e, const long *dims, long *out);
 long tensor_dim_size(const Tensor *t, int k, const long *dims);
 long tensor_numel(const Tensor *t, const long *dims);
 /* Fills params[] with defaults for those not marked in given[]; returns the

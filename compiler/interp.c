@@ -85,24 +85,6 @@ static long safe_mod(long x, long y) { return y == -1 ? 0 : floormod(x, y); }
 static double fmax_nan(double x, double y) { return isnan(x) || isnan(y) ? NAN : x > y ? x : y; }
 static double fmin_nan(double x, double y) { return isnan(x) || isnan(y) ? NAN : x < y ? x : y; }
 
-/* The FN_* functions in f64 (as cascade.c's host evaluator has them, but
-** with relu keeping NaN so that errors stay visible). */
-static double apply_fn(Fn f, double x)
-{
-	switch (f) {
-	case FN_EXP: return exp(x);
-	case FN_EXP2: return exp2(x);
-	case FN_LOG: return log(x);
-	case FN_LOG2: return log2(x);
-	case FN_TANH: return tanh(x);
-	case FN_SIGMOID: return 1.0 / (1.0 + exp(-x));
-	case FN_SQRT: return sqrt(x);
-	case FN_RSQRT: return 1.0 / sqrt(x);
-	case FN_ABS: return fabs(x);
-	case FN_RELU: return isnan(x) ? x : x > 0 ? x : 0.0;
-	default: return NAN;
-	}
-}
 
 static double ev_num(Interp *in, const Expr *e);
 static long ev_int(Interp *in, const Expr *e);
@@ -243,7 +225,7 @@ static double ev_num(Interp *in, const Expr *e)
 	case EX_BINOP: return ev_float_binop(in, e);
 	case EX_SELECT:
 		return ev_int(in, e->args[0]) ? ev_num(in, e->args[1]) : ev_num(in, e->args[2]);
-	case EX_CALL: return apply_fn((Fn)e->op, ev_num(in, e->args[0]));
+	case EX_CALL: return fn_apply((Fn)e->op, ev_num(in, e->args[0]));
 	case EX_CAST: return ev_num(in, e->args[0]);
 	default: fail(in, "expression kind %d has no float value", (int)e->kind); return NAN;
 	}
@@ -304,57 +286,6 @@ static double eval_point(Interp *in, const Node *n, const long *ext)
 	return acc;
 }
 
-/* Shape and extent expressions (dims, literals, + - * / %, max, min) with
-** overflow detection: a huge dim size gives an error instead of wrapping
-** (cascade.c's expr_eval_int does not check). */
-static int eval_extent(const Expr *e, const long *dims, long *out)
-{
-	long x = 0, y = 0;
-	switch (e->kind) {
-	case EX_INT:
-	case EX_BOOL: *out = e->ival; return 0;
-	case EX_DIM: *out = dims[e->dim->id]; return 0;
-	case EX_UNOP:
-		if (eval_extent(e->args[0], dims, &x) || (e->op == OP_NEG && x == LONG_MIN))
-			return -1;
-		*out = e->op == OP_NEG ? -x : !x;
-		return 0;
-	case EX_SELECT:
-		if (eval_extent(e->args[0], dims, &x))
-			return -1;
-		return eval_extent(e->args[x ? 1 : 2], dims, out);
-	case EX_BINOP: break;
-	default: return -1;
-	}
-	if (eval_extent(e->args[0], dims, &x) || eval_extent(e->args[1], dims, &y))
-		return -1;
-	switch ((Op)e->op) {
-	case OP_ADD: return __builtin_add_overflow(x, y, out) ? -1 : 0;
-	case OP_SUB: return __builtin_sub_overflow(x, y, out) ? -1 : 0;
-	case OP_MUL: return __builtin_mul_overflow(x, y, out) ? -1 : 0;
-	case OP_DIV:
-		if (y == 0 || (y == -1 && x == LONG_MIN))
-			return -1;
-		*out = floordiv(x, y);
-		return 0;
-	case OP_MOD:
-		if (y == 0)
-			return -1;
-		*out = y == -1 ? 0 : floormod(x, y);
-		return 0;
-	case OP_MAX: *out = x > y ? x : y; return 0;
-	case OP_MIN: *out = x < y ? x : y; return 0;
-	case OP_LT: *out = x < y; return 0;
-	case OP_LE: *out = x <= y; return 0;
-	case OP_GT: *out = x > y; return 0;
-	case OP_GE: *out = x >= y; return 0;
-	case OP_EQ: *out = x == y; return 0;
-	case OP_NE: *out = x != y; return 0;
-	case OP_AND: *out = x && y; return 0;
-	case OP_OR: *out = x || y; return 0;
-	default: return -1;
-	}
-}
 
 /* Product of extents, or -1 when negative, overflowing or over the cap. */
 static long checked_numel(const long *ext, int n)
@@ -383,7 +314,7 @@ static int node_extents(Interp *in, const Node *n, long *ext)
 	for (int k = 0; k < n->nfree + n->nred; k++) {
 		long e = k < n->nfree ? in->size[t->id][k] : -1, v = e;
 		const Expr *x = n->vars[k].extent;
-		if ((k >= n->nfree || x) && (!x || eval_extent(x, in->b->dims, &v))) {
+		if ((k >= n->nfree || x) && (!x || expr_eval_extent(x, in->b->dims, &v))) {
 			fail(in, "node %d (%s): cannot evaluate the extent of '%s'", n->id, t->name,
 			     n->vars[k].name);
 			return -1;
@@ -467,7 +398,7 @@ static int setup(Interp *in)
 		mem += 2 * t->rank;
 		int bad = 0;
 		for (int k = 0; k < t->rank; k++)
-			bad |= eval_extent(t->shape[k], in->b->dims, &in->size[i][k]);
+			bad |= expr_eval_extent(t->shape[k], in->b->dims, &in->size[i][k]);
 		if (bad || checked_numel(in->size[i], t->rank) < 0) {
 			fail(in, "tensor '%s' has a negative or too large shape", t->name);
 			return -1;

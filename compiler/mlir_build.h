@@ -109,8 +109,6 @@ MlirValue mlir_store_conv(MlirEm *em, const Tensor *t, MlirValue v);
 MlirValue mlir_expr(MlirEm *em, const Expr *e);
 /* An int expression over dims and literals as an `index` value. */
 MlirValue mlir_expr_index(MlirEm *em, const Expr *e);
-/* Structural equality of expressions. */
-int mlir_expr_equal(const Expr *a, const Expr *b);
 /* True when the access is read through an `ins` operand of node n: its
 ** indices are distinct bare iteration variables, each spanning exactly the
 ** tensor's dimension. */

@@ -166,7 +166,7 @@ static MlirValue node_body(MlirEm *em, const Node *n, MlirValue acc_st)
 	const Expr *de = t->domain, *fe = n->filter;
 	MlirValue none = {NULL};
 	MlirValue dom = de ? mlir_expr(em, de) : none;
-	MlirValue cond = !fe ? none : de && mlir_expr_equal(fe, de) ? dom : mlir_expr(em, fe);
+	MlirValue cond = !fe ? none : de && expr_equal(fe, de) ? dom : mlir_expr(em, fe);
 	if (n->red == RED_NONE)
 		cond = and_opt(em, cond, dom), dom = none;
 	MlirValue acc = mlir_load_conv(em, t, acc_st);

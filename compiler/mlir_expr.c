@@ -14,36 +14,6 @@
 
 #include <mlir-c/BuiltinAttributes.h>
 
-/* Structural equality: matches an index variable's extent with a tensor's
-** declared dimension, a node's filter with its output's domain, and an
-** access with the `ins` operand made for it. */
-int mlir_expr_equal(const Expr *a, const Expr *b)
-{
-	if (a == b)
-		return 1;
-	if (!a || !b || a->kind != b->kind || a->type != b->type || a->nargs != b->nargs)
-		return 0;
-	switch (a->kind) {
-	case EX_FLOAT: return a->fval == b->fval;
-	case EX_INT:
-	case EX_BOOL: return a->ival == b->ival;
-	case EX_INDEX: return a->var == b->var;
-	case EX_DIM: return a->dim == b->dim;
-	case EX_PARAM: return a->param == b->param;
-	case EX_ACCESS:
-		if (a->tensor != b->tensor)
-			return 0;
-		break;
-	default:
-		if (a->op != b->op)
-			return 0;
-		break;
-	}
-	for (int i = 0; i < a->nargs; i++)
-		if (!mlir_expr_equal(a->args[i], b->args[i]))
-			return 0;
-	return 1;
-}
 
 /* Only then can linalg feed the element through a block argument;
 ** the extent check keeps loop bounds derived from the operand exact. */
@@ -61,7 +31,7 @@ int mlir_access_is_bare(const Node *n, const Expr *e)
 		if (seen & (1ull << a->var))
 			return 0;
 		seen |= 1ull << a->var;
-		if (!mlir_expr_equal(n->vars[a->var].extent, e->tensor->shape[k]))
+		if (!expr_equal(n->vars[a->var].extent, e->tensor->shape[k]))
 			return 0;
 	}
 	return 1;
@@ -140,7 +110,7 @@ static MlirValue var_value(MlirEm *em, int var, int want_index)
 static int find_ins(MlirEm *em, const Expr *e)
 {
 	for (int i = 0; i < em->nins; i++)
-		if (mlir_expr_equal(em->ins_e[i], e))
+		if (expr_equal(em->ins_e[i], e))
 			return i;
 	return -1;
 }

@@ -231,47 +231,6 @@ static int resolve_sizes(Run *r)
 	return rc ? rc : missing;
 }
 
-/* Like expr_eval_int on a shape expression, but overflow is an error. */
-static int eval_shape(const Expr *e, const long *dims, long *out)
-{
-	long x = 0, y = 0;
-	switch (e->kind) {
-	case EX_INT:
-	case EX_BOOL: *out = e->ival; return 0;
-	case EX_DIM: *out = dims[e->dim->id]; return 0;
-	case EX_UNOP:
-		if (eval_shape(e->args[0], dims, &x) || (e->op == OP_NEG && x == LONG_MIN))
-			return -1;
-		*out = e->op == OP_NEG ? -x : !x;
-		return 0;
-	case EX_SELECT:
-		if (eval_shape(e->args[0], dims, &x))
-			return -1;
-		return eval_shape(e->args[x ? 1 : 2], dims, out);
-	case EX_BINOP: break;
-	default: return -1;
-	}
-	if (eval_shape(e->args[0], dims, &x) || eval_shape(e->args[1], dims, &y))
-		return -1;
-	switch ((Op)e->op) {
-	case OP_ADD: return __builtin_add_overflow(x, y, out) ? -1 : 0;
-	case OP_SUB: return __builtin_sub_overflow(x, y, out) ? -1 : 0;
-	case OP_MUL: return __builtin_mul_overflow(x, y, out) ? -1 : 0;
-	case OP_DIV:
-		if (y == 0 || (y == -1 && x == LONG_MIN))
-			return -1;
-		*out = floordiv(x, y);
-		return 0;
-	case OP_MOD:
-		if (y == 0)
-			return -1;
-		*out = y == -1 ? 0 : floormod(x, y);
-		return 0;
-	case OP_MAX: *out = x > y ? x : y; return 0;
-	case OP_MIN: *out = x < y ? x : y; return 0;
-	default: return -1;
-	}
-}
 
 /* Prints a tensor's declared shape, e.g. "Q[B, HKV*G, N, D]", into err. */
 static void print_decl(Run *r, const Tensor *t)
@@ -296,7 +255,7 @@ static int check_shapes(Run *r)
 		int bad = t->rank > NPY_MAX_RANK;
 		for (int k = 0; k < t->rank && !bad; k++) {
 			long *s = &r->shape[i][k];
-			bad = eval_shape(t->shape[k], r->b.dims, s) || *s < 0 ||
+			bad = expr_eval_extent(t->shape[k], r->b.dims, s) || *s < 0 ||
 			      (*s && n > RUN_MAX_NUMEL / *s);
 			n *= bad ? 1 : *s;
 		}
