@@ -25,39 +25,48 @@
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_TOOL = 3 };
 
-typedef enum Emit { EMIT_NONE, EMIT_CASCADE, EMIT_MLIR, EMIT_PLAN, EMIT_EXPLAIN, EMIT_C, EMIT_HEADER, EMIT_PTX } Emit;
+typedef enum Emit {
+	EMIT_NONE,
+	EMIT_CASCADE,
+	EMIT_MLIR,
+	EMIT_PLAN,
+	EMIT_EXPLAIN,
+	EMIT_C,
+	EMIT_HEADER,
+	EMIT_PTX
+} Emit;
 
 static const char *usage_text =
-	"usage: attnc [options] FILE.attn\n"
-	"       attnc run FILE.attn [run options]   (see 'attnc run --help')\n"
-	"\n"
-	"Compiles attention variants written as cascades of Einsums.\n"
-	"\n"
-	"options:\n"
-	"  --emit=cascade     print the cascade IR (stable text form)\n"
-	"  --emit=mlir        print the cascade as MLIR (func.func of linalg.generic)\n"
-	"  --emit=plan        print the kernel plan (roles, passes, running states, masks)\n"
-	"  --emit=c           portable C99 for the plan (--target=cpu); with -o X.c the\n"
-	"                     header X.h is written beside it\n"
-	"  --emit=header      only the generated C header\n"
-	"  --emit=ptx         PTX of the one-pass GPU kernel (--target=sm_80; the same\n"
-	"                     PTX runs on Hopper and newer GPUs)\n"
-	"  --explain          say what the compiler did: passes before and after, each\n"
-	"                     rewrite, the running state, and what forces a slower path\n"
-	"  --target=T         sm_80, sm_90a, sm_100a or cpu (default sm_80; sm_90a and\n"
-	"                     sm_100a code generation is not implemented yet)\n"
-	"  -o OUT             with a GPU target and no --emit: write OUT.ptx, OUT.sm80.cubin,\n"
-	"                     OUT.sm90.cubin, OUT.h and OUT.c (cubins and PTX embedded;\n"
-	"                     link -lattnrt)\n"
-	"  --ptxas=PATH       the ptxas to use (default: $CUDA_PATH/bin, /usr/local/cuda/bin, PATH)\n"
-	"  --f64              use f64 as the float type of --emit=mlir\n"
-	"  -o PATH            write the output to PATH instead of standard output\n"
-	"  --max-errors=N     stop after N errors (default 20)\n"
-	"  -h, --help         print this help\n"
-	"  --version          print the version\n"
-	"\n"
-	"Without --emit and -o, attnc checks the file and reports diagnostics only.\n"
-	"Exit status: 0 success, 1 errors in the input, 2 usage errors, 3 tool failure.\n";
+    "usage: attnc [options] FILE.attn\n"
+    "       attnc run FILE.attn [run options]   (see 'attnc run --help')\n"
+    "\n"
+    "Compiles attention variants written as cascades of Einsums.\n"
+    "\n"
+    "options:\n"
+    "  --emit=cascade     print the cascade IR (stable text form)\n"
+    "  --emit=mlir        print the cascade as MLIR (func.func of linalg.generic)\n"
+    "  --emit=plan        print the kernel plan (roles, passes, running states, masks)\n"
+    "  --emit=c           portable C99 for the plan (--target=cpu); with -o X.c the\n"
+    "                     header X.h is written beside it\n"
+    "  --emit=header      only the generated C header\n"
+    "  --emit=ptx         PTX of the one-pass GPU kernel (--target=sm_80; the same\n"
+    "                     PTX runs on Hopper and newer GPUs)\n"
+    "  --explain          say what the compiler did: passes before and after, each\n"
+    "                     rewrite, the running state, and what forces a slower path\n"
+    "  --target=T         sm_80, sm_90a, sm_100a or cpu (default sm_80; sm_90a and\n"
+    "                     sm_100a code generation is not implemented yet)\n"
+    "  -o OUT             with a GPU target and no --emit: write OUT.ptx, OUT.sm80.cubin,\n"
+    "                     OUT.sm90.cubin, OUT.h and OUT.c (cubins and PTX embedded;\n"
+    "                     link -lattnrt)\n"
+    "  --ptxas=PATH       the ptxas to use (default: $CUDA_PATH/bin, /usr/local/cuda/bin, PATH)\n"
+    "  --f64              use f64 as the float type of --emit=mlir\n"
+    "  -o PATH            write the output to PATH instead of standard output\n"
+    "  --max-errors=N     stop after N errors (default 20)\n"
+    "  -h, --help         print this help\n"
+    "  --version          print the version\n"
+    "\n"
+    "Without --emit and -o, attnc checks the file and reports diagnostics only.\n"
+    "Exit status: 0 success, 1 errors in the input, 2 usage errors, 3 tool failure.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -175,8 +184,11 @@ static int compile_gpu(const char *outbase, const Program *p, Diag *d, const cha
 	const char *arch[2] = {"sm_80", "sm_90"};
 	Blob *blob[2] = {&im.cubin80, &im.cubin90};
 	for (int k = 0; k < 2 && !rc; k++)
-		if (ptxas_assemble(px, buf, n, arch[k], &blob[k]->data, &blob[k]->size, err, sizeof err)) {
-			fprintf(stderr, "attnc: error: ptxas -arch=%s rejected the kernels of this file: %.1500s\n",
+		if (ptxas_assemble(px, buf, n, arch[k], &blob[k]->data, &blob[k]->size, err,
+				   sizeof err)) {
+			fprintf(stderr,
+				"attnc: error: ptxas -arch=%s rejected the kernels of this file: "
+				"%.1500s\n",
 				arch[k], err);
 			rc = EXIT_TOOL;
 		}
@@ -189,9 +201,11 @@ static int compile_gpu(const char *outbase, const Program *p, Diag *d, const cha
 		if (!rc)
 			rc = write_atomic(arena_printf(&a, "%s.c", outbase), put_c, &g);
 		if (!rc)
-			rc = write_atomic(arena_printf(&a, "%s.sm80.cubin", outbase), put_blob, &im.cubin80);
+			rc = write_atomic(arena_printf(&a, "%s.sm80.cubin", outbase), put_blob,
+					  &im.cubin80);
 		if (!rc)
-			rc = write_atomic(arena_printf(&a, "%s.sm90.cubin", outbase), put_blob, &im.cubin90);
+			rc = write_atomic(arena_printf(&a, "%s.sm90.cubin", outbase), put_blob,
+					  &im.cubin90);
 	}
 	free(im.cubin80.data);
 	free(im.cubin90.data);
@@ -215,7 +229,8 @@ static int emit_to(const char *path, Emit emit, const Program *p, int f64, const
 		snprintf(tmp, n, "%s.tmpXXXXXX", path);
 		int fd = mkstemp(tmp);
 		if (fd < 0 || !(out = fdopen(fd, "w"))) {
-			fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(errno));
+			fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path,
+				strerror(errno));
 			if (fd >= 0)
 				close(fd), unlink(tmp);
 			free(tmp);
@@ -242,7 +257,8 @@ static int emit_to(const char *path, Emit emit, const Program *p, int f64, const
 	if (path) {
 		fclose(out);
 		if (rc == 0 && rename(tmp, path)) {
-			fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(errno));
+			fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path,
+				strerror(errno));
 			rc = EXIT_TOOL;
 		}
 		if (rc)
@@ -281,7 +297,8 @@ int main(int argc, char **argv)
 			else if (!strcmp(a + 7, "ptx"))
 				emit = EMIT_PTX;
 			else
-				return usage_error("unknown --emit form '%s' (expected cascade, mlir, plan, c, header or ptx)",
+				return usage_error("unknown --emit form '%s' (expected cascade, "
+						   "mlir, plan, c, header or ptx)",
 						   a + 7);
 		} else if (!strcmp(a, "--explain")) {
 			emit = EMIT_EXPLAIN;
@@ -291,8 +308,9 @@ int main(int argc, char **argv)
 				if (!strcmp(a + 9, targets[t]))
 					ok = 1, target = targets[t];
 			if (!ok)
-				return usage_error("unknown target '%s' (expected sm_80, sm_90a, sm_100a or cpu)",
-						   a + 9);
+				return usage_error(
+				    "unknown target '%s' (expected sm_80, sm_90a, sm_100a or cpu)",
+				    a + 9);
 		} else if (!strncmp(a, "--ptxas=", 8)) {
 			ptxas_opt = a + 8;
 		} else if (!strcmp(a, "--f64")) {
@@ -333,7 +351,10 @@ int main(int argc, char **argv)
 		rc = emit_to(out, emit, p, f64, target, &d);
 	else if (out && strcmp(target, "cpu")) {
 		if (strcmp(target, "sm_80")) {
-			fprintf(stderr, "attnc: error: code generation for %s (wgmma/TMA, tcgen05) is not implemented yet; --target=sm_80 gives PTX that also runs on Hopper and newer GPUs\n",
+			fprintf(stderr,
+				"attnc: error: code generation for %s (wgmma/TMA, tcgen05) is not "
+				"implemented yet; --target=sm_80 gives PTX that also runs on "
+				"Hopper and newer GPUs\n",
 				target);
 			rc = EXIT_USAGE;
 		} else {

@@ -14,9 +14,15 @@
 static const char *dtype_names[DT_COUNT] = {"bool", "i32",  "f8e4m3", "f8e5m2",
 					    "f16",  "bf16", "f32",    "f64"};
 
-const char *dtype_name(DType t) { return t < DT_COUNT ? dtype_names[t] : "?"; }
+const char *dtype_name(DType t)
+{
+	return t < DT_COUNT ? dtype_names[t] : "?";
+}
 
-int dtype_is_float(DType t) { return t >= DT_F8E4M3 && t <= DT_F64; }
+int dtype_is_float(DType t)
+{
+	return t >= DT_F8E4M3 && t <= DT_F64;
+}
 
 const char *vtype_name(VType t)
 {
@@ -28,19 +34,25 @@ static const struct {
 	const char *s;
 	int prec;
 } op_tab[OP_COUNT] = {
-	[OP_NEG] = {"-", 7}, [OP_NOT] = {"!", 7},  [OP_ADD] = {"+", 5},  [OP_SUB] = {"-", 5},
-	[OP_MUL] = {"*", 6}, [OP_DIV] = {"/", 6},  [OP_MOD] = {"%", 6},  [OP_MAX] = {"max", 9},
-	[OP_MIN] = {"min", 9}, [OP_LT] = {"<", 4}, [OP_LE] = {"<=", 4}, [OP_GT] = {">", 4},
-	[OP_GE] = {">=", 4}, [OP_EQ] = {"==", 4}, [OP_NE] = {"!=", 4}, [OP_AND] = {"&&", 3},
-	[OP_OR] = {"||", 2},
+    [OP_NEG] = {"-", 7},   [OP_NOT] = {"!", 7}, [OP_ADD] = {"+", 5}, [OP_SUB] = {"-", 5},
+    [OP_MUL] = {"*", 6},   [OP_DIV] = {"/", 6}, [OP_MOD] = {"%", 6}, [OP_MAX] = {"max", 9},
+    [OP_MIN] = {"min", 9}, [OP_LT] = {"<", 4},  [OP_LE] = {"<=", 4}, [OP_GT] = {">", 4},
+    [OP_GE] = {">=", 4},   [OP_EQ] = {"==", 4}, [OP_NE] = {"!=", 4}, [OP_AND] = {"&&", 3},
+    [OP_OR] = {"||", 2},
 };
 
-const char *op_spelling(Op op) { return op < OP_COUNT ? op_tab[op].s : "?"; }
+const char *op_spelling(Op op)
+{
+	return op < OP_COUNT ? op_tab[op].s : "?";
+}
 
-static const char *fn_names[FN_COUNT] = {"exp",  "exp2",  "log",  "log2", "tanh",
-					 "sigmoid", "sqrt", "rsqrt", "abs", "relu"};
+static const char *fn_names[FN_COUNT] = {"exp",     "exp2", "log",   "log2", "tanh",
+					 "sigmoid", "sqrt", "rsqrt", "abs",  "relu"};
 
-const char *fn_name(Fn f) { return f < FN_COUNT ? fn_names[f] : "?"; }
+const char *fn_name(Fn f)
+{
+	return f < FN_COUNT ? fn_names[f] : "?";
+}
 
 const char *redop_name(RedOp r)
 {
@@ -153,7 +165,10 @@ int expr_equal(const Expr *a, const Expr *b)
 	return 1;
 }
 
-Expr *expr_copy(Arena *a, const Expr *e) { return expr_subst(a, e, NULL, 0); }
+Expr *expr_copy(Arena *a, const Expr *e)
+{
+	return expr_subst(a, e, NULL, 0);
+}
 
 Expr *expr_subst(Arena *a, const Expr *e, Expr *const *sub, int nsub)
 {
@@ -216,8 +231,9 @@ long expr_eval_int(const Expr *e, const long *dims, const long *vars)
 		return e->op == OP_NEG ? -x : !x;
 	}
 	case EX_SELECT:
-		return expr_eval_int(e->args[0], dims, vars) ? expr_eval_int(e->args[1], dims, vars)
-							      : expr_eval_int(e->args[2], dims, vars);
+		return expr_eval_int(e->args[0], dims, vars)
+			   ? expr_eval_int(e->args[1], dims, vars)
+			   : expr_eval_int(e->args[2], dims, vars);
 	case EX_BINOP: {
 		long x = expr_eval_int(e->args[0], dims, vars);
 		long y = expr_eval_int(e->args[1], dims, vars);
@@ -267,8 +283,7 @@ double expr_eval_float(const Expr *e, const long *dims, const double *params)
 	case EX_FLOAT: return e->fval;
 	case EX_INT:
 	case EX_BOOL: return (double)e->ival;
-	case EX_DIM:
-		return (double)(e->dim->fixed ? e->dim->fixed : dims ? dims[e->dim->id] : 0);
+	case EX_DIM: return (double)(e->dim->fixed ? e->dim->fixed : dims ? dims[e->dim->id] : 0);
 	case EX_PARAM: return params ? params[e->param->id] : 0.0;
 	case EX_CAST: return expr_eval_float(e->args[0], dims, params);
 	case EX_CALL: return fn_apply((Fn)e->op, expr_eval_float(e->args[0], dims, params));
@@ -278,8 +293,8 @@ double expr_eval_float(const Expr *e, const long *dims, const double *params)
 	}
 	case EX_SELECT:
 		return expr_eval_float(e->args[0], dims, params)
-			       ? expr_eval_float(e->args[1], dims, params)
-			       : expr_eval_float(e->args[2], dims, params);
+			   ? expr_eval_float(e->args[1], dims, params)
+			   : expr_eval_float(e->args[2], dims, params);
 	case EX_BINOP: {
 		double x = expr_eval_float(e->args[0], dims, params);
 		double y = expr_eval_float(e->args[1], dims, params);

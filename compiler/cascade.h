@@ -121,7 +121,7 @@ struct Dim {
 
 struct Param {
 	const char *name;
-	int id; /* index in Cascade.params */
+	int id;      /* index in Cascade.params */
 	DType dtype; /* DT_F32 or DT_I32 */
 	VType type;
 	Expr *deflt; /* NULL: the caller must supply it; else over dims and earlier params */
@@ -132,12 +132,12 @@ struct Tensor {
 	const char *name; /* temporaries made by desugaring contain a '.', e.g. "P.max" */
 	int id;           /* index in Cascade.tensors */
 	TensorKind kind;
-	DType dtype;  /* declared dtype; for temporaries DT_F32, DT_I32 or DT_BOOL by value type */
+	DType dtype; /* declared dtype; for temporaries DT_F32, DT_I32 or DT_BOOL by value type */
 	VType type;
 	int rank;
-	Expr **shape;  /* rank VT_INT expressions over dims and literals */
-	Node *def;     /* defining node; NULL for inputs */
-	Expr *domain;  /* presence predicate over EX_INDEX 0..rank-1 (the tensor's own
+	Expr **shape; /* rank VT_INT expressions over dims and literals */
+	Node *def;    /* defining node; NULL for inputs */
+	Expr *domain; /* presence predicate over EX_INDEX 0..rank-1 (the tensor's own
 			  dimensions); NULL = present everywhere */
 	SrcLoc loc;
 };
@@ -169,9 +169,9 @@ struct Node {
 	int nfree, nred;
 	IndexVar *vars; /* nfree + nred */
 	RedOp red;
-	Expr *body;   /* value type matches out->type */
-	Expr *filter; /* NULL = every point */
-	SrcLoc loc;   /* the statement (or sub-expression) it came from */
+	Expr *body;         /* value type matches out->type */
+	Expr *filter;       /* NULL = every point */
+	SrcLoc loc;         /* the statement (or sub-expression) it came from */
 	const char *origin; /* what made it: "statement", "softmax max", "reduction", ... */
 };
 

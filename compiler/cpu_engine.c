@@ -56,17 +56,16 @@ struct CpuModule {
 	void *dl; /* the loaded shared object */
 };
 
-static const char ce_probe_source[] =
-	"#include <omp.h>\n"
-	"int attnc_probe(int n);\n"
-	"int attnc_probe(int n)\n"
-	"{\n"
-	"\tint s = 0;\n"
-	"#pragma omp parallel for reduction(+ : s)\n"
-	"\tfor (int i = 0; i < n; i++)\n"
-	"\t\ts += i;\n"
-	"\treturn s + omp_get_max_threads();\n"
-	"}\n";
+static const char ce_probe_source[] = "#include <omp.h>\n"
+				      "int attnc_probe(int n);\n"
+				      "int attnc_probe(int n)\n"
+				      "{\n"
+				      "\tint s = 0;\n"
+				      "#pragma omp parallel for reduction(+ : s)\n"
+				      "\tfor (int i = 0; i < n; i++)\n"
+				      "\t\ts += i;\n"
+				      "\treturn s + omp_get_max_threads();\n"
+				      "}\n";
 
 /* Every failure leaves one line in err and makes the caller return -1. */
 __attribute__((format(printf, 2, 3))) static int fail(Work *w, const char *fmt, ...)
@@ -135,7 +134,8 @@ static int find_compiler(Work *w)
 		return fail(w, "out of memory");
 	memcpy(w->ccbuf, w->ccname, n + 1);
 	char *save = NULL;
-	for (char *tok = strtok_r(w->ccbuf, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save))
+	for (char *tok = strtok_r(w->ccbuf, " \t\n", &save); tok;
+	     tok = strtok_r(NULL, " \t\n", &save))
 		w->ccargv[w->ccargc++] = tok;
 	if (find_program(w->ccargv[0], w->ccpath))
 		return fail(w, "C compiler '%s' not found%s", w->ccargv[0],
@@ -173,7 +173,8 @@ static int run_compiler(Work *w, const char *src, const char *so, int openmp, in
 	if (!e)
 		e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	if (!e)
-		e = posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		e = posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC,
+						     0600);
 	if (!e)
 		e = posix_spawn_file_actions_adddup2(&fa, 1, 2);
 	if (!e)
@@ -184,7 +185,8 @@ static int run_compiler(Work *w, const char *src, const char *so, int openmp, in
 		return fail(w, "cannot run C compiler '%s': %s", w->ccname, strerror(e));
 	while (waitpid(pid, status, 0) < 0)
 		if (errno != EINTR)
-			return fail(w, "waiting for C compiler '%s': %s", w->ccname, strerror(errno));
+			return fail(w, "waiting for C compiler '%s': %s", w->ccname,
+				    strerror(errno));
 	return 0;
 }
 
@@ -435,7 +437,8 @@ static int bind_buffers(Work *w, const Binding *b, int use_f64)
 		long n = tensor_numel(t, b->dims);
 		size_t cnt = n > 0 ? (size_t)n : 1;
 		if (n < 0 || cnt > SIZE_MAX / elem_size(e))
-			return fail(w, "tensor '%s' has an impossible size (%ld elements)", t->name, n);
+			return fail(w, "tensor '%s' has an impossible size (%ld elements)", t->name,
+				    n);
 		w->data[i] = calloc(cnt, elem_size(e));
 		if (!w->data[i])
 			return fail(w, "out of memory for '%s' (%ld elements)", t->name, n);

@@ -65,14 +65,16 @@ static void print_running(FILE *out, const Plan *p, int i)
 		return;
 	}
 	if (!np->run.nrefs) {
-		fputs(n->red == RED_PROD ? "; init 1; merge a * b\n" : "; init 0; merge a + b\n", out);
+		fputs(n->red == RED_PROD ? "; init 1; merge a * b\n" : "; init 0; merge a + b\n",
+		      out);
 		return;
 	}
 	fputs("; init 0; rho(r, r') = ", out);
 	for (int m = 0; m < np->run.nrefs; m++) {
 		const Node *ref = p->c->nodes.v[np->run.ref[m]];
 		if (np->run.k[m] == 1.0)
-			fprintf(out, "%sexp(%s - %s')", m ? " * " : "", ref->out->name, ref->out->name);
+			fprintf(out, "%sexp(%s - %s')", m ? " * " : "", ref->out->name,
+				ref->out->name);
 		else
 			fprintf(out, "%sexp(%g * (%s - %s'))", m ? " * " : "", np->run.k[m],
 				ref->out->name, ref->out->name);
@@ -96,8 +98,8 @@ void plan_print(FILE *out, const Plan *p)
 		if (p->classes[k].grid)
 			fprintf(out, " %s%s", p->classes[k].name, p->classes[k].qtile ? "*" : "");
 	fprintf(out, "   (* tiled by %d)\n", p->tile_q);
-	fprintf(out, "  passes %d -> %d (defer) -> %d (rebase)\n", p->passes_before, p->passes_defer,
-		p->passes_after);
+	fprintf(out, "  passes %d -> %d (defer) -> %d (rebase)\n", p->passes_before,
+		p->passes_defer, p->passes_after);
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = c->nodes.v[i];
 		const NodePlan *np = &p->np[i];
@@ -209,9 +211,11 @@ void plan_explain(FILE *out, const Plan *p)
 	arena_free(&tmp);
 	if (p->passes_after > 1) {
 		fputs(slow++ ? "" : "  slower paths:\n", out);
-		fprintf(out, "    %d passes over %s: intermediate results of size %s are kept between passes\n",
+		fprintf(out,
+			"    %d passes over %s: intermediate results of size %s are kept between "
+			"passes\n",
 			p->passes_after, p->classes[p->stream].name, p->classes[p->stream].name);
 	}
-	fprintf(out, "  tiles: %d queries x %d keys, %d stage%s (target %s)\n", p->tile_q, p->tile_kv,
-		p->stages, p->stages == 1 ? "" : "s", p->target);
+	fprintf(out, "  tiles: %d queries x %d keys, %d stage%s (target %s)\n", p->tile_q,
+		p->tile_kv, p->stages, p->stages == 1 ? "" : "s", p->target);
 }

@@ -43,7 +43,10 @@ void inputs_rng_init(InputsRng *r, uint64_t seed, const char *name)
 }
 
 /* Rotate left; k is 7 or 45 here, never 0. */
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
 
 /* xoshiro256** (Blackman and Vigna). */
 uint64_t inputs_rng_u64(InputsRng *r)
@@ -60,7 +63,10 @@ uint64_t inputs_rng_u64(InputsRng *r)
 }
 
 /* The top 53 bits as a multiple of 2^-53: exact, uniform on the grid. */
-double inputs_rng_unit(InputsRng *r) { return (double)(inputs_rng_u64(r) >> 11) * 0x1p-53; }
+double inputs_rng_unit(InputsRng *r)
+{
+	return (double)(inputs_rng_u64(r) >> 11) * 0x1p-53;
+}
 
 /* log(x) = e*ln2 + 2*atanh(f), f = (m-1)/(m+1) with m in [sqrt(1/2), sqrt(2)):
 ** |f| < 0.172, so the odd series to f^23 is below 1e-18 relative error. */
@@ -113,7 +119,10 @@ long inputs_rng_int(InputsRng *r, long lo, long hi)
 }
 
 /* Two random bits, not both zero: probability 3/4. */
-int inputs_rng_bool(InputsRng *r) { return (inputs_rng_u64(r) >> 62) != 0; }
+int inputs_rng_bool(InputsRng *r)
+{
+	return (inputs_rng_u64(r) >> 62) != 0;
+}
 
 /* A binary float format: stored mantissa bits, smallest normal exponent,
 ** largest finite value, and whether overflow goes to infinity. */

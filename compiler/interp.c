@@ -67,9 +67,18 @@ static long d2l(double x)
 }
 
 /* Wrapping arithmetic: int overflow in user index math must not be UB. */
-static long wrap_add(long x, long y) { return (long)((unsigned long)x + (unsigned long)y); }
-static long wrap_sub(long x, long y) { return (long)((unsigned long)x - (unsigned long)y); }
-static long wrap_mul(long x, long y) { return (long)((unsigned long)x * (unsigned long)y); }
+static long wrap_add(long x, long y)
+{
+	return (long)((unsigned long)x + (unsigned long)y);
+}
+static long wrap_sub(long x, long y)
+{
+	return (long)((unsigned long)x - (unsigned long)y);
+}
+static long wrap_mul(long x, long y)
+{
+	return (long)((unsigned long)x * (unsigned long)y);
+}
 
 /* Floor division and modulo without the LONG_MIN / -1 trap. */
 static long safe_div(long x, long y)
@@ -79,12 +88,20 @@ static long safe_div(long x, long y)
 	return floordiv(x, y);
 }
 
-static long safe_mod(long x, long y) { return y == -1 ? 0 : floormod(x, y); }
+static long safe_mod(long x, long y)
+{
+	return y == -1 ? 0 : floormod(x, y);
+}
 
 /* NaN-propagating max/min, like MLIR's arith.maximumf/minimumf. */
-static double fmax_nan(double x, double y) { return isnan(x) || isnan(y) ? NAN : x > y ? x : y; }
-static double fmin_nan(double x, double y) { return isnan(x) || isnan(y) ? NAN : x < y ? x : y; }
-
+static double fmax_nan(double x, double y)
+{
+	return isnan(x) || isnan(y) ? NAN : x > y ? x : y;
+}
+static double fmin_nan(double x, double y)
+{
+	return isnan(x) || isnan(y) ? NAN : x < y ? x : y;
+}
 
 static double ev_num(Interp *in, const Expr *e);
 static long ev_int(Interp *in, const Expr *e);
@@ -180,7 +197,8 @@ static long ev_int(Interp *in, const Expr *e)
 		return p ? (e->type == VT_BOOL ? *p != 0 : d2l(*p)) : 0;
 	}
 	case EX_UNOP:
-		return e->op == OP_NEG ? wrap_sub(0, ev_int(in, e->args[0])) : !ev_int(in, e->args[0]);
+		return e->op == OP_NEG ? wrap_sub(0, ev_int(in, e->args[0]))
+				       : !ev_int(in, e->args[0]);
 	case EX_BINOP: return ev_int_binop(in, e);
 	case EX_SELECT:
 		return ev_int(in, e->args[0]) ? ev_int(in, e->args[1]) : ev_int(in, e->args[2]);
@@ -286,7 +304,6 @@ static double eval_point(Interp *in, const Node *n, const long *ext)
 	return acc;
 }
 
-
 /* Product of extents, or -1 when negative, overflowing or over the cap. */
 static long checked_numel(const long *ext, int n)
 {
@@ -320,7 +337,8 @@ static int node_extents(Interp *in, const Node *n, long *ext)
 			return -1;
 		}
 		if (k < n->nfree && v != e) {
-			fail(in, "node %d (%s): extent of '%s' differs from the output's dimension %d",
+			fail(in,
+			     "node %d (%s): extent of '%s' differs from the output's dimension %d",
 			     n->id, t->name, n->vars[k].name, k);
 			return -1;
 		}

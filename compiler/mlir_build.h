@@ -46,7 +46,7 @@ typedef struct MlirEm {
 	MlirValue *var64;  /* [nvars] the same as i64 */
 	int nins;          /* accesses read through `ins` operands */
 	const Expr **ins_e;
-	MlirValue *ins_v;  /* their block arguments */
+	MlirValue *ins_v; /* their block arguments */
 
 	MlirBlock cur; /* where new ops are appended */
 	char *err;     /* first unsupported-construct message, if any */
@@ -61,10 +61,10 @@ MlirContext mlir_context_new(void);
 MlirStringRef mlir_str(const char *s);
 MlirNamedAttribute mlir_named(MlirEm *em, const char *name, MlirAttribute a);
 /* Creates an op, detached (mlir_op_new) or appended to em->cur (mlir_op). */
-MlirOperation mlir_op_new(MlirEm *em, const char *name, int nopnd, const MlirValue *opnd,
-			  int nres, const MlirType *res, int nattr, const MlirNamedAttribute *attr);
-MlirOperation mlir_op(MlirEm *em, const char *name, int nopnd, const MlirValue *opnd,
-		      int nres, const MlirType *res, int nattr, const MlirNamedAttribute *attr);
+MlirOperation mlir_op_new(MlirEm *em, const char *name, int nopnd, const MlirValue *opnd, int nres,
+			  const MlirType *res, int nattr, const MlirNamedAttribute *attr);
+MlirOperation mlir_op(MlirEm *em, const char *name, int nopnd, const MlirValue *opnd, int nres,
+		      const MlirType *res, int nattr, const MlirNamedAttribute *attr);
 /* The same, returning its only result. */
 MlirValue mlir_op1(MlirEm *em, const char *name, int nopnd, const MlirValue *opnd, MlirType res,
 		   int nattr, const MlirNamedAttribute *attr);
@@ -84,10 +84,26 @@ void mlir_hoist(MlirBlock b, int *front, MlirOperation op);
 void mlir_fail(MlirEm *em, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* arith.cmpi / arith.cmpf predicate numbers (ArithOps.td). */
-enum { MLIR_CMPI_EQ = 0, MLIR_CMPI_NE, MLIR_CMPI_SLT, MLIR_CMPI_SLE, MLIR_CMPI_SGT,
-       MLIR_CMPI_SGE, MLIR_CMPI_ULT, MLIR_CMPI_ULE, MLIR_CMPI_UGT, MLIR_CMPI_UGE };
-enum { MLIR_CMPF_OEQ = 1, MLIR_CMPF_OGT = 2, MLIR_CMPF_OGE = 3, MLIR_CMPF_OLT = 4,
-       MLIR_CMPF_OLE = 5, MLIR_CMPF_UNE = 13 };
+enum {
+	MLIR_CMPI_EQ = 0,
+	MLIR_CMPI_NE,
+	MLIR_CMPI_SLT,
+	MLIR_CMPI_SLE,
+	MLIR_CMPI_SGT,
+	MLIR_CMPI_SGE,
+	MLIR_CMPI_ULT,
+	MLIR_CMPI_ULE,
+	MLIR_CMPI_UGT,
+	MLIR_CMPI_UGE
+};
+enum {
+	MLIR_CMPF_OEQ = 1,
+	MLIR_CMPF_OGT = 2,
+	MLIR_CMPF_OGE = 3,
+	MLIR_CMPF_OLT = 4,
+	MLIR_CMPF_OLE = 5,
+	MLIR_CMPF_UNE = 13
+};
 
 /* An scf.if with one result, built in three steps (then, else, close). */
 typedef struct MlirIf {
@@ -121,7 +137,7 @@ int mlir_access_is_bare(const Node *n, const Expr *e);
 ** reference executor's entry points, returning nothing); otherwise inputs
 ** are tensors and outputs are results. Returns 0, or nonzero with a message
 ** in err. */
-int mlir_build_module(MlirContext ctx, MlirModule m, const Cascade *const *cs, int ncs,
-		      int use_f64, int memref_io, char *err, size_t errlen);
+int mlir_build_module(MlirContext ctx, MlirModule m, const Cascade *const *cs, int ncs, int use_f64,
+		      int memref_io, char *err, size_t errlen);
 
 #endif

@@ -127,13 +127,16 @@ static MlirValue identity(MlirEm *em, const Node *n)
 /* acc (+) v in the value type. */
 static MlirValue combine(MlirEm *em, const Node *n, MlirValue acc, MlirValue v)
 {
-	static const char *const fl[] = {[RED_SUM] = "arith.addf", [RED_PROD] = "arith.mulf",
+	static const char *const fl[] = {[RED_SUM] = "arith.addf",
+					 [RED_PROD] = "arith.mulf",
 					 [RED_MAX] = "arith.maximumf",
 					 [RED_MIN] = "arith.minimumf"};
-	static const char *const in[] = {[RED_SUM] = "arith.addi", [RED_PROD] = "arith.muli",
-					 [RED_MAX] = "arith.maxsi", [RED_MIN] = "arith.minsi"};
-	static const char *const bo[] = {[RED_SUM] = NULL, [RED_PROD] = NULL,
-					 [RED_MAX] = "arith.ori", [RED_MIN] = "arith.andi"};
+	static const char *const in[] = {[RED_SUM] = "arith.addi",
+					 [RED_PROD] = "arith.muli",
+					 [RED_MAX] = "arith.maxsi",
+					 [RED_MIN] = "arith.minsi"};
+	static const char *const bo[] = {
+	    [RED_SUM] = NULL, [RED_PROD] = NULL, [RED_MAX] = "arith.ori", [RED_MIN] = "arith.andi"};
 	VType t = n->out->type;
 	const char *name = t == VT_FLOAT ? fl[n->red] : t == VT_INT ? in[n->red] : bo[n->red];
 	if (!name) {
@@ -202,7 +205,7 @@ static MlirValue node_init(MlirEm *em, const Node *n)
 	MlirValue opnd[2] = {identity(em, n), empty};
 	int32_t seg[2] = {1, 1};
 	MlirNamedAttribute a =
-		mlir_named(em, "operandSegmentSizes", mlirDenseI32ArrayGet(em->ctx, 2, seg));
+	    mlir_named(em, "operandSegmentSizes", mlirDenseI32ArrayGet(em->ctx, 2, seg));
 	MlirOperationState st = mlirOperationStateGet(mlir_str("linalg.fill"), em->loc);
 	MlirRegion r = mlirRegionCreate();
 	mlirOperationStateAddOperands(&st, 2, opnd);
@@ -259,7 +262,7 @@ static MlirBlock body_block(MlirEm *em, const Node *n, MlirValue ext)
 }
 
 /* Iterator kinds are enum attributes; no C builder exists for them. */
-#define PARALLEL "#linalg.iterator_type<parallel>"
+#define PARALLEL  "#linalg.iterator_type<parallel>"
 #define REDUCTION "#linalg.iterator_type<reduction>"
 
 /* The linalg.generic op itself, once its operands and body are ready. */
@@ -286,10 +289,10 @@ static MlirValue make_generic(MlirEm *em, const Node *n, MlirValue ext, MlirValu
 		its[v] = v < n->nfree ? par : red;
 	int32_t seg[2] = {nin, 1};
 	MlirNamedAttribute attrs[4] = {
-		mlir_named(em, "indexing_maps", mlirArrayAttrGet(em->ctx, nin + 1, maps)),
-		mlir_named(em, "iterator_types", mlirArrayAttrGet(em->ctx, nv, its)),
-		mlir_named(em, "operandSegmentSizes", mlirDenseI32ArrayGet(em->ctx, 2, seg)),
-		mlir_named(em, "attn.tensor", str_attr(em, n->out->name)),
+	    mlir_named(em, "indexing_maps", mlirArrayAttrGet(em->ctx, nin + 1, maps)),
+	    mlir_named(em, "iterator_types", mlirArrayAttrGet(em->ctx, nv, its)),
+	    mlir_named(em, "operandSegmentSizes", mlirDenseI32ArrayGet(em->ctx, 2, seg)),
+	    mlir_named(em, "attn.tensor", str_attr(em, n->out->name)),
 	};
 	MlirType tt = tensor_type(em, n->out, 0);
 	MlirRegion r = mlirRegionCreate();
@@ -478,10 +481,10 @@ static void build_func(MlirEm *em, MlirBlock modbody, const Cascade *c, int memr
 
 	MlirType fty = mlirFunctionTypeGet(em->ctx, na, ty, nr, rt);
 	MlirNamedAttribute attrs[4] = {
-		mlir_named(em, "sym_name", str_attr(em, c->name)),
-		mlir_named(em, "function_type", mlirTypeAttrGet(fty)),
-		mlir_named(em, "llvm.emit_c_interface", mlirUnitAttrGet(em->ctx)),
-		mlir_named(em, "arg_attrs", arg_attrs(em, na, names)),
+	    mlir_named(em, "sym_name", str_attr(em, c->name)),
+	    mlir_named(em, "function_type", mlirTypeAttrGet(fty)),
+	    mlir_named(em, "llvm.emit_c_interface", mlirUnitAttrGet(em->ctx)),
+	    mlir_named(em, "arg_attrs", arg_attrs(em, na, names)),
 	};
 	MlirRegion r = mlirRegionCreate();
 	mlirRegionAppendOwnedBlock(r, em->fblock);
@@ -492,13 +495,17 @@ static void build_func(MlirEm *em, MlirBlock modbody, const Cascade *c, int memr
 }
 
 /* Types are made once per build; scratch memory lives in one arena. */
-int mlir_build_module(MlirContext ctx, MlirModule m, const Cascade *const *cs, int ncs,
-		      int use_f64, int memref_io, char *err, size_t errlen)
+int mlir_build_module(MlirContext ctx, MlirModule m, const Cascade *const *cs, int ncs, int use_f64,
+		      int memref_io, char *err, size_t errlen)
 {
 	Arena arena;
 	arena_init(&arena);
-	MlirEm em = {.ctx = ctx, .loc = mlirLocationUnknownGet(ctx), .arena = &arena,
-		     .use_f64 = use_f64, .err = err, .errlen = errlen};
+	MlirEm em = {.ctx = ctx,
+		     .loc = mlirLocationUnknownGet(ctx),
+		     .arena = &arena,
+		     .use_f64 = use_f64,
+		     .err = err,
+		     .errlen = errlen};
 	em.ft = use_f64 ? mlirF64TypeGet(ctx) : mlirF32TypeGet(ctx);
 	em.i64 = mlirIntegerTypeGet(ctx, 64);
 	em.i32 = mlirIntegerTypeGet(ctx, 32);
@@ -536,8 +543,8 @@ int mlir_emit_program(FILE *out, FILE *errout, const Program *p, int use_f64)
 	MlirContext ctx = mlir_context_new();
 	mlirContextAttachDiagnosticHandler(ctx, diag_to_file, errout, NULL);
 	MlirModule m = mlirModuleCreateEmpty(mlirLocationUnknownGet(ctx));
-	int rc = mlir_build_module(ctx, m, (const Cascade *const *)p->cascades.v,
-				   p->cascades.n, use_f64, 0, err, sizeof err);
+	int rc = mlir_build_module(ctx, m, (const Cascade *const *)p->cascades.v, p->cascades.n,
+				   use_f64, 0, err, sizeof err);
 	if (rc)
 		fprintf(errout, "attnc: cannot express in MLIR: %s\n", err);
 	else if (!mlirOperationVerify(mlirModuleGetOperation(m)))

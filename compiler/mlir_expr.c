@@ -14,7 +14,6 @@
 
 #include <mlir-c/BuiltinAttributes.h>
 
-
 /* Only then can linalg feed the element through a block argument;
 ** the extent check keeps loop bounds derived from the operand exact. */
 int mlir_access_is_bare(const Node *n, const Expr *e)
@@ -72,8 +71,8 @@ MlirValue mlir_store_conv(MlirEm *em, const Tensor *t, MlirValue v)
 static MlirValue dim_value(MlirEm *em, const Dim *d)
 {
 	if (mlirValueIsNull(em->dim64[d->id])) {
-		MlirOperation op = mlir_op_new(em, "arith.index_cast", 1, &em->dimv[d->id], 1,
-					       &em->i64, 0, NULL);
+		MlirOperation op =
+		    mlir_op_new(em, "arith.index_cast", 1, &em->dimv[d->id], 1, &em->i64, 0, NULL);
 		mlir_hoist(em->fblock, &em->ffront, op);
 		em->dim64[d->id] = mlirOperationGetResult(op, 0);
 	}
@@ -89,7 +88,7 @@ static void make_var(MlirEm *em, int var)
 	mlir_hoist(em->bblock, &em->bfront, ix);
 	em->varidx[var] = mlirOperationGetResult(ix, 0);
 	MlirOperation c =
-		mlir_op_new(em, "arith.index_cast", 1, &em->varidx[var], 1, &em->i64, 0, NULL);
+	    mlir_op_new(em, "arith.index_cast", 1, &em->varidx[var], 1, &em->i64, 0, NULL);
 	mlir_hoist(em->bblock, &em->bfront, c);
 	em->var64[var] = mlirOperationGetResult(c, 0);
 }
@@ -132,8 +131,8 @@ static MlirValue access(MlirEm *em, const Expr *e)
 	opnd[0] = em->tensv[t->id];
 	for (int i = 0; i < e->nargs; i++)
 		opnd[i + 1] = mlir_expr_index(em, e->args[i]);
-	MlirValue v = mlir_op1(em, "tensor.extract", e->nargs + 1, opnd, mlir_elem_type(em, t), 0,
-			       NULL);
+	MlirValue v =
+	    mlir_op1(em, "tensor.extract", e->nargs + 1, opnd, mlir_elem_type(em, t), 0, NULL);
 	return mlir_load_conv(em, t, v);
 }
 
@@ -177,9 +176,7 @@ static MlirValue float_binop(MlirEm *em, Op op, MlirValue a, MlirValue b)
 	case OP_GE: return mlir_cmpf(em, MLIR_CMPF_OGE, a, b);
 	case OP_EQ: return mlir_cmpf(em, MLIR_CMPF_OEQ, a, b);
 	case OP_NE: return mlir_cmpf(em, MLIR_CMPF_UNE, a, b);
-	default:
-		mlir_fail(em, "operator '%s' on floats", op_spelling(op));
-		return a;
+	default: mlir_fail(em, "operator '%s' on floats", op_spelling(op)); return a;
 	}
 }
 
@@ -200,9 +197,7 @@ static MlirValue int_binop(MlirEm *em, Op op, MlirValue a, MlirValue b)
 	case OP_GE: return mlir_cmpi(em, MLIR_CMPI_SGE, a, b);
 	case OP_EQ: return mlir_cmpi(em, MLIR_CMPI_EQ, a, b);
 	case OP_NE: return mlir_cmpi(em, MLIR_CMPI_NE, a, b);
-	default:
-		mlir_fail(em, "operator '%s' on ints", op_spelling(op));
-		return a;
+	default: mlir_fail(em, "operator '%s' on ints", op_spelling(op)); return a;
 	}
 }
 
@@ -220,9 +215,7 @@ static MlirValue bool_binop(MlirEm *em, Op op, MlirValue a, MlirValue b)
 	case OP_GE: return mlir_cmpi(em, MLIR_CMPI_UGE, a, b);
 	case OP_EQ: return mlir_cmpi(em, MLIR_CMPI_EQ, a, b);
 	case OP_NE: return mlir_cmpi(em, MLIR_CMPI_NE, a, b);
-	default:
-		mlir_fail(em, "operator '%s' on bools", op_spelling(op));
-		return a;
+	default: mlir_fail(em, "operator '%s' on bools", op_spelling(op)); return a;
 	}
 }
 
@@ -264,9 +257,9 @@ static MlirValue call(MlirEm *em, const Expr *e)
 {
 	MlirValue x = to_float(em, e->args[0], mlir_expr(em, e->args[0]));
 	static const char *const direct[FN_COUNT] = {
-		[FN_EXP] = "math.exp",   [FN_EXP2] = "math.exp2", [FN_LOG] = "math.log",
-		[FN_LOG2] = "math.log2", [FN_TANH] = "math.tanh", [FN_SQRT] = "math.sqrt",
-		[FN_RSQRT] = "math.rsqrt", [FN_ABS] = "math.absf",
+	    [FN_EXP] = "math.exp",     [FN_EXP2] = "math.exp2", [FN_LOG] = "math.log",
+	    [FN_LOG2] = "math.log2",   [FN_TANH] = "math.tanh", [FN_SQRT] = "math.sqrt",
+	    [FN_RSQRT] = "math.rsqrt", [FN_ABS] = "math.absf",
 	};
 	if (e->op >= 0 && e->op < FN_COUNT && direct[e->op])
 		return mlir_cast(em, direct[e->op], x, em->ft);

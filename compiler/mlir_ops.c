@@ -17,9 +17,8 @@
 ** unloaded dialect fails. */
 MlirContext mlir_context_new(void)
 {
-	static const char *const loaded[] = {"builtin", "func",  "arith",         "math",
-					     "linalg",  "tensor", "scf", "bufferization",
-					     "memref"};
+	static const char *const loaded[] = {"builtin", "func", "arith",         "math",  "linalg",
+					     "tensor",  "scf",  "bufferization", "memref"};
 	MlirContext ctx = mlirContextCreate();
 	MlirDialectRegistry reg = mlirDialectRegistryCreate();
 	mlirRegisterAllDialects(reg);
@@ -31,7 +30,10 @@ MlirContext mlir_context_new(void)
 }
 
 /* C strings into the API's length-carrying references. */
-MlirStringRef mlir_str(const char *s) { return mlirStringRefCreateFromCString(s); }
+MlirStringRef mlir_str(const char *s)
+{
+	return mlirStringRefCreateFromCString(s);
+}
 
 /* One name = value entry of an op's attribute dictionary. */
 MlirNamedAttribute mlir_named(MlirEm *em, const char *name, MlirAttribute a)
@@ -41,8 +43,8 @@ MlirNamedAttribute mlir_named(MlirEm *em, const char *name, MlirAttribute a)
 
 /* Every op of the emitter goes through here; results are given explicitly
 ** (no type inference) so the C side always knows what it built. */
-MlirOperation mlir_op_new(MlirEm *em, const char *name, int nopnd, const MlirValue *opnd,
-			  int nres, const MlirType *res, int nattr, const MlirNamedAttribute *attr)
+MlirOperation mlir_op_new(MlirEm *em, const char *name, int nopnd, const MlirValue *opnd, int nres,
+			  const MlirType *res, int nattr, const MlirNamedAttribute *attr)
 {
 	MlirOperationState st = mlirOperationStateGet(mlir_str(name), em->loc);
 	if (nopnd)
@@ -55,8 +57,8 @@ MlirOperation mlir_op_new(MlirEm *em, const char *name, int nopnd, const MlirVal
 }
 
 /* Most ops go straight into the block being filled. */
-MlirOperation mlir_op(MlirEm *em, const char *name, int nopnd, const MlirValue *opnd,
-		      int nres, const MlirType *res, int nattr, const MlirNamedAttribute *attr)
+MlirOperation mlir_op(MlirEm *em, const char *name, int nopnd, const MlirValue *opnd, int nres,
+		      const MlirType *res, int nattr, const MlirNamedAttribute *attr)
 {
 	MlirOperation op = mlir_op_new(em, name, nopnd, opnd, nres, res, nattr, attr);
 	mlirBlockAppendOwnedOperation(em->cur, op);

@@ -25,14 +25,20 @@ static const struct {
 	char kind;
 	int size;
 } type_tab[NPY_TYPE_COUNT] = {
-	[NPY_BOOL] = {"|b1", 'b', 1}, [NPY_U8] = {"|u1", 'u', 1}, [NPY_I32] = {"<i4", 'i', 4},
-	[NPY_I64] = {"<i8", 'i', 8},  [NPY_F16] = {"<f2", 'f', 2}, [NPY_F32] = {"<f4", 'f', 4},
-	[NPY_F64] = {"<f8", 'f', 8},
+    [NPY_BOOL] = {"|b1", 'b', 1}, [NPY_U8] = {"|u1", 'u', 1},  [NPY_I32] = {"<i4", 'i', 4},
+    [NPY_I64] = {"<i8", 'i', 8},  [NPY_F16] = {"<f2", 'f', 2}, [NPY_F32] = {"<f4", 'f', 4},
+    [NPY_F64] = {"<f8", 'f', 8},
 };
 
-const char *npy_type_descr(NpyType t) { return t < NPY_TYPE_COUNT ? type_tab[t].descr : "?"; }
+const char *npy_type_descr(NpyType t)
+{
+	return t < NPY_TYPE_COUNT ? type_tab[t].descr : "?";
+}
 
-int npy_type_size(NpyType t) { return t < NPY_TYPE_COUNT ? type_tab[t].size : 0; }
+int npy_type_size(NpyType t)
+{
+	return t < NPY_TYPE_COUNT ? type_tab[t].size : 0;
+}
 
 /* Safe on a zeroed or already freed array. */
 void npy_free(NpyArray *a)
@@ -160,7 +166,9 @@ static int parse_descr(const char *d, NpyType *t, char *err, size_t errlen)
 				 type_tab[i].size == 1;
 			if (!ok) {
 				snprintf(err, errlen,
-					 "big-endian dtype '%s' is not supported; save little-endian data", d);
+					 "big-endian dtype '%s' is not supported; save "
+					 "little-endian data",
+					 d);
 				return -1;
 			}
 			*t = (NpyType)i;
@@ -189,7 +197,8 @@ static int parse_header(const char *text, size_t len, NpyArray *a, char *err, si
 		if (!strcmp(key, "descr") && !seen_descr) {
 			hdr_ws(&h);
 			if (h.s < h.end && *h.s == '[') {
-				snprintf(err, errlen, "unsupported dtype: structured arrays are not supported");
+				snprintf(err, errlen,
+					 "unsupported dtype: structured arrays are not supported");
 				return -1;
 			}
 			if (hdr_string(&h, descr, sizeof descr))
@@ -204,7 +213,8 @@ static int parse_header(const char *text, size_t len, NpyArray *a, char *err, si
 				return -1;
 			seen_shape = 1;
 		} else {
-			snprintf(err, errlen, "malformed header: unexpected or repeated key '%s'", key);
+			snprintf(err, errlen, "malformed header: unexpected or repeated key '%s'",
+				 key);
 			return -1;
 		}
 		if (!hdr_expect(&h, ','))
@@ -219,11 +229,13 @@ static int parse_header(const char *text, size_t len, NpyArray *a, char *err, si
 	if (h.s != h.end)
 		return hdr_fail(&h, "text after the closing '}'");
 	if (!seen_descr || !seen_fortran || !seen_shape)
-		return hdr_fail(&h, !seen_descr ? "no 'descr' key"
-				    : !seen_fortran ? "no 'fortran_order' key" : "no 'shape' key");
+		return hdr_fail(&h, !seen_descr     ? "no 'descr' key"
+				    : !seen_fortran ? "no 'fortran_order' key"
+						    : "no 'shape' key");
 	if (fortran) {
-		snprintf(err, errlen, "fortran_order is True; only C-order arrays are supported "
-				      "(save np.ascontiguousarray(x))");
+		snprintf(err, errlen,
+			 "fortran_order is True; only C-order arrays are supported "
+			 "(save np.ascontiguousarray(x))");
 		return -1;
 	}
 	return parse_descr(descr, &a->type, err, errlen);
@@ -263,8 +275,7 @@ static double decode_elem(NpyType t, const unsigned char *p)
 	case NPY_BOOL: return u != 0;
 	case NPY_U8: return (double)u;
 	case NPY_I32: return u >= 0x80000000u ? (double)u - 4294967296.0 : (double)u;
-	case NPY_I64:
-		return u >> 63 ? -(double)(~u) - 1.0 : (double)u;
+	case NPY_I64: return u >> 63 ? -(double)(~u) - 1.0 : (double)u;
 	case NPY_F16: return half_to_double((unsigned)u);
 	case NPY_F32: {
 		uint32_t w = (uint32_t)u;
@@ -317,8 +328,8 @@ int npy_parse(const void *buf, size_t n, NpyArray *a, char *err, size_t errlen)
 	}
 	size_t hlen = (size_t)load_le(p + 8, (int)lenbytes), off = 8 + lenbytes;
 	if (hlen > n - off) {
-		snprintf(err, errlen, "truncated header: %zu header bytes announced, %zu present", hlen,
-			 n - off);
+		snprintf(err, errlen, "truncated header: %zu header bytes announced, %zu present",
+			 hlen, n - off);
 		return -1;
 	}
 	if (parse_header((const char *)p + off, hlen, a, err, errlen))
@@ -332,8 +343,8 @@ int npy_parse(const void *buf, size_t n, NpyArray *a, char *err, size_t errlen)
 	}
 	size_t need = (size_t)numel * (size_t)isz, have = n - off;
 	if (have < need) {
-		snprintf(err, errlen, "truncated data: shape needs %zu bytes of %s, file has %zu", need,
-			 type_tab[a->type].descr, have);
+		snprintf(err, errlen, "truncated data: shape needs %zu bytes of %s, file has %zu",
+			 need, type_tab[a->type].descr, have);
 		return -1;
 	}
 	if (have > need) {
@@ -406,8 +417,10 @@ static void encode_elem(NpyType t, double x, unsigned char *p)
 	switch (t) {
 	case NPY_BOOL: p[0] = x != 0; break;
 	case NPY_I32: {
-		double r = isnan(x) ? 0 : x >= 2147483647.0 ? 2147483647.0
-					 : x <= -2147483648.0 ? -2147483648.0 : round(x);
+		double r = isnan(x)             ? 0
+			   : x >= 2147483647.0  ? 2147483647.0
+			   : x <= -2147483648.0 ? -2147483648.0
+						: round(x);
 		int64_t v = (int64_t)r;
 		store_le(p, (uint64_t)v, 4);
 		break;
@@ -431,8 +444,7 @@ static void encode_elem(NpyType t, double x, unsigned char *p)
 
 /* The magic, version, length and dict, padded so the data starts on a
 ** 64-byte boundary as numpy does. Returns the header size. */
-static size_t make_header(NpyType type, int rank, const long *shape, unsigned char *out,
-			  size_t cap)
+static size_t make_header(NpyType type, int rank, const long *shape, unsigned char *out, size_t cap)
 {
 	char dict[NPY_MAX_RANK * 24 + 128];
 	int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
@@ -480,8 +492,8 @@ static int check_writable(NpyType type, int rank, const long *shape, long *numel
 }
 
 /* The whole file in memory (tests, and callers that want the bytes). */
-int npy_encode(NpyType type, int rank, const long *shape, const double *data,
-	       unsigned char **out, size_t *outlen, char *err, size_t errlen)
+int npy_encode(NpyType type, int rank, const long *shape, const double *data, unsigned char **out,
+	       size_t *outlen, char *err, size_t errlen)
 {
 	long numel;
 	unsigned char hdr[4096];
@@ -561,7 +573,8 @@ int npy_write(const char *path, NpyType type, int rank, const long *shape, const
 	if (!bad && rename(tmp, path) != 0)
 		why = errno, bad = 1;
 	if (bad) {
-		snprintf(err, errlen, "%s: cannot write: %s", path, why ? strerror(why) : "I/O error");
+		snprintf(err, errlen, "%s: cannot write: %s", path,
+			 why ? strerror(why) : "I/O error");
 		remove(tmp);
 	}
 	free(tmp);

@@ -47,8 +47,8 @@ void npy_free(NpyArray *a);
 /* Serialises to a malloc'd buffer (*out, *outlen). type must be NPY_BOOL,
 ** NPY_I32, NPY_F32 or NPY_F64; values are converted (f32: IEEE rounding,
 ** i32: rounded and clamped, NaN -> 0; bool: nonzero -> true). */
-int npy_encode(NpyType type, int rank, const long *shape, const double *data,
-	       unsigned char **out, size_t *outlen, char *err, size_t errlen);
+int npy_encode(NpyType type, int rank, const long *shape, const double *data, unsigned char **out,
+	       size_t *outlen, char *err, size_t errlen);
 /* Writes a file atomically: a temporary in the same directory, renamed over
 ** PATH only once complete, so a failure never leaves a partial file. */
 int npy_write(const char *path, NpyType type, int rank, const long *shape, const double *data,

@@ -60,11 +60,11 @@ int plan_passes(Arena *a, Plan *p, int rebase)
 				at = ny->pass;
 				/* a rescaled value read by a node that cannot follow the
 				** rescale must wait for its references to complete */
-				for (int m = 0; rebase && streamed && !running_ok && m < ny->run.nrefs; m++)
+				for (int m = 0;
+				     rebase && streamed && !running_ok && m < ny->run.nrefs; m++)
 					if (p->np[ny->run.ref[m]].pass + 1 > at)
 						at = p->np[ny->run.ref[m]].pass + 1;
-			}
-			else if (ny->role == ROLE_RUNNING)
+			} else if (ny->role == ROLE_RUNNING)
 				at = streamed ? (running_ok ? ny->pass : ny->pass + 1) : ny->pass;
 			else if (ny->role == ROLE_EPILOGUE)
 				at = streamed ? (running_ok ? ny->pass : ny->pass + 1) : ny->pass;

@@ -18,7 +18,8 @@ static void note_barriers(Arena *a, Plan *p)
 			continue;
 		const Node *b = p->c->nodes.v[np->barrier];
 		if (np->pass > p->np[np->barrier].pass && p->np[np->barrier].role != ROLE_TILE)
-			plan_note(p, a, x->loc, "barrier: %s needs %s complete, so it runs in pass %d",
+			plan_note(p, a, x->loc,
+				  "barrier: %s needs %s complete, so it runs in pass %d",
 				  x->out->name, b->out->name, np->pass);
 	}
 }
@@ -66,7 +67,8 @@ static void choose_tiles(Plan *p)
 	if (!strcmp(p->target, "cpu"))
 		p->tile_q = 16, p->tile_kv = 64, p->stages = 1;
 	else if (!strcmp(p->target, "sm_80"))
-		p->tile_q = 64, p->tile_kv = 64, p->stages = 2; /* lowering/sm80: SM80_BM x SM80_BN, K/V double-buffered */
+		p->tile_q = 64, p->tile_kv = 64,
+		p->stages = 2; /* lowering/sm80: SM80_BM x SM80_BN, K/V double-buffered */
 	else
 		p->tile_q = 128, p->tile_kv = 128, p->stages = 2;
 }

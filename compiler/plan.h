@@ -39,27 +39,27 @@ typedef enum NodeRole {
 /* How a running reduction is carried across tiles. */
 typedef struct Running {
 	int nrefs;
-	int ref[PLAN_MAX_REFS];       /* nodes (ids) whose running value the body depends on */
-	double k[PLAN_MAX_REFS];      /* body = exp(-sum k_m r_m) * h(x): rho = exp(k (r - r')) */
+	int ref[PLAN_MAX_REFS];  /* nodes (ids) whose running value the body depends on */
+	double k[PLAN_MAX_REFS]; /* body = exp(-sum k_m r_m) * h(x): rho = exp(k (r - r')) */
 } Running;
 
 typedef struct NodePlan {
 	NodeRole role;
-	int svar;      /* the node's variable that is the streamed index, or -1 */
-	int pass;      /* 1-based pass over the stream (TILE, RUNNING); the gap after
+	int svar;    /* the node's variable that is the streamed index, or -1 */
+	int pass;    /* 1-based pass over the stream (TILE, RUNNING); the gap after
 			  pass `pass` for EPILOGUE; 0 for PROLOGUE */
-	int barrier;   /* id of the node whose completion forced this pass, or -1 */
-	int is_ref;    /* a running reference (max) that other states rebase on */
-	Running run;   /* RUNNING sums: rescale on each reference change */
+	int barrier; /* id of the node whose completion forced this pass, or -1 */
+	int is_ref;  /* a running reference (max) that other states rebase on */
+	Running run; /* RUNNING sums: rescale on each reference change */
 } NodePlan;
 
 /* A logical index: node variables bound to the same tensor dimensions. */
 typedef struct IndexClass {
 	const char *name; /* a user-facing name (the first variable seen) */
 	Expr *extent;
-	int grid;         /* an outer parallel index of the kernel (batch, head, query) */
-	int qtile;        /* the grid index that is tiled (query positions) */
-	int stream;       /* the streamed index */
+	int grid;   /* an outer parallel index of the kernel (batch, head, query) */
+	int qtile;  /* the grid index that is tiled (query positions) */
+	int stream; /* the streamed index */
 } IndexClass;
 
 typedef struct PlanNote {
@@ -68,20 +68,20 @@ typedef struct PlanNote {
 } PlanNote;
 
 typedef struct Plan {
-	const Cascade *orig;  /* as the front end made it */
-	Cascade *c;           /* rewritten copy */
-	NodePlan *np;         /* [c->nodes.n] */
+	const Cascade *orig; /* as the front end made it */
+	Cascade *c;          /* rewritten copy */
+	NodePlan *np;        /* [c->nodes.n] */
 	int np_n;
-	int **cls;            /* cls[node][var]: index class of each node variable */
+	int **cls; /* cls[node][var]: index class of each node variable */
 	IndexClass *classes;
 	int nclasses;
-	int stream;           /* class of the streamed index, or -1 (no stream) */
-	int passes_before;    /* passes over the stream of the original cascade */
-	int passes_defer;     /* after R1 defer and R3 fission, before rebasing */
-	int passes_after;     /* of the plan */
+	int stream;            /* class of the streamed index, or -1 (no stream) */
+	int passes_before;     /* passes over the stream of the original cascade */
+	int passes_defer;      /* after R1 defer and R3 fission, before rebasing */
+	int passes_after;      /* of the plan */
 	unsigned char *ref_ok; /* [n*n]: node x may read node y's running value (R2) */
 	int tile_q, tile_kv, stages;
-	const char *target;   /* "cpu", "sm_80", ... */
+	const char *target;             /* "cpu", "sm_80", ... */
 	PlanNote notes[PLAN_MAX_NOTES]; /* rewrites applied and slow paths, in order */
 	int nnotes;
 } Plan;
@@ -99,7 +99,7 @@ int plan_passes(Arena *a, Plan *p, int rebase);
 /* compiler/rewrite.c */
 void plan_rewrite(Arena *a, Plan *p);
 void plan_note(Plan *p, Arena *a, SrcLoc loc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* compiler/cascade_clone.c: a deep copy whose tensors and nodes can be
 ** changed without touching the original (dims and params are shared). */
@@ -108,9 +108,9 @@ Cascade *cascade_clone(Arena *a, const Cascade *c);
 /* compiler/masks.c: how a mask conjunct can be decided for a whole tile of
 ** (query, key) positions. */
 typedef enum MaskKind {
-	MASK_AFFINE,   /* affine in indices, dims, params: interval test per tile */
-	MASK_RUNTIME,  /* also reads data indexed by grid indices only (kv_len[b]) */
-	MASK_ELEMENT,  /* reads data per query/key position (doc[b,i]): per element */
+	MASK_AFFINE,  /* affine in indices, dims, params: interval test per tile */
+	MASK_RUNTIME, /* also reads data indexed by grid indices only (kv_len[b]) */
+	MASK_ELEMENT, /* reads data per query/key position (doc[b,i]): per element */
 } MaskKind;
 MaskKind plan_mask_kind(const Plan *p, int node, const Expr *conj);
 /* Calls f for each conjunct of a node's filter. */

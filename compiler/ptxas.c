@@ -16,7 +16,10 @@
 
 extern char **environ;
 
-static int executable(const char *p) { return p && access(p, X_OK) == 0; }
+static int executable(const char *p)
+{
+	return p && access(p, X_OK) == 0;
+}
 
 const char *ptxas_find(const char *explicit_path, char *err, size_t errlen)
 {
@@ -24,7 +27,8 @@ const char *ptxas_find(const char *explicit_path, char *err, size_t errlen)
 	if (explicit_path) {
 		if (executable(explicit_path))
 			return explicit_path;
-		snprintf(err, errlen, "ptxas '%s' (from --ptxas) is not an executable", explicit_path);
+		snprintf(err, errlen, "ptxas '%s' (from --ptxas) is not an executable",
+			 explicit_path);
 		return NULL;
 	}
 	const char *cp = getenv("CUDA_PATH");
@@ -45,7 +49,8 @@ const char *ptxas_find(const char *explicit_path, char *err, size_t errlen)
 		path = e ? e + 1 : NULL;
 	}
 	snprintf(err, errlen,
-		 "ptxas not found (looked in --ptxas, $CUDA_PATH/bin, /usr/local/cuda/bin and $PATH); install the CUDA toolkit or use --emit=ptx");
+		 "ptxas not found (looked in --ptxas, $CUDA_PATH/bin, /usr/local/cuda/bin and "
+		 "$PATH); install the CUDA toolkit or use --emit=ptx");
 	return NULL;
 }
 
@@ -75,8 +80,8 @@ static int slurp(const char *path, unsigned char **out, size_t *n)
 	return 0;
 }
 
-int ptxas_assemble(const char *ptxas, const char *ptx, size_t n, const char *arch, unsigned char **cubin,
-		   size_t *cubin_size, char *err, size_t errlen)
+int ptxas_assemble(const char *ptxas, const char *ptx, size_t n, const char *arch,
+		   unsigned char **cubin, size_t *cubin_size, char *err, size_t errlen)
 {
 	const char *tmp = getenv("TMPDIR");
 	char dir[4096], in[4200], out[4200], log[4200];
@@ -100,8 +105,9 @@ int ptxas_assemble(const char *ptxas, const char *ptx, size_t n, const char *arc
 		posix_spawn_file_actions_adddup2(&fa, 1, 2);
 		pid_t pid;
 		int st = 0;
-		if (posix_spawn(&pid, ptxas, &fa, NULL, argv, environ) == 0 && waitpid(pid, &st, 0) == pid &&
-		    WIFEXITED(st) && WEXITSTATUS(st) == 0 && slurp(out, cubin, cubin_size) == 0) {
+		if (posix_spawn(&pid, ptxas, &fa, NULL, argv, environ) == 0 &&
+		    waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+		    slurp(out, cubin, cubin_size) == 0) {
 			rc = 0;
 		} else {
 			unsigned char *l = NULL;

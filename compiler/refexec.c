@@ -37,22 +37,21 @@
 ** rejects the math ops it has no libm name for. arith-expand expands
 ** floordivsi.
 */
-static const char pipeline[] =
-	"builtin.module("
-	"one-shot-bufferize,"
-	"buffer-deallocation-pipeline,"
-	"convert-linalg-to-loops,"
-	"convert-scf-to-cf,"
-	"arith-expand,"
-	"convert-math-to-llvm,"
-	"convert-math-to-libm,"
-	"expand-strided-metadata,"
-	"finalize-memref-to-llvm,"
-	"convert-arith-to-llvm,"
-	"convert-index-to-llvm,"
-	"convert-cf-to-llvm,"
-	"convert-func-to-llvm,"
-	"reconcile-unrealized-casts)";
+static const char pipeline[] = "builtin.module("
+			       "one-shot-bufferize,"
+			       "buffer-deallocation-pipeline,"
+			       "convert-linalg-to-loops,"
+			       "convert-scf-to-cf,"
+			       "arith-expand,"
+			       "convert-math-to-llvm,"
+			       "convert-math-to-libm,"
+			       "expand-strided-metadata,"
+			       "finalize-memref-to-llvm,"
+			       "convert-arith-to-llvm,"
+			       "convert-index-to-llvm,"
+			       "convert-cf-to-llvm,"
+			       "convert-func-to-llvm,"
+			       "reconcile-unrealized-casts)";
 
 /* A ranked memref descriptor as the C interface passes it:
 ** {allocated, aligned, offset, sizes[R], strides[R]}. */
@@ -69,12 +68,12 @@ typedef struct Run {
 	char *err;
 	size_t errlen;
 	int nargs;
-	void **args;      /* packed arguments: a pointer to each value */
-	int64_t *ints;    /* dims and int params */
-	double *fl64;     /* float params (f64) */
-	float *fl32;      /* float params (f32) */
-	MemRef **descs;   /* per tensor (in and out), or NULL */
-	void **bufs;      /* per tensor: working-precision copy of the data */
+	void **args;    /* packed arguments: a pointer to each value */
+	int64_t *ints;  /* dims and int params */
+	double *fl64;   /* float params (f64) */
+	float *fl32;    /* float params (f32) */
+	MemRef **descs; /* per tensor (in and out), or NULL */
+	void **bufs;    /* per tensor: working-precision copy of the data */
 } Run;
 
 /* The first message wins; later ones are usually consequences of it. */
@@ -117,10 +116,16 @@ static MlirLogicalResult diag_collect(MlirDiagnostic dg, void *ud)
 }
 
 /* Pass registration is global to the process and must happen once. */
-static void register_once(void) { mlirRegisterAllPasses(); }
+static void register_once(void)
+{
+	mlirRegisterAllPasses();
+}
 
 /* Pipeline parse errors (a pass missing from this MLIR build). */
-static void pipeline_error(MlirStringRef s, void *ud) { diag_append(s, ud); }
+static void pipeline_error(MlirStringRef s, void *ud)
+{
+	diag_append(s, ud);
+}
 
 /* ---- marshalling ---------------------------------------------------------- */
 
@@ -225,8 +230,8 @@ static int marshal(Run *r)
 		double v = r->b->params ? r->b->params[i] : 0.0;
 		r->ints[nd + i] = (int64_t)v, r->fl64[i] = v, r->fl32[i] = (float)v;
 		r->args[r->nargs++] = p->type == VT_INT ? (void *)&r->ints[nd + i]
-				      : r->use_f64    ? (void *)&r->fl64[i]
-						      : (void *)&r->fl32[i];
+				      : r->use_f64      ? (void *)&r->fl64[i]
+							: (void *)&r->fl32[i];
 	}
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < nt; i++) {
@@ -292,7 +297,7 @@ static int execute(Run *r, MlirContext ctx, MlirModule m, DiagBuf *d)
 	}
 	int rc = 0;
 	if (mlirLogicalResultIsFailure(
-		    mlirExecutionEngineInvokePacked(jit, mlir_str(r->b->c->name), r->args))) {
+		mlirExecutionEngineInvokePacked(jit, mlir_str(r->b->c->name), r->args))) {
 		seterr(r, "cannot find the entry point of cascade %s", r->b->c->name);
 		rc = 1;
 	}

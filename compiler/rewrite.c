@@ -113,7 +113,8 @@ static void remove_dead(Cascade *c)
 static void insert_node(Arena *a, Cascade *c, int at, Node *n)
 {
 	ptrvec_push(a, &c->nodes, NULL);
-	memmove(&c->nodes.v[at + 1], &c->nodes.v[at], sizeof(void *) * (size_t)(c->nodes.n - 1 - at));
+	memmove(&c->nodes.v[at + 1], &c->nodes.v[at],
+		sizeof(void *) * (size_t)(c->nodes.n - 1 - at));
 	c->nodes.v[at] = n;
 	renumber(c);
 }
@@ -147,7 +148,8 @@ static void cse(Arena *a, Plan *p)
 			}
 			for (int t = 0; t < c->tensors.n; t++)
 				redirect_expr(((Tensor *)c->tensors.v[t])->domain, y->out, x->out);
-			plan_note(p, a, y->loc, "CSE: %s is the same reduction as %s; computed once",
+			plan_note(p, a, y->loc,
+				  "CSE: %s is the same reduction as %s; computed once",
 				  y->out->name, x->out->name);
 		}
 	}
@@ -282,7 +284,6 @@ static unsigned long long free_mask(const Node *x)
 	return x->nfree >= 64 ? ~0ull : (1ull << x->nfree) - 1;
 }
 
-
 /* An element-wise temporary of the stream with a factor that is a completed
 ** value independent of the stream (A = SN / SD in the textbook cascade), or
 ** made of such temporaries: what R1 could move out if it could see it. */
@@ -381,7 +382,8 @@ static int defer(Arena *a, Plan *p, Node *x)
 		Expr *s = expr_new(a, EX_SELECT, VT_FLOAT, val->loc);
 		s->nargs = 3;
 		s->args = ARENA_ARRAY(a, Expr *, 3);
-		s->args[0] = expr_binop(a, OP_EQ, access_free(a, n->out, x->nfree), expr_float(a, 0.0));
+		s->args[0] =
+		    expr_binop(a, OP_EQ, access_free(a, n->out, x->nfree), expr_float(a, 0.0));
 		s->args[1] = expr_float(a, 0.0);
 		s->args[2] = val;
 		val = s;
@@ -389,7 +391,8 @@ static int defer(Arena *a, Plan *p, Node *x)
 	const char *moved = expr_str(a, nod ? out_den[0] : out_num[0], x);
 	make_map(a, x, val);
 	plan_note(p, a, x->loc,
-		  "R1 defer: %s: the factor %s does not depend on %s, so it is applied once after the reduction (%s)",
+		  "R1 defer: %s: the factor %s does not depend on %s, so it is applied once after "
+		  "the reduction (%s)",
 		  x->out->name, moved, p->classes[p->stream].name, n->out->name);
 	return 1;
 }
@@ -421,7 +424,8 @@ static int expand(Arena *a, Expr *e, int neg, Term *out, int *n, int cap)
 		if (nl == 1 && nr == 1) {
 			if (*n == cap)
 				return 0;
-			out[(*n)++] = (Term){expr_binop(a, (Op)e->op, l[0].e, r[0].e), neg ^ l[0].neg ^ r[0].neg};
+			out[(*n)++] = (Term){expr_binop(a, (Op)e->op, l[0].e, r[0].e),
+					     neg ^ l[0].neg ^ r[0].neg};
 			return 1;
 		}
 		for (int i = 0; i < nl; i++)
@@ -457,7 +461,8 @@ static int fission(Arena *a, Plan *p, Node *x)
 			sum = expr_binop(a, t[i].neg ? OP_SUB : OP_ADD, sum, acc);
 	}
 	make_map(a, x, sum);
-	plan_note(p, a, x->loc, "R3 fission: %s = a sum of %d reductions, one per term, sharing the %s stream",
+	plan_note(p, a, x->loc,
+		  "R3 fission: %s = a sum of %d reductions, one per term, sharing the %s stream",
 		  x->out->name, n, p->classes[p->stream].name);
 	return 1;
 }
@@ -477,7 +482,9 @@ static void defer_all(Arena *a, Plan *p)
 			int fused = 0;
 			x->body = inline_maps(a, p, x->body, &fused);
 			if (fused)
-				plan_note(p, a, x->loc, "fusion: element-wise temporaries that read a completed reduction are substituted into %s",
+				plan_note(p, a, x->loc,
+					  "fusion: element-wise temporaries that read a completed "
+					  "reduction are substituted into %s",
 					  x->out->name);
 			if (!reads_completed(p, x->body))
 				continue;
@@ -517,7 +524,10 @@ static Scale bad(ScaleCtx *sc, const char *why)
 	return s;
 }
 
-static int scale_zero(const Scale *s) { return !s->bad && !s->raw && s->n == 0; }
+static int scale_zero(const Scale *s)
+{
+	return !s->bad && !s->raw && s->n == 0;
+}
 
 static int scale_same(const Scale *x, const Scale *y)
 {
@@ -553,7 +563,10 @@ static Scale scale_add(ScaleCtx *sc, Scale x, Scale y, double sign)
 	return x;
 }
 
-static int is_zero_literal(const Expr *e) { return e->kind == EX_FLOAT && e->fval == 0.0; }
+static int is_zero_literal(const Expr *e)
+{
+	return e->kind == EX_FLOAT && e->fval == 0.0;
+}
 
 /* Linear form of an exponent in the references: e = e0 - sum c_m r_m. */
 static int linear(ScaleCtx *sc, const Expr *e, Scale *coef, double sign);
@@ -626,7 +639,8 @@ static Scale scale_of(ScaleCtx *sc, const Expr *e)
 		if (e->op == FN_EXP || e->op == FN_EXP2) {
 			/* exp2(x) = exp(ln2 x): the same rescale with k scaled by ln 2 */
 			Scale coef = {0};
-			if (!linear(sc, e->args[0], &coef, e->op == FN_EXP2 ? 0.6931471805599453 : 1.0) ||
+			if (!linear(sc, e->args[0], &coef,
+				    e->op == FN_EXP2 ? 0.6931471805599453 : 1.0) ||
 			    coef.bad)
 				return bad(sc, "an exponent is not linear in the running max");
 			return coef;
@@ -652,12 +666,14 @@ static Scale scale_of(ScaleCtx *sc, const Expr *e)
 			if (scale_same(&l, &r))
 				return l;
 			if (l.raw || r.raw)
-				return bad(sc, "a running max is added to a value outside an exponential");
+				return bad(
+				    sc, "a running max is added to a value outside an exponential");
 			return bad(sc, "terms rescale differently");
 		default:
 			if (scale_zero(&l) && scale_zero(&r))
 				return z;
-			return bad(sc, "a comparison or max/min of a value that depends on the running max (e.g. a threshold on probabilities)");
+			return bad(sc, "a comparison or max/min of a value that depends on the "
+				       "running max (e.g. a threshold on probabilities)");
 		}
 	}
 	case EX_UNOP:
@@ -680,7 +696,8 @@ static Scale scale_of(ScaleCtx *sc, const Expr *e)
 			return x;
 		if (scale_zero(&x) && scale_zero(&y))
 			return z;
-		return scale_same(&x, &y) ? x : bad(sc, "the branches of a select rescale differently");
+		return scale_same(&x, &y) ? x
+					  : bad(sc, "the branches of a select rescale differently");
 	}
 	case EX_CAST: {
 		Scale s = scale_of(sc, e->args[0]);
@@ -727,7 +744,7 @@ static const char *rebase(Arena *a, Plan *p)
 {
 	Cascade *c = p->c;
 	int n = c->nodes.n;
-	p->ref_ok = ARENA_ARRAY(a, unsigned char, (size_t)n * n + 1);
+	p->ref_ok = ARENA_ARRAY(a, unsigned char, (size_t)n *n + 1);
 	ScaleCtx sc = {p, ARENA_ARRAY(a, Scale, n + 1), NULL};
 	const char *first_why = NULL;
 	for (int i = 0; i < n; i++) {
@@ -751,7 +768,8 @@ static const char *rebase(Arena *a, Plan *p)
 		sc.node[i] = s;
 		if (s.bad) {
 			if (!first_why)
-				first_why = arena_printf(a, "%s: %s", x->out->name, sc.why ? sc.why : "unsupported");
+				first_why = arena_printf(a, "%s: %s", x->out->name,
+							 sc.why ? sc.why : "unsupported");
 			continue;
 		}
 		if (np->role == ROLE_RUNNING) {
@@ -772,7 +790,9 @@ static const char *rebase(Arena *a, Plan *p)
 		if (nx->role == ROLE_TILE && sc.node[i].n && x->out->kind == TK_OUT) {
 			sc.node[i].bad = 1; /* an output needs the final reference */
 			if (!first_why)
-				first_why = arena_printf(a, "%s is an output that needs the final reference", x->out->name);
+				first_why = arena_printf(
+				    a, "%s is an output that needs the final reference",
+				    x->out->name);
 			continue;
 		}
 		if (nx->role == ROLE_RUNNING && x->red != RED_SUM)
@@ -795,8 +815,8 @@ static const char *rebase(Arena *a, Plan *p)
 		if (!p->np[i].is_ref || p->np[i].role != ROLE_EPILOGUE)
 			continue;
 		for (int j = 0; j < i; j++)
-			if (p->np[j].is_ref && expr_reads(((Node *)c->nodes.v[i])->body,
-							  ((Node *)c->nodes.v[j])->out))
+			if (p->np[j].is_ref &&
+			    expr_reads(((Node *)c->nodes.v[i])->body, ((Node *)c->nodes.v[j])->out))
 				p->ref_ok[(size_t)i * n + j] = 1;
 	}
 	return first_why;
@@ -833,7 +853,8 @@ void plan_rewrite(Arena *a, Plan *p)
 				  x->out->name, rho_text(a, p, &np->run));
 		if (np->is_ref && np->role == ROLE_EPILOGUE)
 			plan_note(p, a, x->loc,
-				  "R4: %s is a running reference built from running maxes and %s-independent terms; they enter as its initial value",
+				  "R4: %s is a running reference built from running maxes and "
+				  "%s-independent terms; they enter as its initial value",
 				  x->out->name, p->classes[p->stream].name);
 	}
 	if (p->passes_after > 1 && why)

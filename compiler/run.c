@@ -37,13 +37,13 @@ typedef struct Run {
 	FILE *out, *err;
 	Binding b;
 	int ndims, nparams, ntensors;
-	char (*dimsrc)[160];   /* [ndims]: where each size came from; "" = unknown */
-	const char **npypath;  /* [ntensors]: --input file of each input, or NULL */
-	NpyArray *npy;         /* [ntensors]: the loaded files */
-	const RunRange **range; /* [ntensors]: --range of each i32 input, or NULL */
-	int *pgiven;           /* [nparams] */
+	char (*dimsrc)[160];         /* [ndims]: where each size came from; "" = unknown */
+	const char **npypath;        /* [ntensors]: --input file of each input, or NULL */
+	NpyArray *npy;               /* [ntensors]: the loaded files */
+	const RunRange **range;      /* [ntensors]: --range of each i32 input, or NULL */
+	int *pgiven;                 /* [nparams] */
 	long (*shape)[NPY_MAX_RANK]; /* [ntensors]: evaluated shapes */
-	long *numel;           /* [ntensors] */
+	long *numel;                 /* [ntensors] */
 } Run;
 
 /* Every message of run_cascade starts the same way, as diag_load_file's do. */
@@ -106,13 +106,15 @@ static int check_names(Run *r)
 	const RunConfig *cfg = r->cfg;
 	for (int i = 0; i < cfg->nsizes; i++)
 		if (!cascade_dim(r->c, cfg->sizes[i].name)) {
-			errorf(r, "--sizes: '%s' has no dim named '%s'", r->c->name, cfg->sizes[i].name);
+			errorf(r, "--sizes: '%s' has no dim named '%s'", r->c->name,
+			       cfg->sizes[i].name);
 			list_names(r, "dims", 0);
 			return RUN_EUSER;
 		}
 	for (int i = 0; i < cfg->nparams; i++)
 		if (!cascade_param(r->c, cfg->params[i].name)) {
-			errorf(r, "--param: '%s' has no param named '%s'", r->c->name, cfg->params[i].name);
+			errorf(r, "--param: '%s' has no param named '%s'", r->c->name,
+			       cfg->params[i].name);
 			list_names(r, "params", 1);
 			return RUN_EUSER;
 		}
@@ -128,11 +130,11 @@ static int check_names(Run *r)
 		if (!t)
 			return RUN_EUSER;
 		if (t->dtype != DT_I32)
-			return errorf(r, "--range %s: '%s' is %s; ranges apply to i32 inputs only", g->name,
-				      g->name, dtype_name(t->dtype));
+			return errorf(r, "--range %s: '%s' is %s; ranges apply to i32 inputs only",
+				      g->name, g->name, dtype_name(t->dtype));
 		if (g->lo > g->hi || g->lo < INT32_MIN || g->hi > INT32_MAX)
-			return errorf(r, "--range %s: %ld:%ld is not a valid i32 range", g->name, g->lo,
-				      g->hi);
+			return errorf(r, "--range %s: %ld:%ld is not a valid i32 range", g->name,
+				      g->lo, g->hi);
 		r->range[t->id] = g;
 	}
 	return RUN_OK;
@@ -147,10 +149,11 @@ static int sizes_from_config(Run *r)
 		const RunSize *s = &r->cfg->sizes[i];
 		Dim *d = cascade_dim(r->c, s->name);
 		if (s->value < 1)
-			return errorf(r, "--sizes %s=%ld: sizes must be at least 1", s->name, s->value);
+			return errorf(r, "--sizes %s=%ld: sizes must be at least 1", s->name,
+				      s->value);
 		if (d->fixed && d->fixed != s->value)
-			return errorf(r, "--sizes %s=%ld conflicts with the fixed size %s = %ld", s->name,
-				      s->value, s->name, d->fixed);
+			return errorf(r, "--sizes %s=%ld conflicts with the fixed size %s = %ld",
+				      s->name, s->value, s->name, d->fixed);
 		r->b.dims[d->id] = s->value;
 		snprintf(r->dimsrc[d->id], sizeof r->dimsrc[0], "from --sizes");
 	}
@@ -186,8 +189,8 @@ static int load_input(Run *r, const Tensor *t)
 	if (npy_read(path, a, why, sizeof why))
 		return errorf(r, "input '%s': %s", t->name, why);
 	if (!input_type_ok(t->dtype, a->type))
-		return errorf(r, "input '%s' (%s): dtype %s does not fit the declared %s (%s)", t->name,
-			      path, npy_type_descr(a->type), dtype_name(t->dtype),
+		return errorf(r, "input '%s' (%s): dtype %s does not fit the declared %s (%s)",
+			      t->name, path, npy_type_descr(a->type), dtype_name(t->dtype),
 			      t->dtype == DT_I32    ? "give integer data"
 			      : t->dtype == DT_BOOL ? "give bool or integer data"
 						    : "give float or integer data");
@@ -200,15 +203,21 @@ static int load_input(Run *r, const Tensor *t)
 			continue;
 		int id = e->dim->id;
 		if (a->shape[k] < 1)
-			return errorf(r, "input '%s' (%s): dimension %d (%s) has size %ld; sizes must "
-				      "be at least 1", t->name, path, k, e->dim->name, a->shape[k]);
+			return errorf(r,
+				      "input '%s' (%s): dimension %d (%s) has size %ld; sizes must "
+				      "be at least 1",
+				      t->name, path, k, e->dim->name, a->shape[k]);
 		if (r->dimsrc[id][0] && r->b.dims[id] != a->shape[k])
-			return errorf(r, "input '%s' (%s): dimension %d (%s) has size %ld, but %s = %ld "
-				      "%s", t->name, path, k, e->dim->name, a->shape[k], e->dim->name,
-				      r->b.dims[id], r->dimsrc[id]);
+			return errorf(
+			    r,
+			    "input '%s' (%s): dimension %d (%s) has size %ld, but %s = %ld "
+			    "%s",
+			    t->name, path, k, e->dim->name, a->shape[k], e->dim->name,
+			    r->b.dims[id], r->dimsrc[id]);
 		if (!r->dimsrc[id][0]) {
 			r->b.dims[id] = a->shape[k];
-			snprintf(r->dimsrc[id], sizeof r->dimsrc[0], "from input '%s' (%s)", t->name, path);
+			snprintf(r->dimsrc[id], sizeof r->dimsrc[0], "from input '%s' (%s)",
+				 t->name, path);
 		}
 	}
 	return RUN_OK;
@@ -230,7 +239,6 @@ static int resolve_sizes(Run *r)
 	}
 	return rc ? rc : missing;
 }
-
 
 /* Prints a tensor's declared shape, e.g. "Q[B, HKV*G, N, D]", into err. */
 static void print_decl(Run *r, const Tensor *t)
@@ -260,7 +268,9 @@ static int check_shapes(Run *r)
 			n *= bad ? 1 : *s;
 		}
 		if (bad) {
-			errorf(r, "tensor '%s' is too large or has a negative extent at these sizes", t->name);
+			errorf(r,
+			       "tensor '%s' is too large or has a negative extent at these sizes",
+			       t->name);
 			fputs("attnc: note: declared as ", r->err);
 			print_decl(r, t);
 			fputc('\n', r->err);
@@ -270,8 +280,11 @@ static int check_shapes(Run *r)
 		for (int k = 0; r->npypath[i] && k < t->rank; k++) {
 			if (r->npy[i].shape[k] == r->shape[i][k])
 				continue;
-			errorf(r, "input '%s' (%s): dimension %d has size %ld, but the declaration needs "
-				  "%ld", t->name, r->npypath[i], k, r->npy[i].shape[k], r->shape[i][k]);
+			errorf(
+			    r,
+			    "input '%s' (%s): dimension %d has size %ld, but the declaration needs "
+			    "%ld",
+			    t->name, r->npypath[i], k, r->npy[i].shape[k], r->shape[i][k]);
 			fputs("attnc: note: declared as ", r->err);
 			print_decl(r, t);
 			fputc('\n', r->err);
@@ -289,9 +302,10 @@ static int bind_params(Run *r)
 	for (int i = 0; i < r->cfg->nparams; i++) {
 		const RunParam *g = &r->cfg->params[i];
 		Param *p = cascade_param(r->c, g->name);
-		if (p->type == VT_INT && !(g->value == floor(g->value) && fabs(g->value) < 2147483648.0))
-			return errorf(r, "--param %s=%g: '%s' is an i32 param; give an integer", g->name,
-				      g->value, g->name);
+		if (p->type == VT_INT &&
+		    !(g->value == floor(g->value) && fabs(g->value) < 2147483648.0))
+			return errorf(r, "--param %s=%g: '%s' is an i32 param; give an integer",
+				      g->name, g->value, g->name);
 		r->b.params[p->id] = g->value;
 		r->pgiven[p->id] = 1;
 	}
@@ -314,8 +328,9 @@ static int adopt_input(Run *r, const Tensor *t)
 		double v = a->data[i], w = v;
 		if (t->dtype == DT_I32) {
 			if (!(v == floor(v) && v >= INT32_MIN && v <= INT32_MAX))
-				return errorf(r, "input '%s' (%s): element %ld is %g, not an i32 value",
-					      t->name, r->npypath[t->id], i, v);
+				return errorf(
+				    r, "input '%s' (%s): element %ld is %g, not an i32 value",
+				    t->name, r->npypath[t->id], i, v);
 		} else if (t->dtype == DT_BOOL) {
 			w = v != 0;
 		} else {
@@ -325,8 +340,8 @@ static int adopt_input(Run *r, const Tensor *t)
 		a->data[i] = w;
 	}
 	if (changed && !r->cfg->quiet)
-		fprintf(r->err, "attnc: note: input '%s': %ld of %ld values rounded to %s\n", t->name,
-			changed, a->numel, dtype_name(t->dtype));
+		fprintf(r->err, "attnc: note: input '%s': %ld of %ld values rounded to %s\n",
+			t->name, changed, a->numel, dtype_name(t->dtype));
 	r->b.data[t->id] = a->data;
 	a->data = NULL;
 	return RUN_OK;
@@ -360,14 +375,17 @@ static int bind_tensors(Run *r)
 			continue;
 		}
 		size_t n = r->numel[i] ? (size_t)r->numel[i] : 1;
-		r->b.data[i] = t->kind == TK_IN ? malloc(n * sizeof(double)) : calloc(n, sizeof(double));
+		r->b.data[i] =
+		    t->kind == TK_IN ? malloc(n * sizeof(double)) : calloc(n, sizeof(double));
 		if (!r->b.data[i])
-			return errorf(r, "out of memory for '%s' (%ld elements)", t->name, r->numel[i]),
+			return errorf(r, "out of memory for '%s' (%ld elements)", t->name,
+				      r->numel[i]),
 			       RUN_EINTERNAL;
 		if (t->kind == TK_IN) {
 			long lo = r->range[i] ? r->range[i]->lo : 0;
 			long hi = r->range[i] ? r->range[i]->hi : default_int_hi(r);
-			inputs_fill(r->b.data[i], r->numel[i], t->dtype, r->cfg->seed, t->name, lo, hi);
+			inputs_fill(r->b.data[i], r->numel[i], t->dtype, r->cfg->seed, t->name, lo,
+				    hi);
 		}
 	}
 	return RUN_OK;
@@ -388,7 +406,10 @@ static void print_num(FILE *out, const char *label, double v, int digits)
 
 /* Outputs are written (and summarised) in the working precision, whatever
 ** their declared dtype (docs/cli.md): i32 and bool results are exact in it. */
-static NpyType out_type(Run *r) { return r->cfg->use_f64 ? NPY_F64 : NPY_F32; }
+static NpyType out_type(Run *r)
+{
+	return r->cfg->use_f64 ? NPY_F64 : NPY_F32;
+}
 
 /* One line per output: shape, type, min/max (NaNs skipped), mean, l2 norm
 ** and a position-weighted checksum sum_k x_k * (k % 7 + 1). */
@@ -468,8 +489,8 @@ static int emit_outputs(Run *r)
 			if (!path)
 				return errorf(r, "out of memory"), RUN_EINTERNAL;
 			snprintf(path, len, "%s/%s.npy", dir, t->name);
-			int bad = npy_write(path, out_type(r), t->rank, r->shape[i], r->b.data[i], why,
-					    sizeof why);
+			int bad = npy_write(path, out_type(r), t->rank, r->shape[i], r->b.data[i],
+					    why, sizeof why);
 			free(path);
 			if (bad)
 				return errorf(r, "%s", why), RUN_EINTERNAL;
@@ -573,9 +594,9 @@ static int run_alloc(Run *r)
 	r->shape = calloc(nt, sizeof *r->shape);
 	r->numel = calloc(nt, sizeof *r->numel);
 	return r->b.dims && r->b.params && r->b.data && r->dimsrc && r->npypath && r->npy &&
-			       r->range && r->pgiven && r->shape && r->numel
-		       ? 0
-		       : -1;
+		       r->range && r->pgiven && r->shape && r->numel
+		   ? 0
+		   : -1;
 }
 
 /* Releases bound buffers (inputs, outputs, unadopted .npy data) and arrays. */
@@ -630,36 +651,36 @@ int run_cascade(const Cascade *c, const RunConfig *cfg)
 /* ---- command line --------------------------------------------------------- */
 
 static const char usage_text[] =
-	"usage: attnc run FILE.attn [options]\n"
-	"\n"
-	"Evaluates one attention block of FILE.attn on seeded random (or given)\n"
-	"inputs and prints one summary line per output.\n"
-	"\n"
-	"options:\n"
-	"  --entry NAME           the attention block to run (needed if FILE has several)\n"
-	"  --sizes B=2,H=4,...    sizes of dims (else fixed sizes, else .npy input shapes)\n"
-	"  --seed N               seed for generated inputs (default 0)\n"
-	"  --input NAME=FILE.npy  read input NAME from a .npy file (repeatable)\n"
-	"  --param NAME=VALUE     set a param, overriding its default (repeatable)\n"
-	"  --range NAME=LO:HI     values of a generated i32 input (default 0:largest runtime dim)\n"
-	"  --out-dir DIR          write each output as DIR/NAME.npy (DIR is created)\n"
-	"  --precision f32|f64    working precision of the mlir and cpu engines and of\n"
-	"                         written float outputs (default f32; interp always\n"
-	"                         computes in f64)\n"
-	"  --engine mlir|interp|cpu\n"
-	"                         the MLIR reference executor (default), the f64\n"
-	"                         interpreter, or the C back end's code built with the\n"
-	"                         system C compiler ($CC, else cc) and loaded\n"
-	"  --target cpu           the same as --engine cpu\n"
-	"  --quiet                print no summary lines\n"
-	"  --help                 show this help\n"
-	"\n"
-	"Generated inputs: floats are standard normals rounded to the tensor's dtype,\n"
-	"i32 values uniform in their range, bools true with probability 3/4; each\n"
-	"tensor's values depend only on the seed and its name.\n"
-	"Summary: NAME: shape [...] TYPE min max mean l2 checksum (sum x_k*(k%7+1))\n"
-	"Exit status: 0 ok, 1 error in the .attn file or in given data, 2 usage error,\n"
-	"3 internal failure.\n";
+    "usage: attnc run FILE.attn [options]\n"
+    "\n"
+    "Evaluates one attention block of FILE.attn on seeded random (or given)\n"
+    "inputs and prints one summary line per output.\n"
+    "\n"
+    "options:\n"
+    "  --entry NAME           the attention block to run (needed if FILE has several)\n"
+    "  --sizes B=2,H=4,...    sizes of dims (else fixed sizes, else .npy input shapes)\n"
+    "  --seed N               seed for generated inputs (default 0)\n"
+    "  --input NAME=FILE.npy  read input NAME from a .npy file (repeatable)\n"
+    "  --param NAME=VALUE     set a param, overriding its default (repeatable)\n"
+    "  --range NAME=LO:HI     values of a generated i32 input (default 0:largest runtime dim)\n"
+    "  --out-dir DIR          write each output as DIR/NAME.npy (DIR is created)\n"
+    "  --precision f32|f64    working precision of the mlir and cpu engines and of\n"
+    "                         written float outputs (default f32; interp always\n"
+    "                         computes in f64)\n"
+    "  --engine mlir|interp|cpu\n"
+    "                         the MLIR reference executor (default), the f64\n"
+    "                         interpreter, or the C back end's code built with the\n"
+    "                         system C compiler ($CC, else cc) and loaded\n"
+    "  --target cpu           the same as --engine cpu\n"
+    "  --quiet                print no summary lines\n"
+    "  --help                 show this help\n"
+    "\n"
+    "Generated inputs: floats are standard normals rounded to the tensor's dtype,\n"
+    "i32 values uniform in their range, bools true with probability 3/4; each\n"
+    "tensor's values depend only on the seed and its name.\n"
+    "Summary: NAME: shape [...] TYPE min max mean l2 checksum (sum x_k*(k%7+1))\n"
+    "Exit status: 0 ok, 1 error in the .attn file or in given data, 2 usage error,\n"
+    "3 internal failure.\n";
 
 /* What the command line said, with arrays sized for the worst case. */
 typedef struct Args {
@@ -687,7 +708,8 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 /* A C identifier of length n at s. */
 static int is_ident(const char *s, size_t n)
 {
-	if (n == 0 || !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
+	if (n == 0 ||
+	    !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
 		return 0;
 	for (size_t i = 1; i < n; i++)
 		if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
@@ -729,7 +751,8 @@ static int parse_sizes(Arena *a, Args *g, const char *s)
 		const char *name, *val;
 		long v;
 		if (split_assign(a, item, &name, &val) || parse_long(val, &v))
-			return usage_error("malformed --sizes '%s': expected NAME=SIZE[,NAME=SIZE...]", s);
+			return usage_error(
+			    "malformed --sizes '%s': expected NAME=SIZE[,NAME=SIZE...]", s);
 		if (v < 1)
 			return usage_error("--sizes %s=%ld: sizes must be at least 1", name, v);
 		g->sizes[g->cfg.nsizes++] = (RunSize){name, v};
@@ -830,8 +853,9 @@ static int apply_option(Arena *a, Args *g, const char *opt, const char *val)
 /* Whether opt is one of the options with a value (so the next argument is it). */
 static int takes_value(const char *opt)
 {
-	static const char *const names[] = {"--entry", "--sizes", "--seed",      "--input", "--param",
-					    "--range", "--out-dir", "--precision", "--engine", "--target"};
+	static const char *const names[] = {"--entry",  "--sizes", "--seed",    "--input",
+					    "--param",  "--range", "--out-dir", "--precision",
+					    "--engine", "--target"};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (!strcmp(opt, names[i]))
 			return 1;
@@ -855,7 +879,8 @@ static int parse_args(Arena *a, int argc, char **argv, Args *g)
 		const char *s = argv[i];
 		if (nopts || s[0] != '-' || !s[1]) {
 			if (g->file)
-				return usage_error("unexpected argument '%s' (one FILE.attn only)", s);
+				return usage_error("unexpected argument '%s' (one FILE.attn only)",
+						   s);
 			g->file = s;
 			continue;
 		}
@@ -908,10 +933,13 @@ static const Cascade *pick_cascade(const Program *p, const char *entry, const ch
 		return NULL;
 	}
 	if (entry)
-		fprintf(stderr, "attnc: error: %s has no attention block named '%s'; it has:", file, entry);
+		fprintf(stderr, "attnc: error: %s has no attention block named '%s'; it has:", file,
+			entry);
 	else
-		fprintf(stderr, "attnc run: error: %s defines several attention blocks; pick one with "
-				"--entry NAME:", file);
+		fprintf(stderr,
+			"attnc run: error: %s defines several attention blocks; pick one with "
+			"--entry NAME:",
+			file);
 	for (int i = 0; i < p->cascades.n; i++)
 		fprintf(stderr, " %s", ((Cascade *)p->cascades.v[i])->name);
 	fputc('\n', stderr);

@@ -56,9 +56,9 @@ typedef struct RunConfig {
 	const char *out_dir; /* NULL: write no files */
 	int use_f64;         /* --precision f64 */
 	RunEngine engine;
-	int quiet;           /* no summary lines */
-	Diag *diag;          /* C back end messages (cpu engine); NULL: a fresh one on err */
-	FILE *out, *err;     /* NULL: stdout, stderr */
+	int quiet;       /* no summary lines */
+	Diag *diag;      /* C back end messages (cpu engine); NULL: a fresh one on err */
+	FILE *out, *err; /* NULL: stdout, stderr */
 } RunConfig;
 
 /* Defaults: seed 0, f32, the MLIR engine, stdout/stderr, nothing given. */

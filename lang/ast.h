@@ -47,7 +47,7 @@ typedef struct AstItem {
 	const char *type; /* I_PARAM, I_IN, I_OUT: dtype name */
 	SrcLoc typeloc;
 	int nidx;
-	AstExpr **idx;    /* I_IN/I_OUT shape, I_STMT left-hand indices */
+	AstExpr **idx;        /* I_IN/I_OUT shape, I_STMT left-hand indices */
 	AstExpr *rhs, *where; /* I_STMT */
 } AstItem;
 

@@ -57,7 +57,8 @@ int diag_load_file(Diag *d, const char *path)
 	char *text = arena_strndup(d->arena, buf, n);
 	free(buf);
 	if (memchr(text, 0, n)) {
-		fprintf(d->out, "attnc: error: '%s' contains a NUL byte; is it a text file?\n", path);
+		fprintf(d->out, "attnc: error: '%s' contains a NUL byte; is it a text file?\n",
+			path);
 		return -1;
 	}
 	return diag_add_file(d, arena_strdup(d->arena, path), text, n);
@@ -128,14 +129,26 @@ void diag_vreport(Diag *d, DiagLevel lv, SrcLoc loc, const char *fmt, va_list ap
 		show_line(d, loc);
 }
 
-#define REPORT(level)                                                                          \
-	va_list ap;                                                                            \
-	va_start(ap, fmt);                                                                     \
-	diag_vreport(d, level, loc, fmt, ap);                                                  \
+#define REPORT(level)                                                                              \
+	va_list ap;                                                                                \
+	va_start(ap, fmt);                                                                         \
+	diag_vreport(d, level, loc, fmt, ap);                                                      \
 	va_end(ap)
 
-void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) { REPORT(DIAG_ERROR); }
-void diag_warning(Diag *d, SrcLoc loc, const char *fmt, ...) { REPORT(DIAG_WARNING); }
-void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) { REPORT(DIAG_NOTE); }
+void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...)
+{
+	REPORT(DIAG_ERROR);
+}
+void diag_warning(Diag *d, SrcLoc loc, const char *fmt, ...)
+{
+	REPORT(DIAG_WARNING);
+}
+void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...)
+{
+	REPORT(DIAG_NOTE);
+}
 
-int diag_too_many(const Diag *d) { return d->errors > d->max_errors; }
+int diag_too_many(const Diag *d)
+{
+	return d->errors > d->max_errors;
+}

@@ -31,10 +31,10 @@ typedef struct Diag {
 	SourceFile files[8];
 	int nfiles;
 	int errors, warnings;
-	int max_errors;  /* stop reporting (and ask callers to stop) past this */
-	int suppressed;  /* errors not printed because of the cap */
-	FILE *out;       /* stderr unless a test captures it */
-	int color;       /* unused for now; GNU colour codes when set */
+	int max_errors; /* stop reporting (and ask callers to stop) past this */
+	int suppressed; /* errors not printed because of the cap */
+	FILE *out;      /* stderr unless a test captures it */
+	int color;      /* unused for now; GNU colour codes when set */
 } Diag;
 
 void diag_init(Diag *d, Arena *a, FILE *out);
@@ -44,12 +44,9 @@ int diag_add_file(Diag *d, const char *name, const char *text, size_t size);
 ** returns -1 on failure. */
 int diag_load_file(Diag *d, const char *path);
 
-void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-void diag_warning(Diag *d, SrcLoc loc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void diag_warning(Diag *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_vreport(Diag *d, DiagLevel lv, SrcLoc loc, const char *fmt, va_list ap);
 /* True once the error cap is reached: passes stop early instead of cascading. */
 int diag_too_many(const Diag *d);

@@ -242,9 +242,10 @@ static Expr *lower_softmax(Sema *s, AstExpr *e)
 		if (!strcmp(st->scope[i].name, j))
 			outer = st->scope[i].e;
 	if (!outer || outer->kind != EX_INDEX) {
-		diag_error(s->d, e->args[0]->loc,
-			   "softmax over '%s' needs '%s' to be a plain index of the enclosing expression",
-			   j, j);
+		diag_error(
+		    s->d, e->args[0]->loc,
+		    "softmax over '%s' needs '%s' to be a plain index of the enclosing expression",
+		    j, j);
 		return NULL;
 	}
 	int q = outer->var, nouter = sp->n, nscope = st->nscope;
@@ -280,9 +281,10 @@ Expr *lower_reduction(Sema *s, AstExpr *e)
 	RedOp red = lower_redop(e->name);
 	int lse = !strcmp(e->name, "logsumexp");
 	if (red == RED_NONE && !lse) {
-		diag_error(s->d, e->nameloc,
-			   "unknown reduction '%s'; expected sum, max, min, prod, softmax or logsumexp",
-			   e->name);
+		diag_error(
+		    s->d, e->nameloc,
+		    "unknown reduction '%s'; expected sum, max, min, prod, softmax or logsumexp",
+		    e->name);
 		return NULL;
 	}
 	Stmt *st = s->st;
@@ -319,7 +321,8 @@ static int bind_lhs(Sema *s, Stmt *st, Space *sp)
 		AstExpr *ix = it->idx[k];
 		if (ix->kind == A_NAME) {
 			VarInfo *v = sema_var(st, ix->name);
-			sp->v[k] = (IndexVar){ix->name, t->shape ? t->shape[k] : v->extent, ix->loc};
+			sp->v[k] =
+			    (IndexVar){ix->name, t->shape ? t->shape[k] : v->extent, ix->loc};
 			scope_push(st, ix->name, expr_index(s->a, k));
 			continue;
 		}
@@ -330,14 +333,16 @@ static int bind_lhs(Sema *s, Stmt *st, Space *sp)
 			return 0;
 		Expr *span = expr_binop(s->a, OP_MUL, va->extent, xe);
 		if (!extent_equal(vb->extent, xe)) {
-			diag_error(s->d, b->loc, "in a left-hand subscript a*%s+b, '%s' must range over %s",
+			diag_error(s->d, b->loc,
+				   "in a left-hand subscript a*%s+b, '%s' must range over %s",
 				   x->name, b->name, x->name);
 			ok = 0;
 		} else if (t->shape && !extent_equal(t->shape[k], span) &&
 			   !expr_equal(t->shape[k], span)) {
-			diag_error(s->d, ix->loc,
-				   "'%s' spans %s*%s values but dimension %d of '%s' has a different size",
-				   a->name, va->name, x->name, k + 1, t->name);
+			diag_error(
+			    s->d, ix->loc,
+			    "'%s' spans %s*%s values but dimension %d of '%s' has a different size",
+			    a->name, va->name, x->name, k + 1, t->name);
 			ok = 0;
 		}
 		sp->v[k] = (IndexVar){arena_printf(s->a, "%s_%s", a->name, b->name),
@@ -394,7 +399,8 @@ int lower_statement(Sema *s, Stmt *st)
 	if (red != RED_NONE) {
 		body = sema_expr(s, rhs->body);
 		if (rhs->where)
-			filter = expr_and(s->a, filter, sema_bool(s, rhs->where, "a 'where' clause"));
+			filter =
+			    expr_and(s->a, filter, sema_bool(s, rhs->where, "a 'where' clause"));
 		if (!want_float(s, rhs, rhs->name, body))
 			return 0;
 	} else {

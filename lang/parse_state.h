@@ -10,8 +10,8 @@ typedef struct ParseState {
 	Arena *arena;
 	Diag *diag;
 	int file;
-	int line, col;   /* scanner cursor, 1-based */
-	SrcLoc comment;  /* start of an open block comment */
+	int line, col;  /* scanner cursor, 1-based */
+	SrcLoc comment; /* start of an open block comment */
 	AstFile *result;
 	AstAttention *current; /* the block being parsed */
 } ParseState;

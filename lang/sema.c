@@ -26,7 +26,7 @@ static const char *sym_kind_name(const Sym *y)
 	case SYM_CONST: return "const";
 	case SYM_PARAM: return "param";
 	default:
-		return !y->tensor ? "tensor"
+		return !y->tensor                  ? "tensor"
 		       : y->tensor->kind == TK_IN  ? "input"
 		       : y->tensor->kind == TK_OUT ? "output"
 						   : "tensor";
@@ -276,9 +276,10 @@ static void check_block(Sema *s)
 		else if (k == TK_IN && y->tensor && !y->used)
 			diag_warning(s->d, y->loc, "input '%s' is never used", y->name);
 		else if (k == TK_TEMP && !y->used && y->stmt)
-			diag_warning(s->d, y->stmt->nameloc,
-				     "'%s' is computed but never used; declare it 'out' to return it",
-				     y->name);
+			diag_warning(
+			    s->d, y->stmt->nameloc,
+			    "'%s' is computed but never used; declare it 'out' to return it",
+			    y->name);
 	}
 }
 
@@ -348,7 +349,8 @@ Program *front_compile(Arena *a, Diag *d, int file)
 		for (int j = 0; j < i; j++) {
 			AstAttention *prev = f->attentions.v[j];
 			if (!strcmp(prev->name, att->name)) {
-				diag_error(d, att->nameloc, "redefinition of attention '%s'", att->name);
+				diag_error(d, att->nameloc, "redefinition of attention '%s'",
+					   att->name);
 				diag_note(d, prev->nameloc, "previous definition is here");
 			}
 		}

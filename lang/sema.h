@@ -22,24 +22,24 @@ typedef struct Sym {
 	Dim *dim;
 	Param *param;
 	Tensor *tensor;
-	Expr *value;     /* SYM_CONST: a literal */
-	AstItem *decl;   /* declaring item (in/out/dims/...) */
-	AstItem *stmt;   /* SYM_TENSOR: defining statement, if any */
+	Expr *value;   /* SYM_CONST: a literal */
+	AstItem *decl; /* declaring item (in/out/dims/...) */
+	AstItem *stmt; /* SYM_TENSOR: defining statement, if any */
 	int used;
-	int state;       /* statement ordering: 0 new, 1 visiting, 2 done */
-	int failed;      /* its definition had errors: uses are not checked again */
+	int state;  /* statement ordering: 0 new, 1 visiting, 2 done */
+	int failed; /* its definition had errors: uses are not checked again */
 } Sym;
 
 /* An index name of the statement being lowered and its range. */
 typedef struct VarInfo {
 	const char *name;
-	Expr *extent;    /* NULL until inferred */
-	SrcLoc loc;      /* first use */
-	SrcLoc from;     /* the access that gave the range */
+	Expr *extent; /* NULL until inferred */
+	SrcLoc loc;   /* first use */
+	SrcLoc from;  /* the access that gave the range */
 	const char *from_text;
 	int on_lhs;
-	int as_index;    /* used inside some [...] */
-	int reported;    /* an unbound-index error was given */
+	int as_index; /* used inside some [...] */
+	int reported; /* an unbound-index error was given */
 } VarInfo;
 
 /* The iteration space of the node under construction. */
@@ -61,7 +61,7 @@ typedef struct Stmt {
 	Space *sp;
 	ScopeEntry scope[MAX_VARS];
 	int nscope;
-	Expr **push;     /* statement-level where conjuncts, for pushing into hoisted nodes */
+	Expr **push; /* statement-level where conjuncts, for pushing into hoisted nodes */
 	int npush;
 	int ntemps;
 } Stmt;
@@ -71,9 +71,9 @@ typedef struct Sema {
 	Diag *d;
 	Cascade *c;
 	AstAttention *att;
-	PtrVec syms;      /* Sym* */
-	PtrVec indexdecl; /* AstItem* of `index` items */
-	Stmt *st;         /* statement being lowered, or NULL (declarations) */
+	PtrVec syms;             /* Sym* */
+	PtrVec indexdecl;        /* AstItem* of `index` items */
+	Stmt *st;                /* statement being lowered, or NULL (declarations) */
 	const char *scalar_what; /* set while typing a shape, const or default */
 	int allow_params;
 } Sema;
@@ -92,7 +92,7 @@ int sema_check_affine(Sema *s, AstExpr *e);
 int extent_equal(const Expr *a, const Expr *b);
 
 /* sema_expr.c */
-Expr *sema_expr(Sema *s, AstExpr *e);             /* in the current scope */
+Expr *sema_expr(Sema *s, AstExpr *e); /* in the current scope */
 Expr *sema_scalar_expr(Sema *s, AstExpr *e, int allow_params, const char *what);
 Expr *sema_to_float(Sema *s, Expr *e, AstExpr *src);
 Expr *sema_bool(Sema *s, AstExpr *e, const char *what);

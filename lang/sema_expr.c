@@ -30,8 +30,9 @@ Expr *sema_bool(Sema *s, AstExpr *src, const char *what)
 {
 	Expr *e = sema_expr(s, src);
 	if (e && e->type != VT_BOOL) {
-		diag_error(s->d, src->loc, "%s must be a condition (a comparison or a bool tensor), not %s",
-			   what, vtype_name(e->type));
+		diag_error(s->d, src->loc,
+			   "%s must be a condition (a comparison or a bool tensor), not %s", what,
+			   vtype_name(e->type));
 		return NULL;
 	}
 	return e;
@@ -65,7 +66,8 @@ static Expr *name_expr(Sema *s, AstExpr *e)
 	case SYM_DIM:
 		if (s->scalar_what && !s->allow_params && !y->dim->fixed &&
 		    !strcmp(s->scalar_what, "a const")) {
-			diag_error(s->d, e->loc, "a const must be a compile-time value; '%s' is a runtime dim",
+			diag_error(s->d, e->loc,
+				   "a const must be a compile-time value; '%s' is a runtime dim",
 				   e->name);
 			return NULL;
 		}
@@ -82,7 +84,8 @@ static Expr *name_expr(Sema *s, AstExpr *e)
 		if (!y->param)
 			return NULL; /* its declaration failed and was reported */
 		if (s->scalar_what && !s->allow_params) {
-			diag_error(s->d, e->loc, "%s cannot use param '%s': params are runtime scalars",
+			diag_error(s->d, e->loc,
+				   "%s cannot use param '%s': params are runtime scalars",
 				   s->scalar_what, e->name);
 			return NULL;
 		}
@@ -90,7 +93,8 @@ static Expr *name_expr(Sema *s, AstExpr *e)
 		r->param = y->param;
 		return r;
 	default:
-		diag_error(s->d, e->loc, "'%s' is a tensor; subscript it as %s[...]", e->name, e->name);
+		diag_error(s->d, e->loc, "'%s' is a tensor; subscript it as %s[...]", e->name,
+			   e->name);
 		return NULL;
 	}
 }
@@ -104,7 +108,10 @@ static Expr *access_expr(Sema *s, AstExpr *e)
 	}
 	if (y->kind != SYM_TENSOR) {
 		diag_error(s->d, e->nameloc, "'%s' is a %s, not a tensor; it cannot be subscripted",
-			   e->name, y->kind == SYM_DIM ? "dim" : y->kind == SYM_CONST ? "const" : "param");
+			   e->name,
+			   y->kind == SYM_DIM     ? "dim"
+			   : y->kind == SYM_CONST ? "const"
+						  : "param");
 		return NULL;
 	}
 	if (s->scalar_what) {
@@ -140,9 +147,9 @@ static const struct {
 	const char *name;
 	Fn fn;
 } fn_table[] = {
-	{"exp", FN_EXP},   {"exp2", FN_EXP2}, {"log", FN_LOG},   {"log2", FN_LOG2},
-	{"tanh", FN_TANH}, {"sigmoid", FN_SIGMOID}, {"sqrt", FN_SQRT}, {"rsqrt", FN_RSQRT},
-	{"abs", FN_ABS},   {"relu", FN_RELU},
+    {"exp", FN_EXP},   {"exp2", FN_EXP2},       {"log", FN_LOG},   {"log2", FN_LOG2},
+    {"tanh", FN_TANH}, {"sigmoid", FN_SIGMOID}, {"sqrt", FN_SQRT}, {"rsqrt", FN_RSQRT},
+    {"abs", FN_ABS},   {"relu", FN_RELU},
 };
 
 static int want_args(Sema *s, AstExpr *e, int n)
@@ -163,9 +170,9 @@ static int same_type(Sema *s, AstExpr *src, const char *what, Expr *l, Expr *r)
 	diag_error(s->d, src->loc, "mismatched operand types of '%s': %s and %s%s", what,
 		   vtype_name(l->type), vtype_name(r->type),
 		   (l->type == VT_FLOAT || r->type == VT_FLOAT) && l->type != VT_BOOL &&
-				   r->type != VT_BOOL
-			   ? " (convert the integer with float(...))"
-			   : "");
+			   r->type != VT_BOOL
+		       ? " (convert the integer with float(...))"
+		       : "");
 	return 0;
 }
 
@@ -219,8 +226,8 @@ static Expr *call_expr(Sema *s, AstExpr *e)
 			diag_error(s->d, e->args[0]->loc, "'%s' needs a number, not bool", e->name);
 			return NULL;
 		}
-		return node1(s, EX_CALL, VT_FLOAT, fn_table[i].fn, sema_to_float(s, a[0], e->args[0]),
-			     e->loc);
+		return node1(s, EX_CALL, VT_FLOAT, fn_table[i].fn,
+			     sema_to_float(s, a[0], e->args[0]), e->loc);
 	}
 	diag_error(s->d, e->nameloc, "unknown function '%s'", e->name);
 	return NULL;
@@ -236,7 +243,8 @@ static Expr *binary_expr(Sema *s, AstExpr *e)
 	const char *sp = op_spelling(op);
 	if (op == OP_AND || op == OP_OR) {
 		if (l->type != VT_BOOL || r->type != VT_BOOL) {
-			diag_error(s->d, e->loc, "operands of '%s' must be conditions, not %s and %s", sp,
+			diag_error(s->d, e->loc,
+				   "operands of '%s' must be conditions, not %s and %s", sp,
 				   vtype_name(l->type), vtype_name(r->type));
 			return NULL;
 		}
@@ -288,7 +296,8 @@ Expr *sema_expr(Sema *s, AstExpr *e)
 			return NULL;
 		}
 		if (e->op == OP_NOT && x->type != VT_BOOL) {
-			diag_error(s->d, e->loc, "'!' needs a condition, not %s", vtype_name(x->type));
+			diag_error(s->d, e->loc, "'!' needs a condition, not %s",
+				   vtype_name(x->type));
 			return NULL;
 		}
 		return node1(s, EX_UNOP, x->type, e->op, x, e->loc);

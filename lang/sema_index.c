@@ -95,7 +95,9 @@ static void bind_extent(Sema *s, Stmt *st, const char *name, Expr *extent, AstEx
 	}
 	if (!extent_equal(v->extent, extent)) {
 		const char *a = expr_str(s->a, v->extent, NULL), *b = expr_str(s->a, extent, NULL);
-		diag_error(s->d, at, "index '%s' is bound to two different ranges: %s (from '%s') and %s (from '%s')",
+		diag_error(s->d, at,
+			   "index '%s' is bound to two different ranges: %s (from '%s') and %s "
+			   "(from '%s')",
 			   name, a, v->from_text, b, acc->name);
 		diag_note(s->d, v->from, "'%s' gets the range %s here", name, a);
 	}
@@ -174,11 +176,14 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 				if (v)
 					v->reported = 1;
 				if (in_index || (v && v->as_index))
-					diag_error(s->d, e->loc,
-						   "index '%s' is not bound: it is not on the left-hand side of '%s' and no enclosing reduction binds it",
-						   e->name, st->item->name);
+					diag_error(
+					    s->d, e->loc,
+					    "index '%s' is not bound: it is not on the left-hand "
+					    "side of '%s' and no enclosing reduction binds it",
+					    e->name, st->item->name);
 				else
-					diag_error(s->d, e->loc, "use of undeclared name '%s'", e->name);
+					diag_error(s->d, e->loc, "use of undeclared name '%s'",
+						   e->name);
 				return 0;
 			}
 		}
@@ -187,7 +192,8 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 		Sym *y = sema_lookup(s, e->name);
 		if (y && y->kind == SYM_TENSOR && y->tensor && y->tensor->rank != e->nargs) {
 			diag_error(s->d, e->loc, "'%s' has rank %d but is subscripted with %d %s",
-				   e->name, y->tensor->rank, e->nargs, e->nargs == 1 ? "index" : "indices");
+				   e->name, y->tensor->rank, e->nargs,
+				   e->nargs == 1 ? "index" : "indices");
 			return 0;
 		}
 		for (int i = 0; i < e->nargs; i++) {
@@ -207,15 +213,18 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 		for (int i = 0; i < e->nargs; i++) {
 			AstExpr *ix = e->args[i];
 			if (ix->kind != A_NAME) {
-				diag_error(s->d, ix->loc, "'%s[...]' takes index names, not expressions",
-					   e->name);
+				diag_error(s->d, ix->loc,
+					   "'%s[...]' takes index names, not expressions", e->name);
 				ok = 0;
 				continue;
 			}
 			Sym *y = sema_lookup(s, ix->name);
 			if (y) {
-				diag_error(s->d, ix->loc, "'%s' is a %s, not an index; '%s[...]' takes index names",
-					   ix->name, y->kind == SYM_DIM ? "dim" : "declared name", e->name);
+				diag_error(
+				    s->d, ix->loc,
+				    "'%s' is a %s, not an index; '%s[...]' takes index names",
+				    ix->name, y->kind == SYM_DIM ? "dim" : "declared name",
+				    e->name);
 				ok = 0;
 				continue;
 			}
@@ -224,13 +233,16 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 			for (int j = 0; j < nb && !outer; j++)
 				outer = !strcmp(bound[j], ix->name);
 			if (keeps && !outer) {
-				diag_error(s->d, ix->loc,
-					   "softmax[%s] keeps index '%s', so '%s' must appear on the left-hand side or be reduced by an enclosing reduction",
-					   ix->name, ix->name, ix->name);
+				diag_error(
+				    s->d, ix->loc,
+				    "softmax[%s] keeps index '%s', so '%s' must appear on the "
+				    "left-hand side or be reduced by an enclosing reduction",
+				    ix->name, ix->name, ix->name);
 				ok = 0;
 			} else if (!keeps && v && v->on_lhs) {
 				diag_error(s->d, ix->loc,
-					   "index '%s' is reduced by '%s' but also appears on the left-hand side of '%s'",
+					   "index '%s' is reduced by '%s' but also appears on the "
+					   "left-hand side of '%s'",
 					   ix->name, e->name, st->item->name);
 				ok = 0;
 			} else if (!keeps && outer) {
@@ -286,8 +298,9 @@ static int check_lhs(Sema *s, Stmt *st)
 		else if (split_pattern(s, ix, &a, &x, &b))
 			names[nn++] = a, names[nn++] = b;
 		else {
-			diag_error(s->d, ix->loc,
-				   "a left-hand subscript must be an index name or of the form a*G+b");
+			diag_error(
+			    s->d, ix->loc,
+			    "a left-hand subscript must be an index name or of the form a*G+b");
 			ok = 0;
 			continue;
 		}
@@ -360,9 +373,11 @@ int sema_index_statement(Sema *s, Stmt *st)
 	for (int i = 0; i < st->nvars; i++) {
 		VarInfo *v = &st->vars[i];
 		if (!v->extent) {
-			diag_error(s->d, v->loc,
-				   "cannot infer the range of index '%s'; use it as a plain subscript of a declared tensor, or declare 'index %s in <size>;'",
-				   v->name, v->name);
+			diag_error(
+			    s->d, v->loc,
+			    "cannot infer the range of index '%s'; use it as a plain subscript of "
+			    "a declared tensor, or declare 'index %s in <size>;'",
+			    v->name, v->name);
 			ok = 0;
 		}
 	}
@@ -385,7 +400,8 @@ static int affine(Sema *s, AstExpr *e)
 	case A_NAME: return sema_lookup(s, e->name) ? 0 : 1;
 	case A_ACCESS:
 		diag_error(s->d, e->loc,
-			   "subscript is not affine: it reads tensor '%s' (indirect indexing is not supported)",
+			   "subscript is not affine: it reads tensor '%s' (indirect indexing is "
+			   "not supported)",
 			   e->name);
 		return 2;
 	case A_UNARY: return affine(s, e->args[0]);
@@ -401,16 +417,18 @@ static int affine(Sema *s, AstExpr *e)
 		case OP_SUB: return l | r;
 		case OP_MUL:
 			if (l && r) {
-				diag_error(s->d, e->loc,
-					   "subscript is not affine: it multiplies two index expressions");
+				diag_error(
+				    s->d, e->loc,
+				    "subscript is not affine: it multiplies two index expressions");
 				return 2;
 			}
 			return l | r;
 		case OP_DIV:
 		case OP_MOD:
 			if (r) {
-				diag_error(s->d, e->loc,
-					   "subscript is not affine: it divides by an index expression");
+				diag_error(
+				    s->d, e->loc,
+				    "subscript is not affine: it divides by an index expression");
 				return 2;
 			}
 			return l;
@@ -423,9 +441,13 @@ static int affine(Sema *s, AstExpr *e)
 	}
 	default:
 		diag_error(s->d, e->loc,
-			   "subscript is not affine: use +, -, * by a constant or dim, / and %% by a constant or dim");
+			   "subscript is not affine: use +, -, * by a constant or dim, / and %% by "
+			   "a constant or dim");
 		return 2;
 	}
 }
 
-int sema_check_affine(Sema *s, AstExpr *e) { return !(affine(s, e) & 2); }
+int sema_check_affine(Sema *s, AstExpr *e)
+{
+	return !(affine(s, e) & 2);
+}

@@ -46,17 +46,18 @@ static int elem_size(DType t)
 
 static void decls(FILE *o, const Cascade *c)
 {
-	fprintf(o, "/* %s on the GPU. Tensor pointers are device pointers; strides are in\n"
-		   "** elements (NULL: row-major contiguous); the last dimension must be\n"
-		   "** contiguous. */\n",
+	fprintf(o,
+		"/* %s on the GPU. Tensor pointers are device pointers; strides are in\n"
+		"** elements (NULL: row-major contiguous); the last dimension must be\n"
+		"** contiguous. */\n",
 		c->name);
 	fprintf(o, "typedef struct %s_gpu_args {\n", c->name);
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];
 		if (t->kind == TK_TEMP)
 			continue;
-		fprintf(o, "\t%svoid *%s; /* %s, %d dims */\n", t->kind == TK_IN ? "const " : "", t->name,
-			dtype_name(t->dtype), t->rank);
+		fprintf(o, "\t%svoid *%s; /* %s, %d dims */\n", t->kind == TK_IN ? "const " : "",
+			t->name, dtype_name(t->dtype), t->rank);
 		fprintf(o, "\tconst int64_t *%s_strides;\n", t->name);
 	}
 	for (int i = 0; i < c->dims.n; i++)
@@ -74,7 +75,9 @@ static void decls(FILE *o, const Cascade *c)
 	fprintf(o, "int %s_launch(const %s_gpu_args *a, void *stream);\n", c->name, c->name);
 	fprintf(o, "/* The same with arrays in cascade order (tensors: in/out only, temporaries\n"
 		   "** NULL), for harnesses; and the shape of tensor i for given dims. */\n");
-	fprintf(o, "int %s_launch_generic(void *const *ptrs, const int64_t *const *strides, const long *dims, const double *params, void *stream);\n",
+	fprintf(o,
+		"int %s_launch_generic(void *const *ptrs, const int64_t *const *strides, const "
+		"long *dims, const double *params, void *stream);\n",
 		c->name);
 	fprintf(o, "void %s_shape(int tensor, const long *dims, int64_t *shape);\n", c->name);
 }
@@ -90,7 +93,8 @@ void gpu_iface_header(FILE *o, const Program *prog)
 
 static void bytes(FILE *o, const char *name, const unsigned char *d, size_t n)
 {
-	fprintf(o, "static const unsigned char %s[%zu] __attribute__((aligned(16))) = {", name, n ? n : 1);
+	fprintf(o, "static const unsigned char %s[%zu] __attribute__((aligned(16))) = {", name,
+		n ? n : 1);
 	for (size_t i = 0; i < n; i++)
 		fprintf(o, "%s%u,", i % 24 ? "" : "\n\t", d[i]);
 	fputs("\n};\n", o);
@@ -105,9 +109,14 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	Shape sh;
 	int shaped = sm80_shape(&a, p, &sh) == NULL;
 	const char *n = c->name;
-	fprintf(o, "\nstatic AttnrtKernel %s_kernel = {\"%s_fwd\", attn_images, sizeof attn_images / sizeof attn_images[0], %uu, %d, NULL};\n",
+	fprintf(o,
+		"\nstatic AttnrtKernel %s_kernel = {\"%s_fwd\", attn_images, sizeof attn_images / "
+		"sizeof attn_images[0], %uu, %d, NULL};\n",
 		n, n, im->smem[idx], SM80_THREADS);
-	fprintf(o, "\nvoid %s_shape(int tensor, const long *dims, int64_t *shape)\n{\n\tswitch (tensor) {\n", n);
+	fprintf(o,
+		"\nvoid %s_shape(int tensor, const long *dims, int64_t *shape)\n{\n\tswitch "
+		"(tensor) {\n",
+		n);
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];
 		if (t->kind == TK_TEMP)
@@ -121,20 +130,27 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		fputs("\t\tbreak;\n", o);
 	}
 	fputs("\tdefault: break;\n\t}\n}\n", o);
-	fprintf(o, "\nint %s_launch_generic(void *const *ptrs, const int64_t *const *strides, const long *dims, const double *params, void *stream)\n{\n",
+	fprintf(o,
+		"\nint %s_launch_generic(void *const *ptrs, const int64_t *const *strides, const "
+		"long *dims, const double *params, void *stream)\n{\n",
 		n);
 	fprintf(o, "\tstatic const char *const dim_names[] = {");
 	for (int i = 0; i < c->dims.n; i++)
 		fprintf(o, "\"%s\", ", ((Dim *)c->dims.v[i])->name);
 	fprintf(o, "NULL};\n");
 	fprintf(o, "\tvoid *args[%d];\n\tint k = 0, rc;\n", 256);
-	fprintf(o, "\tuint64_t ptr[%d];\n\tint64_t st[%d], dm[%d];\n\tfloat pf[%d];\n\tint32_t pi[%d];\n",
-		c->tensors.n + 1, c->tensors.n * 8 + 1, c->dims.n + 1, c->params.n + 1, c->params.n + 1);
+	fprintf(
+	    o,
+	    "\tuint64_t ptr[%d];\n\tint64_t st[%d], dm[%d];\n\tfloat pf[%d];\n\tint32_t pi[%d];\n",
+	    c->tensors.n + 1, c->tensors.n * 8 + 1, c->dims.n + 1, c->params.n + 1,
+	    c->params.n + 1);
 	for (int i = 0; i < c->dims.n; i++) {
 		const Dim *d = c->dims.v[i];
 		if (d->fixed)
-			fprintf(o, "\tif ((rc = attnrt_check_dim(\"%s\", \"%s\", dims[%d], %ld))) return rc;\n", n,
-				d->name, i, d->fixed);
+			fprintf(o,
+				"\tif ((rc = attnrt_check_dim(\"%s\", \"%s\", dims[%d], %ld))) "
+				"return rc;\n",
+				n, d->name, i, d->fixed);
 	}
 	/* pointers first, then strides, then dims, then params: the kernel ABI */
 	for (int i = 0; i < c->tensors.n; i++) {
@@ -148,11 +164,14 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		for (int k = 0; shaped && k < sh.nvt; k++)
 			tiled |= sh.vt[k]->tensor->id == i;
 		int align = tiled ? 16 : elem_size(t->dtype);
-		fprintf(o, "\t{\n\t\tint64_t shape[%d], def[%d];\n\t\t%s_shape(%d, dims, shape);\n", t->rank + 1,
-			t->rank + 1, n, i);
-		fprintf(o, "\t\tfor (int d = %d; d >= 0; d--) def[d] = d == %d ? 1 : def[d + 1] * shape[d + 1];\n",
+		fprintf(o, "\t{\n\t\tint64_t shape[%d], def[%d];\n\t\t%s_shape(%d, dims, shape);\n",
+			t->rank + 1, t->rank + 1, n, i);
+		fprintf(o,
+			"\t\tfor (int d = %d; d >= 0; d--) def[d] = d == %d ? 1 : def[d + 1] * "
+			"shape[d + 1];\n",
 			t->rank - 1, t->rank - 1);
-		fprintf(o, "\t\tconst int64_t *s = strides && strides[%d] ? strides[%d] : def;\n", i, i);
+		fprintf(o, "\t\tconst int64_t *s = strides && strides[%d] ? strides[%d] : def;\n",
+			i, i);
 		fprintf(o, "\t\tconst char *names[%d] = {", t->rank + 1);
 		for (int k = 0; k < t->rank; k++) {
 			fputs("\"", o);
@@ -160,10 +179,13 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			fputs("\", ", o);
 		}
 		fputs("NULL};\n", o);
-		fprintf(o, "\t\tif ((rc = attnrt_check_tensor_named(\"%s\", \"%s\", ptrs[%d], %d, shape, shape, s, %d, %d, names))) return rc;\n",
+		fprintf(o,
+			"\t\tif ((rc = attnrt_check_tensor_named(\"%s\", \"%s\", ptrs[%d], %d, "
+			"shape, shape, s, %d, %d, names))) return rc;\n",
 			n, t->name, i, t->rank, elem_size(t->dtype), align);
 		fprintf(o, "\t\tptr[%d] = (uint64_t)(uintptr_t)ptrs[%d];\n", i, i);
-		fprintf(o, "\t\tfor (int d = 0; d < %d; d++) st[%d + d] = s[d];\n\t}\n", t->rank, i * 8);
+		fprintf(o, "\t\tfor (int d = 0; d < %d; d++) st[%d + d] = s[d];\n\t}\n", t->rank,
+			i * 8);
 	}
 	for (int i = 0; i < c->tensors.n; i++)
 		if (((Tensor *)c->tensors.v[i])->kind != TK_TEMP)
@@ -180,9 +202,11 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	for (int i = 0; i < c->params.n; i++) {
 		const Param *pa = c->params.v[i];
 		if (pa->type == VT_INT)
-			fprintf(o, "\tpi[%d] = (int32_t)params[%d];\n\targs[k++] = &pi[%d];\n", i, i, i);
+			fprintf(o, "\tpi[%d] = (int32_t)params[%d];\n\targs[k++] = &pi[%d];\n", i,
+				i, i);
 		else
-			fprintf(o, "\tpf[%d] = (float)params[%d];\n\targs[k++] = &pf[%d];\n", i, i, i);
+			fprintf(o, "\tpf[%d] = (float)params[%d];\n\targs[k++] = &pf[%d];\n", i, i,
+				i);
 	}
 	fputs("\t(void)k; (void)dim_names; (void)pi; (void)pf;\n", o);
 	/* grid: x = query tiles, y = the other grid indices */
@@ -205,9 +229,15 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	else
 		fputs("1", o);
 	fprintf(o, ";\n\tlong gx = (qext + %d - 1) / %d;\n", SM80_BM, SM80_BM);
-	fprintf(o, "\tif (gy > 65535 || gx > 2147483647L)\n\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: the grid (%%ld x %%ld blocks) is too large\", gx, gy);\n",
+	fprintf(o,
+		"\tif (gy > 65535 || gx > 2147483647L)\n\t\treturn "
+		"attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: the grid (%%ld x %%ld blocks) "
+		"is too large\", gx, gy);\n",
 		n);
-	fprintf(o, "\treturn attnrt_launch(&%s_kernel, (unsigned)gx, (unsigned)gy, 1, stream, args);\n}\n", n);
+	fprintf(
+	    o,
+	    "\treturn attnrt_launch(&%s_kernel, (unsigned)gx, (unsigned)gy, 1, stream, args);\n}\n",
+	    n);
 	/* typed API */
 	fprintf(o, "\nvoid %s_gpu_defaults(%s_gpu_args *a)\n{\n", n, n);
 	for (int i = 0; i < c->dims.n; i++) {
@@ -241,13 +271,15 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	}
 	fputs("}\n", o);
 	fprintf(o, "\nint %s_launch(const %s_gpu_args *a, void *stream)\n{\n", n, n);
-	fprintf(o, "\tvoid *ptrs[%d] = {0};\n\tconst int64_t *strides[%d] = {0};\n\tlong dims[%d];\n\tdouble params[%d];\n",
+	fprintf(o,
+		"\tvoid *ptrs[%d] = {0};\n\tconst int64_t *strides[%d] = {0};\n\tlong "
+		"dims[%d];\n\tdouble params[%d];\n",
 		c->tensors.n + 1, c->tensors.n + 1, c->dims.n + 1, c->params.n + 1);
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];
 		if (t->kind != TK_TEMP)
-			fprintf(o, "\tptrs[%d] = (void *)a->%s;\n\tstrides[%d] = a->%s_strides;\n", i, t->name, i,
-				t->name);
+			fprintf(o, "\tptrs[%d] = (void *)a->%s;\n\tstrides[%d] = a->%s_strides;\n",
+				i, t->name, i, t->name);
 	}
 	for (int i = 0; i < c->dims.n; i++)
 		fprintf(o, "\tdims[%d] = a->%s;\n", i, ((Dim *)c->dims.v[i])->name);
@@ -269,7 +301,8 @@ void gpu_iface_source(FILE *o, const Program *prog, const GpuImages *im, const c
 	bytes(o, "attn_sm80", im->cubin80.data, im->cubin80.size);
 	bytes(o, "attn_sm90", im->cubin90.data, im->cubin90.size);
 	fputs("static const AttnrtImage attn_images[] = {\n\t{80, attn_sm80, sizeof attn_sm80},\n"
-	      "\t{90, attn_sm90, sizeof attn_sm90},\n\t{0, attn_ptx, sizeof attn_ptx},\n};\n", o);
+	      "\t{90, attn_sm90, sizeof attn_sm90},\n\t{0, attn_ptx, sizeof attn_ptx},\n};\n",
+	      o);
 	for (int i = 0; i < prog->cascades.n; i++)
 		launcher(o, prog->cascades.v[i], im, i);
 }

@@ -47,9 +47,9 @@ ATTNRT_API const char *attnrt_last_error(void);
 ** and returns code: for generated code's own checks (a grid too large...). */
 ATTNRT_API int attnrt_set_error(int code, const char *fmt, ...)
 #if defined(__GNUC__)
-	__attribute__((format(printf, 2, 3)))
+    __attribute__((format(printf, 2, 3)))
 #endif
-	;
+    ;
 /* "ATTNRT_ERR_NO_DRIVER" and so on, for logs. */
 ATTNRT_API const char *attnrt_error_name(int code);
 
@@ -73,12 +73,12 @@ typedef struct AttnrtImage {
 
 /* A kernel as generated code embeds it, as a zero-initialised static. */
 typedef struct AttnrtKernel {
-	const char *name;          /* entry symbol */
+	const char *name; /* entry symbol */
 	const AttnrtImage *images;
 	int nimages;
-	unsigned smem_bytes;       /* dynamic shared memory per block */
-	unsigned threads;          /* block size (x; y = z = 1) */
-	void *cache;               /* runtime-owned: leave NULL */
+	unsigned smem_bytes; /* dynamic shared memory per block */
+	unsigned threads;    /* block size (x; y = z = 1) */
+	void *cache;         /* runtime-owned: leave NULL */
 } AttnrtKernel;
 
 /* The CUfunction of k for the current device. The module is loaded once per
@@ -105,8 +105,8 @@ ATTNRT_API int attnrt_launch(AttnrtKernel *k, unsigned gx, unsigned gy, unsigned
 ** last dimension contiguous, the other strides non-negative and keeping rows
 ** align_bytes-aligned, ptr align_bytes-aligned (align_bytes <= 1: none).
 ** Strides of dimensions of extent 1 are not checked. */
-ATTNRT_API int attnrt_check_tensor(const char *kernel, const char *tensor, const void *ptr, int rank,
-				   const int64_t *shape, const int64_t *expected_shape,
+ATTNRT_API int attnrt_check_tensor(const char *kernel, const char *tensor, const void *ptr,
+				   int rank, const int64_t *shape, const int64_t *expected_shape,
 				   const int64_t *strides, int elem_size, int align_bytes);
 /* The same, naming dimension k dim_names[k] in the message ("N = 256"). */
 ATTNRT_API int attnrt_check_tensor_named(const char *kernel, const char *tensor, const void *ptr,
@@ -117,7 +117,8 @@ ATTNRT_API int attnrt_check_tensor_named(const char *kernel, const char *tensor,
 
 /* A compile-time dimension: "attnrt: causal: D is 64 but the kernel was
 ** compiled for D = 128". */
-ATTNRT_API int attnrt_check_dim(const char *kernel, const char *dim, int64_t value, int64_t expected);
+ATTNRT_API int attnrt_check_dim(const char *kernel, const char *dim, int64_t value,
+				int64_t expected);
 
 /* Device memory and synchronisation, for tests and examples. */
 ATTNRT_API int attnrt_malloc(void **dptr, size_t bytes);

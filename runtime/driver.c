@@ -41,15 +41,24 @@ static const struct {
 	const char *name;
 	size_t offset;
 } entries[] = {
-#define E(f) {#f, offsetof(AttnrtDriver, f)}
-	E(cuDriverGetVersion), E(cuInit), E(cuGetErrorName), E(cuGetErrorString),
-	E(cuDeviceGetCount), E(cuDeviceGet), E(cuDeviceGetAttribute),
-	E(cuDevicePrimaryCtxRetain), E(cuCtxSetCurrent), E(cuCtxGetCurrent),
-	E(cuCtxGetDevice), E(cuCtxSynchronize), E(cuModuleLoadDataEx),
-	E(cuModuleGetFunction), E(cuModuleUnload), E(cuFuncSetAttribute),
-	E(cuFuncGetAttribute), E(cuLaunchKernel), E(cuMemAlloc), E(cuMemFree),
-	E(cuMemcpyHtoD), E(cuMemcpyDtoH), E(cuStreamSynchronize), E(cuEventCreate),
-	E(cuEventRecord), E(cuEventSynchronize), E(cuEventElapsedTime), E(cuEventDestroy),
+#define E(f)                                                                                       \
+	{                                                                                          \
+#f, offsetof(AttnrtDriver, f)                                                      \
+	}
+    E(cuDriverGetVersion),   E(cuInit),
+    E(cuGetErrorName),       E(cuGetErrorString),
+    E(cuDeviceGetCount),     E(cuDeviceGet),
+    E(cuDeviceGetAttribute), E(cuDevicePrimaryCtxRetain),
+    E(cuCtxSetCurrent),      E(cuCtxGetCurrent),
+    E(cuCtxGetDevice),       E(cuCtxSynchronize),
+    E(cuModuleLoadDataEx),   E(cuModuleGetFunction),
+    E(cuModuleUnload),       E(cuFuncSetAttribute),
+    E(cuFuncGetAttribute),   E(cuLaunchKernel),
+    E(cuMemAlloc),           E(cuMemFree),
+    E(cuMemcpyHtoD),         E(cuMemcpyDtoH),
+    E(cuStreamSynchronize),  E(cuEventCreate),
+    E(cuEventRecord),        E(cuEventSynchronize),
+    E(cuEventElapsedTime),   E(cuEventDestroy),
 #undef E
 };
 #define NENTRIES (sizeof entries / sizeof entries[0])
@@ -175,13 +184,15 @@ static int load_library(void)
 		int missing = strchr(path, '/') ? access(path, F_OK) != 0
 						: (!why || strstr(why, "No such file") != NULL);
 		if (missing && !env)
-			fail_global(ATTNRT_ERR_NO_DRIVER, "no CUDA driver: libcuda.so.1 not found (set "
+			fail_global(ATTNRT_ERR_NO_DRIVER,
+				    "no CUDA driver: libcuda.so.1 not found (set "
 				    "ATTNRT_CUDA_DRIVER to its path)");
 		else if (missing)
-			fail_global(ATTNRT_ERR_NO_DRIVER, "no CUDA driver: %s not found (ATTNRT_CUDA_DRIVER)",
-				    path);
+			fail_global(ATTNRT_ERR_NO_DRIVER,
+				    "no CUDA driver: %s not found (ATTNRT_CUDA_DRIVER)", path);
 		else
-			fail_global(ATTNRT_ERR_NO_DRIVER, "CUDA driver %s found but failed to load: %s", path,
+			fail_global(ATTNRT_ERR_NO_DRIVER,
+				    "CUDA driver %s found but failed to load: %s", path,
 				    why ? why : "unknown dlopen error");
 		return -1;
 	}
@@ -193,8 +204,10 @@ static int load_library(void)
 	else if ((sym = dlsym(h, "cuGetProcAddress")) != NULL)
 		memcpy(&get1, &sym, sizeof sym);
 	else {
-		fail_global(ATTNRT_ERR_NO_DRIVER, "CUDA driver %s has no cuGetProcAddress (it predates "
-			    "CUDA 11.3; a CUDA 12 driver is needed)", path);
+		fail_global(ATTNRT_ERR_NO_DRIVER,
+			    "CUDA driver %s has no cuGetProcAddress (it predates "
+			    "CUDA 11.3; a CUDA 12 driver is needed)",
+			    path);
 		dlclose(h);
 		return -1;
 	}
@@ -213,8 +226,10 @@ static int load_library(void)
 			if (t.cuDriverGetVersion && t.cuDriverGetVersion(&v) != AR_CUDA_SUCCESS)
 				v = 0;
 			version_text(v, vt, sizeof vt);
-			fail_global(ATTNRT_ERR_NO_DRIVER, "CUDA driver %s (version %s) lacks %s for CUDA 12.0 "
-				    "(a CUDA 12 driver is needed)", path, vt, entries[i].name);
+			fail_global(ATTNRT_ERR_NO_DRIVER,
+				    "CUDA driver %s (version %s) lacks %s for CUDA 12.0 "
+				    "(a CUDA 12 driver is needed)",
+				    path, vt, entries[i].name);
 			dlclose(h);
 			return -1;
 		}
@@ -298,7 +313,8 @@ int attnrt_context(const AttnrtDriver **out, ARcontext *ctx_out, ARdevice *dev_o
 			return attnrt_fail_cuda(d, r, "%s (device 0)", call);
 		r = d->cuCtxSetCurrent(ctx);
 		if (r != AR_CUDA_SUCCESS)
-			return attnrt_fail_cuda(d, r, "cuCtxSetCurrent (device 0's primary context)");
+			return attnrt_fail_cuda(d, r,
+						"cuCtxSetCurrent (device 0's primary context)");
 	}
 	ARdevice dev = 0;
 	r = d->cuCtxGetDevice(&dev);
@@ -316,11 +332,14 @@ int attnrt_context(const AttnrtDriver **out, ARcontext *ctx_out, ARdevice *dev_o
 int attnrt_device_sm(const AttnrtDriver *d, ARdevice dev, int *sm)
 {
 	int major = 0, minor = 0;
-	ARresult r = d->cuDeviceGetAttribute(&major, AR_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+	ARresult r =
+	    d->cuDeviceGetAttribute(&major, AR_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
 	if (r == AR_CUDA_SUCCESS)
-		r = d->cuDeviceGetAttribute(&minor, AR_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+		r = d->cuDeviceGetAttribute(&minor, AR_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+					    dev);
 	if (r != AR_CUDA_SUCCESS)
-		return attnrt_fail_cuda(d, r, "cuDeviceGetAttribute(compute capability) of device %d", dev);
+		return attnrt_fail_cuda(
+		    d, r, "cuDeviceGetAttribute(compute capability) of device %d", dev);
 	*sm = major * 10 + minor;
 	return ATTNRT_OK;
 }

@@ -18,10 +18,10 @@
 /* The cudaVersion every entry point is requested for: the CUDA 12.0 ABI. */
 #define ATTNRT_CUDA_VERSION 12000
 
-typedef int ARresult;                    /* CUresult */
-typedef int ARdevice;                    /* CUdevice */
-typedef unsigned long long ARdeviceptr;  /* CUdeviceptr */
-typedef struct CUctx_st *ARcontext;      /* same tags as cuda.h */
+typedef int ARresult;                   /* CUresult */
+typedef int ARdevice;                   /* CUdevice */
+typedef unsigned long long ARdeviceptr; /* CUdeviceptr */
+typedef struct CUctx_st *ARcontext;     /* same tags as cuda.h */
 typedef struct CUmod_st *ARmodule;
 typedef struct CUfunc_st *ARfunction;
 typedef struct CUstream_st *ARstream;
@@ -82,9 +82,9 @@ typedef struct AttnrtDriver {
 	ARresult (*cuModuleUnload)(ARmodule mod);
 	ARresult (*cuFuncSetAttribute)(ARfunction fn, int attrib, int value);
 	ARresult (*cuFuncGetAttribute)(int *value, int attrib, ARfunction fn);
-	ARresult (*cuLaunchKernel)(ARfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-				   unsigned by, unsigned bz, unsigned smem, ARstream stream,
-				   void **params, void **extra);
+	ARresult (*cuLaunchKernel)(ARfunction fn, unsigned gx, unsigned gy, unsigned gz,
+				   unsigned bx, unsigned by, unsigned bz, unsigned smem,
+				   ARstream stream, void **params, void **extra);
 	ARresult (*cuMemAlloc)(ARdeviceptr *dptr, size_t bytes);
 	ARresult (*cuMemFree)(ARdeviceptr dptr);
 	ARresult (*cuMemcpyHtoD)(ARdeviceptr dst, const void *src, size_t bytes);
@@ -115,7 +115,7 @@ int attnrt_device_sm(const AttnrtDriver *d, ARdevice dev, int *sm);
 int attnrt_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* For a failed driver call: "attnrt: <what>: CUDA_ERROR_X (its string)". */
 int attnrt_fail_cuda(const AttnrtDriver *d, ARresult r, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* "CUDA_ERROR_X (its string)" for r into buf. */
 void attnrt_cuda_describe(const AttnrtDriver *d, ARresult r, char *buf, size_t size);
 

@@ -21,8 +21,8 @@ int attnrt_launch(AttnrtKernel *k, unsigned gx, unsigned gy, unsigned gz, void *
 	if (rc)
 		return rc;
 	if (gx == 0 || gy == 0 || gz == 0 || gy > 65535 || gz > 65535)
-		return attnrt_fail(ATTNRT_ERR_ARGUMENT, "kernel %s: bad grid %ux%ux%u", k->name, gx, gy,
-				   gz);
+		return attnrt_fail(ATTNRT_ERR_ARGUMENT, "kernel %s: bad grid %ux%ux%u", k->name, gx,
+				   gy, gz);
 	const AttnrtDriver *d;
 	rc = attnrt_driver(&d);
 	if (rc)
@@ -30,9 +30,10 @@ int attnrt_launch(AttnrtKernel *k, unsigned gx, unsigned gy, unsigned gz, void *
 	ARresult r = d->cuLaunchKernel((ARfunction)fnp, gx, gy, gz, k->threads, 1, 1, k->smem_bytes,
 				       (ARstream)stream, params, NULL);
 	if (r != AR_CUDA_SUCCESS)
-		return attnrt_fail_cuda(d, r, "kernel %s: launch (grid %ux%ux%u, block %u, %u bytes of "
-					"shared memory) failed", k->name, gx, gy, gz, k->threads,
-					k->smem_bytes);
+		return attnrt_fail_cuda(d, r,
+					"kernel %s: launch (grid %ux%ux%u, block %u, %u bytes of "
+					"shared memory) failed",
+					k->name, gx, gy, gz, k->threads, k->smem_bytes);
 	return ATTNRT_OK;
 }
 

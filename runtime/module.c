@@ -44,11 +44,11 @@ static int check_kernel(const AttnrtKernel *k)
 		return attnrt_fail(ATTNRT_ERR_ARGUMENT, "kernel %s: no images", name);
 	for (int i = 0; i < k->nimages; i++)
 		if (!k->images[i].data || !k->images[i].size || k->images[i].sm < 0)
-			return attnrt_fail(ATTNRT_ERR_ARGUMENT, "kernel %s: image %d is empty or invalid",
-					   name, i);
+			return attnrt_fail(ATTNRT_ERR_ARGUMENT,
+					   "kernel %s: image %d is empty or invalid", name, i);
 	if (k->threads == 0 || k->threads > 1024)
-		return attnrt_fail(ATTNRT_ERR_ARGUMENT, "kernel %s: block size %u is not in 1..1024",
-				   name, k->threads);
+		return attnrt_fail(ATTNRT_ERR_ARGUMENT,
+				   "kernel %s: block size %u is not in 1..1024", name, k->threads);
 	return ATTNRT_OK;
 }
 
@@ -58,7 +58,8 @@ static int pick_cubin(const AttnrtKernel *k, int cc)
 	int best = -1;
 	for (int i = 0; i < k->nimages; i++) {
 		int sm = k->images[i].sm;
-		if (sm > 0 && sm / 10 == cc / 10 && sm <= cc && (best < 0 || sm > k->images[best].sm))
+		if (sm > 0 && sm / 10 == cc / 10 && sm <= cc &&
+		    (best < 0 || sm > k->images[best].sm))
 			best = i;
 	}
 	return best;
@@ -102,8 +103,8 @@ static void flatten_log(const char *in, char *out, size_t size)
 }
 
 /* cuModuleLoadDataEx with error and info log buffers; PTX gets its NUL. */
-static ARresult load_image(const AttnrtDriver *d, const AttnrtImage *im, ARmodule *mod,
-			   char *elog, size_t elog_size, int *nomem)
+static ARresult load_image(const AttnrtDriver *d, const AttnrtImage *im, ARmodule *mod, char *elog,
+			   size_t elog_size, int *nomem)
 {
 	char ilog[4096];
 	int opts[4] = {AR_CU_JIT_ERROR_LOG_BUFFER, AR_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
@@ -139,30 +140,37 @@ static int set_smem(const AttnrtDriver *d, const AttnrtKernel *k, ARfunction fn,
 	int stat = 0;
 	ARresult r = d->cuFuncGetAttribute(&stat, AR_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
 	if (r != AR_CUDA_SUCCESS)
-		return attnrt_fail_cuda(d, r, "kernel %s: cuFuncGetAttribute(SHARED_SIZE_BYTES)", k->name);
+		return attnrt_fail_cuda(d, r, "kernel %s: cuFuncGetAttribute(SHARED_SIZE_BYTES)",
+					k->name);
 	unsigned long long need = (unsigned long long)k->smem_bytes + (unsigned long long)stat;
 	if (need <= ATTNRT_SMEM_DEFAULT_LIMIT)
 		return ATTNRT_OK;
 	int optin = 0;
-	r = d->cuDeviceGetAttribute(&optin, AR_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
+	r = d->cuDeviceGetAttribute(&optin,
+				    AR_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
 	if (r != AR_CUDA_SUCCESS)
-		return attnrt_fail_cuda(d, r, "kernel %s: cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",
-					k->name);
+		return attnrt_fail_cuda(
+		    d, r, "kernel %s: cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",
+		    k->name);
 	if (need > (unsigned long long)optin) {
 		if (stat)
-			return attnrt_fail(ATTNRT_ERR_RESOURCES,
-					   "kernel %s needs %u bytes of dynamic shared memory (+%d static) "
-					   "but sm_%d allows at most %d bytes per block",
-					   k->name, k->smem_bytes, stat, cc, optin);
-		return attnrt_fail(ATTNRT_ERR_RESOURCES,
-				   "kernel %s needs %u bytes of dynamic shared memory but sm_%d allows "
-				   "at most %d bytes per block", k->name, k->smem_bytes, cc, optin);
+			return attnrt_fail(
+			    ATTNRT_ERR_RESOURCES,
+			    "kernel %s needs %u bytes of dynamic shared memory (+%d static) "
+			    "but sm_%d allows at most %d bytes per block",
+			    k->name, k->smem_bytes, stat, cc, optin);
+		return attnrt_fail(
+		    ATTNRT_ERR_RESOURCES,
+		    "kernel %s needs %u bytes of dynamic shared memory but sm_%d allows "
+		    "at most %d bytes per block",
+		    k->name, k->smem_bytes, cc, optin);
 	}
 	r = d->cuFuncSetAttribute(fn, AR_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 				  (int)k->smem_bytes);
 	if (r != AR_CUDA_SUCCESS)
-		return attnrt_fail_cuda(d, r, "kernel %s: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)",
-					k->name, k->smem_bytes);
+		return attnrt_fail_cuda(
+		    d, r, "kernel %s: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)",
+		    k->name, k->smem_bytes);
 	return ATTNRT_OK;
 }
 
@@ -180,16 +188,19 @@ static int fail_load(const AttnrtDriver *d, const AttnrtKernel *k, const AttnrtI
 		char vt[32] = "unknown";
 		if (d->cuDriverGetVersion(&v) == AR_CUDA_SUCCESS && v > 0)
 			snprintf(vt, sizeof vt, "%d.%d", v / 1000, v % 1000 / 10);
-		return attnrt_fail(ATTNRT_ERR_LOAD,
-				   "kernel %s: the CUDA driver (version %s) is too old for the PTX "
-				   "of this kernel (CUDA_ERROR_UNSUPPORTED_PTX_VERSION); update the "
-				   "driver%s%s", k->name, vt, sep, log);
+		return attnrt_fail(
+		    ATTNRT_ERR_LOAD,
+		    "kernel %s: the CUDA driver (version %s) is too old for the PTX "
+		    "of this kernel (CUDA_ERROR_UNSUPPORTED_PTX_VERSION); update the "
+		    "driver%s%s",
+		    k->name, vt, sep, log);
 	}
 	if (im->sm == 0)
-		return attnrt_fail(ATTNRT_ERR_LOAD, "kernel %s: JIT of the PTX for sm_%d failed: %s%s%s",
-				   k->name, cc, err, sep, log);
-	return attnrt_fail(ATTNRT_ERR_LOAD, "kernel %s: loading the %s on sm_%d failed: %s%s%s", k->name,
-			   what, cc, err, sep, log);
+		return attnrt_fail(ATTNRT_ERR_LOAD,
+				   "kernel %s: JIT of the PTX for sm_%d failed: %s%s%s", k->name,
+				   cc, err, sep, log);
+	return attnrt_fail(ATTNRT_ERR_LOAD, "kernel %s: loading the %s on sm_%d failed: %s%s%s",
+			   k->name, what, cc, err, sep, log);
 }
 
 /* Chooses, loads and prepares k for (ctx, dev); under g_modules. */
@@ -207,8 +218,8 @@ static int load_kernel(const AttnrtDriver *d, const AttnrtKernel *k, ARcontext c
 			n += (size_t)snprintf(have + n, sizeof have - n, "%ssm_%d", n ? ", " : "",
 					      k->images[i].sm);
 		return attnrt_fail(ATTNRT_ERR_NO_IMAGE,
-				   "kernel %s: no image runs on sm_%d (cubins: %s; no PTX)", k->name, cc,
-				   have);
+				   "kernel %s: no image runs on sm_%d (cubins: %s; no PTX)",
+				   k->name, cc, have);
 	}
 	char elog[8192];
 	int nomem = 0, used = ci >= 0 ? ci : pi;
@@ -228,7 +239,8 @@ static int load_kernel(const AttnrtDriver *d, const AttnrtKernel *k, ARcontext c
 	if (r != AR_CUDA_SUCCESS) {
 		char what[64];
 		image_text(&k->images[used], what, sizeof what);
-		rc = attnrt_fail_cuda(d, r, "kernel %s: cuModuleGetFunction in the %s", k->name, what);
+		rc = attnrt_fail_cuda(d, r, "kernel %s: cuModuleGetFunction in the %s", k->name,
+				      what);
 		d->cuModuleUnload(mod);
 		return rc;
 	}
@@ -271,7 +283,8 @@ static int lookup(AttnrtKernel *k, Loaded *out)
 		Loaded *v = realloc(c->v, (size_t)cap * sizeof *v);
 		if (!v) {
 			pthread_mutex_unlock(&g_modules);
-			return attnrt_fail(ATTNRT_ERR_NOMEM, "kernel %s: out of host memory", k->name);
+			return attnrt_fail(ATTNRT_ERR_NOMEM, "kernel %s: out of host memory",
+					   k->name);
 		}
 		c->v = v;
 		c->cap = cap;

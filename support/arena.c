@@ -16,7 +16,10 @@ struct ArenaBlock {
 
 enum { BLOCK_MIN = 64 * 1024 };
 
-void arena_init(Arena *a) { a->head = NULL, a->total = 0; }
+void arena_init(Arena *a)
+{
+	a->head = NULL, a->total = 0;
+}
 
 void arena_free(Arena *a)
 {
@@ -81,7 +84,10 @@ char *arena_strndup(Arena *a, const char *s, size_t n)
 	return p;
 }
 
-char *arena_strdup(Arena *a, const char *s) { return arena_strndup(a, s, strlen(s)); }
+char *arena_strdup(Arena *a, const char *s)
+{
+	return arena_strndup(a, s, strlen(s));
+}
 
 char *arena_vprintf(Arena *a, const char *fmt, va_list ap)
 {

@@ -142,17 +142,19 @@ int main(int argc, char **argv)
 	if (report(attnrt_malloc(&dq, nqkv * 2)) || report(attnrt_malloc(&dk, nqkv * 2)) ||
 	    report(attnrt_malloc(&dv, nqkv * 2)) || report(attnrt_malloc(&dout, nqkv * 2)) ||
 	    report(attnrt_malloc(&dl, nl * 4)) || report(attnrt_memcpy_htod(dq, hq, nqkv * 2)) ||
-	    report(attnrt_memcpy_htod(dk, hk, nqkv * 2)) || report(attnrt_memcpy_htod(dv, hv, nqkv * 2)) ||
-	    report(attnrt_event_create(&e0)) || report(attnrt_event_create(&e1)))
+	    report(attnrt_memcpy_htod(dk, hk, nqkv * 2)) ||
+	    report(attnrt_memcpy_htod(dv, hv, nqkv * 2)) || report(attnrt_event_create(&e0)) ||
+	    report(attnrt_event_create(&e1)))
 		goto done;
 
 	/* once to load the module (and JIT, if it must), once timed */
 	float ms = 0;
-	if (report(run_gpu(dq, dk, dv, dout, dl, b, h, n, NULL)) ||
-	    report(attnrt_synchronize()) || report(attnrt_event_record(e0, NULL)) ||
+	if (report(run_gpu(dq, dk, dv, dout, dl, b, h, n, NULL)) || report(attnrt_synchronize()) ||
+	    report(attnrt_event_record(e0, NULL)) ||
 	    report(run_gpu(dq, dk, dv, dout, dl, b, h, n, NULL)) ||
 	    report(attnrt_event_record(e1, NULL)) || report(attnrt_event_elapsed_ms(e0, e1, &ms)) ||
-	    report(attnrt_memcpy_dtoh(ho, dout, nqkv * 2)) || report(attnrt_memcpy_dtoh(gl, dl, nl * 4)))
+	    report(attnrt_memcpy_dtoh(ho, dout, nqkv * 2)) ||
+	    report(attnrt_memcpy_dtoh(gl, dl, nl * 4)))
 		goto done;
 	double flops = 2.0 * 2.0 * (double)b * (double)h * (double)n * (double)(n + 1) / 2 * D;
 	printf("kernel: %.3f ms (%.1f TFLOP/s causal)\n", ms, ms > 0 ? flops / (ms * 1e9) : 0.0);

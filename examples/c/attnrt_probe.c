@@ -13,7 +13,8 @@ int main(void)
 {
 	int n = 0, dev = 0, sm = 0, version = 0;
 	if (attnrt_init() != ATTNRT_OK || attnrt_device_count(&n) != ATTNRT_OK ||
-	    attnrt_current_device(&dev, &sm) != ATTNRT_OK || attnrt_driver_version(&version) != ATTNRT_OK) {
+	    attnrt_current_device(&dev, &sm) != ATTNRT_OK ||
+	    attnrt_driver_version(&version) != ATTNRT_OK) {
 		fprintf(stderr, "%s\n", attnrt_last_error());
 		return 1;
 	}

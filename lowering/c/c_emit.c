@@ -13,24 +13,34 @@
 #include "c_gen.h"
 
 static const char *helpers =
-	"static inline long attn_fdiv(long a, long b) { long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }\n"
-	"static inline long attn_fmod(long a, long b) { long m = a % b; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }\n"
-	"static inline long attn_imax(long a, long b) { return a > b ? a : b; }\n"
-	"static inline long attn_imin(long a, long b) { return a < b ? a : b; }\n"
-	"static inline long attn_min4(long a, long b, long c, long d) { return attn_imin(attn_imin(a, b), attn_imin(c, d)); }\n"
-	"static inline long attn_max4(long a, long b, long c, long d) { return attn_imax(attn_imax(a, b), attn_imax(c, d)); }\n"
-	"/* NaN-propagating max/min with -inf/+inf as exact identities */\n"
-	"static inline real attn_maxf(real a, real b) { return (a != a || b != b) ? (real)NAN : (a > b ? a : b); }\n"
-	"static inline real attn_minf(real a, real b) { return (a != a || b != b) ? (real)NAN : (a < b ? a : b); }\n"
-	"static inline real attn_sigmoid(real x) { return (real)1 / ((real)1 + R_EXP(-x)); }\n"
-	"static inline real attn_rsqrt(real x) { return (real)1 / R_SQRT(x); }\n"
-	"static inline real attn_relu(real x) { return x > 0 ? x : (real)0; }\n"
-	"/* tile classes: 0 never, 1 always, 2 depends on the element */\n"
-	"static inline int attn_tlt(long alo, long ahi, long blo, long bhi) { return ahi < blo ? 1 : alo >= bhi ? 0 : 2; }\n"
-	"static inline int attn_teq(long alo, long ahi, long blo, long bhi) { return (alo == ahi && blo == bhi && alo == blo) ? 1 : (ahi < blo || bhi < alo) ? 0 : 2; }\n"
-	"static inline int attn_tand(int a, int b) { return (a == 0 || b == 0) ? 0 : (a == 1 && b == 1) ? 1 : 2; }\n"
-	"static inline int attn_tor(int a, int b) { return (a == 1 || b == 1) ? 1 : (a == 0 && b == 0) ? 0 : 2; }\n"
-	"static inline int attn_tnot(int a) { return a == 2 ? 2 : !a; }\n";
+    "static inline long attn_fdiv(long a, long b) { long q = a / b; return (a % b != 0 && ((a < 0) "
+    "!= (b < 0))) ? q - 1 : q; }\n"
+    "static inline long attn_fmod(long a, long b) { long m = a % b; return (m != 0 && ((m < 0) != "
+    "(b < 0))) ? m + b : m; }\n"
+    "static inline long attn_imax(long a, long b) { return a > b ? a : b; }\n"
+    "static inline long attn_imin(long a, long b) { return a < b ? a : b; }\n"
+    "static inline long attn_min4(long a, long b, long c, long d) { return attn_imin(attn_imin(a, "
+    "b), attn_imin(c, d)); }\n"
+    "static inline long attn_max4(long a, long b, long c, long d) { return attn_imax(attn_imax(a, "
+    "b), attn_imax(c, d)); }\n"
+    "/* NaN-propagating max/min with -inf/+inf as exact identities */\n"
+    "static inline real attn_maxf(real a, real b) { return (a != a || b != b) ? (real)NAN : (a > b "
+    "? a : b); }\n"
+    "static inline real attn_minf(real a, real b) { return (a != a || b != b) ? (real)NAN : (a < b "
+    "? a : b); }\n"
+    "static inline real attn_sigmoid(real x) { return (real)1 / ((real)1 + R_EXP(-x)); }\n"
+    "static inline real attn_rsqrt(real x) { return (real)1 / R_SQRT(x); }\n"
+    "static inline real attn_relu(real x) { return x > 0 ? x : (real)0; }\n"
+    "/* tile classes: 0 never, 1 always, 2 depends on the element */\n"
+    "static inline int attn_tlt(long alo, long ahi, long blo, long bhi) { return ahi < blo ? 1 : "
+    "alo >= bhi ? 0 : 2; }\n"
+    "static inline int attn_teq(long alo, long ahi, long blo, long bhi) { return (alo == ahi && "
+    "blo == bhi && alo == blo) ? 1 : (ahi < blo || bhi < alo) ? 0 : 2; }\n"
+    "static inline int attn_tand(int a, int b) { return (a == 0 || b == 0) ? 0 : (a == 1 && b == "
+    "1) ? 1 : 2; }\n"
+    "static inline int attn_tor(int a, int b) { return (a == 1 || b == 1) ? 1 : (a == 0 && b == 0) "
+    "? 0 : 2; }\n"
+    "static inline int attn_tnot(int a) { return a == 2 ? 2 : !a; }\n";
 
 static const char *elem_type(const Tensor *t, int f64)
 {
@@ -57,15 +67,17 @@ static void emit_decls(FILE *o, const Cascade *c, int f64)
 {
 	fprintf(o, "#ifndef ATTN_GEN_%s_H\n#define ATTN_GEN_%s_H\n", c->name, c->name);
 	fprintf(o, "#include <stdint.h>\n");
-	fprintf(o, "/* Arguments of %s: tensors are row-major and contiguous; float tensors\n"
-		   "** are passed as %s whatever their declared dtype. */\n",
+	fprintf(o,
+		"/* Arguments of %s: tensors are row-major and contiguous; float tensors\n"
+		"** are passed as %s whatever their declared dtype. */\n",
 		c->name, f64 ? "double" : "float");
 	fprintf(o, "typedef struct %s_args {\n", c->name);
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];
 		if (t->kind == TK_TEMP)
 			continue;
-		fprintf(o, "\t%s%s *%s; /* ", t->kind == TK_IN ? "const " : "", elem_type(t, f64), t->name);
+		fprintf(o, "\t%s%s *%s; /* ", t->kind == TK_IN ? "const " : "", elem_type(t, f64),
+			t->name);
 		print_shape_comment(o, t);
 		fputs(" */\n", o);
 	}
@@ -93,11 +105,15 @@ static void emit_decls(FILE *o, const Cascade *c, int f64)
 	fprintf(o, "/* Runs the cascade; nthreads <= 0: the OpenMP default. Returns 0, 1 for bad\n"
 		   "** sizes, 2 when out of memory. */\n");
 	fprintf(o, "int %s_run(const %s_args *a, int nthreads);\n", c->name, c->name);
-	fprintf(o, "int %s_run_generic(const long *dims, const double *params, void *const *data, int nthreads);\n",
+	fprintf(o,
+		"int %s_run_generic(const long *dims, const double *params, void *const *data, int "
+		"nthreads);\n",
 		c->name);
 	fprintf(o, "/* The KV stream split at bounds[0] = 0 < ... < bounds[nparts] = its length;\n"
 		   "** partial states are merged with the plan's merge rule. */\n");
-	fprintf(o, "int %s_run_partitioned(const long *dims, const double *params, void *const *data, int nthreads, const long *bounds, int nparts);\n",
+	fprintf(o,
+		"int %s_run_partitioned(const long *dims, const double *params, void *const *data, "
+		"int nthreads, const long *bounds, int nparts);\n",
 		c->name);
 	fprintf(o, "#endif\n");
 }
@@ -126,8 +142,8 @@ static void emit_bindings(CGen *g)
 	}
 	for (int i = 0; i < c->params.n; i++) {
 		const Param *p = c->params.v[i];
-		cg_line(g, "const %s p_%d = (%s)params[%d];", p->type == VT_INT ? "long" : "real", p->id,
-			p->type == VT_INT ? "long" : "real", i);
+		cg_line(g, "const %s p_%d = (%s)params[%d];", p->type == VT_INT ? "long" : "real",
+			p->id, p->type == VT_INT ? "long" : "real", i);
 		cg_line(g, "(void)p_%d;", p->id);
 	}
 	for (int i = 0; i < c->tensors.n; i++) {
@@ -147,20 +163,24 @@ static void emit_bindings(CGen *g)
 			free(buf);
 		}
 		cg_line(g, "const long n_t%d = %s; (void)n_t%d;", t->id, size, t->id);
-		const char *ty = t->type == VT_FLOAT ? "real" : t->type == VT_INT ? "int32_t" : "uint8_t";
+		const char *ty = t->type == VT_FLOAT ? "real"
+				 : t->type == VT_INT ? "int32_t"
+						     : "uint8_t";
 		if (t->kind == TK_TEMP) {
 			if (g->st[t->id].kind == ST_GLOBAL) {
 				ty = temp_type(t);
-				cg_line(g, "t_%d = calloc((size_t)n_t%d, sizeof(%s));", t->id, t->id, ty);
+				cg_line(g, "t_%d = calloc((size_t)n_t%d, sizeof(%s));", t->id,
+					t->id, ty);
 				cg_line(g, "if (!t_%d) { status = 2; goto done; }", t->id);
 			}
 			continue;
 		}
-		cg_line(g, "%s%s *t_%d = (%s *)data[%d];", t->kind == TK_IN ? "const " : "", ty, t->id, ty,
-			t->id);
+		cg_line(g, "%s%s *t_%d = (%s *)data[%d];", t->kind == TK_IN ? "const " : "", ty,
+			t->id, ty, t->id);
 		cg_line(g, "if (!t_%d) { status = 1; goto done; }", t->id);
 		if (t->kind == TK_OUT)
-			cg_line(g, "memset(t_%d, 0, sizeof(*t_%d) * (size_t)n_t%d);", t->id, t->id, t->id);
+			cg_line(g, "memset(t_%d, 0, sizeof(*t_%d) * (size_t)n_t%d);", t->id, t->id,
+				t->id);
 	}
 }
 
@@ -178,11 +198,13 @@ static void emit_cascade_impl(CGen *g)
 	const Cascade *c = g->c;
 	const char *why = NULL;
 	g->streamed = cg_streamable(g, &why);
-	fprintf(g->o, "\n/* %s: %d pass%s over the KV stream (%s). */\n", c->name, g->p->passes_after,
-		g->p->passes_after == 1 ? "" : "es",
+	fprintf(g->o, "\n/* %s: %d pass%s over the KV stream (%s). */\n", c->name,
+		g->p->passes_after, g->p->passes_after == 1 ? "" : "es",
 		g->streamed ? "one-pass plan: running states, tiles, merge rule"
 			    : arena_printf(g->a, "materialised: %s", why));
-	fprintf(g->o, "static int %s_impl(const long *dims, const double *params, void *const *data, int nthreads, const long *bounds, int nparts)\n{\n",
+	fprintf(g->o,
+		"static int %s_impl(const long *dims, const double *params, void *const *data, int "
+		"nthreads, const long *bounds, int nparts)\n{\n",
 		c->name);
 	g->ind = 1;
 	cg_line(g, "int status = 0;");
@@ -225,11 +247,18 @@ static void emit_entries(CGen *g)
 {
 	const Cascade *c = g->c;
 	FILE *o = g->o;
-	fprintf(o, "\nint %s_run_generic(const long *dims, const double *params, void *const *data, int nthreads)\n{\n", c->name);
+	fprintf(o,
+		"\nint %s_run_generic(const long *dims, const double *params, void *const *data, "
+		"int nthreads)\n{\n",
+		c->name);
 	fprintf(o, "\treturn %s_impl(dims, params, data, nthreads, NULL, 1);\n}\n", c->name);
-	fprintf(o, "\nint %s_run_partitioned(const long *dims, const double *params, void *const *data, int nthreads, const long *bounds, int nparts)\n{\n", c->name);
+	fprintf(o,
+		"\nint %s_run_partitioned(const long *dims, const double *params, void *const "
+		"*data, int nthreads, const long *bounds, int nparts)\n{\n",
+		c->name);
 	fprintf(o, "\tif (!bounds || nparts < 1 || bounds[0] != 0)\n\t\treturn 1;\n");
-	fprintf(o, "\tfor (int k = 0; k < nparts; k++)\n\t\tif (bounds[k + 1] < bounds[k])\n\t\t\treturn 1;\n");
+	fprintf(o, "\tfor (int k = 0; k < nparts; k++)\n\t\tif (bounds[k + 1] < "
+		   "bounds[k])\n\t\t\treturn 1;\n");
 	if (g->p->stream >= 0) {
 		fprintf(o, "\t{\n\t\tconst long *d = dims; (void)d;\n");
 		char *buf = NULL;
@@ -238,8 +267,8 @@ static void emit_entries(CGen *g)
 		g->o = f;
 		/* the stream's length, from the dims */
 		for (int i = 0; i < c->dims.n; i++)
-			fprintf(f, "\t\tconst long d_%d = dims[%d]; (void)d_%d;\n", ((Dim *)c->dims.v[i])->id, i,
-				((Dim *)c->dims.v[i])->id);
+			fprintf(f, "\t\tconst long d_%d = dims[%d]; (void)d_%d;\n",
+				((Dim *)c->dims.v[i])->id, i, ((Dim *)c->dims.v[i])->id);
 		fprintf(f, "\t\tif (bounds[nparts] != ");
 		cg_expr(g, g->p->classes[g->p->stream].extent);
 		fprintf(f, ")\n\t\t\treturn 1;\n");
@@ -250,10 +279,12 @@ static void emit_entries(CGen *g)
 		fprintf(o, "\t}\n");
 	}
 	if (g->streamed) {
-		fprintf(o, "\treturn %s_impl(dims, params, data, nthreads, bounds, nparts);\n}\n", c->name);
+		fprintf(o, "\treturn %s_impl(dims, params, data, nthreads, bounds, nparts);\n}\n",
+			c->name);
 	} else {
 		fprintf(o, "\t/* a materialised plan has no partial states to merge */\n");
-		fprintf(o, "\treturn %s_impl(dims, params, data, nthreads, NULL, 1);\n}\n", c->name);
+		fprintf(o, "\treturn %s_impl(dims, params, data, nthreads, NULL, 1);\n}\n",
+			c->name);
 	}
 	fprintf(o, "\nvoid %s_defaults(%s_args *a)\n{\n", c->name, c->name);
 	fprintf(o, "\t(void)a;\n");
@@ -262,7 +293,8 @@ static void emit_entries(CGen *g)
 			((Dim *)c->dims.v[i])->name, ((Dim *)c->dims.v[i])->id);
 	for (int i = 0; i < c->params.n; i++) {
 		const Param *p = c->params.v[i];
-		fprintf(o, "\t%s p_%d = a->%s;\n", p->type == VT_INT ? "long" : "real", p->id, p->name);
+		fprintf(o, "\t%s p_%d = a->%s;\n", p->type == VT_INT ? "long" : "real", p->id,
+			p->name);
 		if (p->deflt) {
 			fprintf(o, "\tp_%d = ", p->id);
 			g->o = o;
@@ -273,16 +305,22 @@ static void emit_entries(CGen *g)
 	}
 	fprintf(o, "}\n");
 	/* introspection, for generic harnesses (the GPU test suite) */
-	fprintf(o, "\nvoid %s_counts(int *ntensors, int *ndims, int *nparams)\n{\n\t*ntensors = %d, *ndims = %d, *nparams = %d;\n}\n",
+	fprintf(o,
+		"\nvoid %s_counts(int *ntensors, int *ndims, int *nparams)\n{\n\t*ntensors = %d, "
+		"*ndims = %d, *nparams = %d;\n}\n",
 		c->name, c->tensors.n, c->dims.n, c->params.n);
-	fprintf(o, "\nconst char *%s_tensor_info(int i, int *kind, int *dtype, int *rank)\n{\n\tswitch (i) {\n", c->name);
+	fprintf(o,
+		"\nconst char *%s_tensor_info(int i, int *kind, int *dtype, int "
+		"*rank)\n{\n\tswitch (i) {\n",
+		c->name);
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];
-		fprintf(o, "\tcase %d: *kind = %d, *dtype = %d, *rank = %d; return \"%s\";\n", i, (int)t->kind,
-			(int)t->dtype, t->rank, t->name);
+		fprintf(o, "\tcase %d: *kind = %d, *dtype = %d, *rank = %d; return \"%s\";\n", i,
+			(int)t->kind, (int)t->dtype, t->rank, t->name);
 	}
 	fprintf(o, "\tdefault: return 0;\n\t}\n}\n");
-	fprintf(o, "\nconst char *%s_dim_name(int i)\n{\n\tstatic const char *const n[] = {", c->name);
+	fprintf(o, "\nconst char *%s_dim_name(int i)\n{\n\tstatic const char *const n[] = {",
+		c->name);
 	for (int i = 0; i < c->dims.n; i++)
 		fprintf(o, "\"%s\", ", ((Dim *)c->dims.v[i])->name);
 	fprintf(o, "0};\n\treturn i >= 0 && i < %d ? n[i] : 0;\n}\n", c->dims.n);
@@ -292,8 +330,8 @@ static void emit_entries(CGen *g)
 	fprintf(o, "0};\n\treturn i >= 0 && i < %d ? f[i] : 0;\n}\n", c->dims.n);
 	fprintf(o, "\nvoid %s_param_defaults(const long *dims, double *params)\n{\n", c->name);
 	for (int i = 0; i < c->dims.n; i++)
-		fprintf(o, "\tconst long d_%d = dims[%d]; (void)d_%d;\n", ((Dim *)c->dims.v[i])->id, i,
-			((Dim *)c->dims.v[i])->id);
+		fprintf(o, "\tconst long d_%d = dims[%d]; (void)d_%d;\n", ((Dim *)c->dims.v[i])->id,
+			i, ((Dim *)c->dims.v[i])->id);
 	fprintf(o, "\t(void)params;\n");
 	for (int i = 0; i < c->params.n; i++) {
 		const Param *p = c->params.v[i];
@@ -309,8 +347,8 @@ static void emit_entries(CGen *g)
 	fprintf(o, "}\n");
 	fprintf(o, "\nvoid %s_tensor_shape(int i, const long *dims, long *shape)\n{\n", c->name);
 	for (int i = 0; i < c->dims.n; i++)
-		fprintf(o, "\tconst long d_%d = dims[%d]; (void)d_%d;\n", ((Dim *)c->dims.v[i])->id, i,
-			((Dim *)c->dims.v[i])->id);
+		fprintf(o, "\tconst long d_%d = dims[%d]; (void)d_%d;\n", ((Dim *)c->dims.v[i])->id,
+			i, ((Dim *)c->dims.v[i])->id);
 	fprintf(o, "\tswitch (i) {\n");
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];
@@ -344,15 +382,20 @@ static void emit_entries(CGen *g)
 static void emit_prelude(FILE *o, int f64)
 {
 	fputs("/* Generated by attnc (portable C back end). Do not edit. */\n", o);
-	fputs("#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n", o);
+	fputs("#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n",
+	      o);
 	fputs("#ifdef _OPENMP\n#include <omp.h>\n#endif\n", o);
 	if (f64)
-		fputs("typedef double real;\n#define R_EXP exp\n#define R_EXP2 exp2\n#define R_LOG log\n"
-		      "#define R_LOG2 log2\n#define R_TANH tanh\n#define R_SQRT sqrt\n#define R_FABS fabs\n",
+		fputs("typedef double real;\n#define R_EXP exp\n#define R_EXP2 exp2\n#define R_LOG "
+		      "log\n"
+		      "#define R_LOG2 log2\n#define R_TANH tanh\n#define R_SQRT sqrt\n#define "
+		      "R_FABS fabs\n",
 		      o);
 	else
-		fputs("typedef float real;\n#define R_EXP expf\n#define R_EXP2 exp2f\n#define R_LOG logf\n"
-		      "#define R_LOG2 log2f\n#define R_TANH tanhf\n#define R_SQRT sqrtf\n#define R_FABS fabsf\n",
+		fputs("typedef float real;\n#define R_EXP expf\n#define R_EXP2 exp2f\n#define "
+		      "R_LOG logf\n"
+		      "#define R_LOG2 log2f\n#define R_TANH tanhf\n#define R_SQRT sqrtf\n#define "
+		      "R_FABS fabsf\n",
 		      o);
 	fputs(helpers, o);
 }

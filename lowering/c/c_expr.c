@@ -20,7 +20,10 @@ void cg_line(CGen *g, const char *fmt, ...)
 	fputc('\n', g->o);
 }
 
-const char *cg_real(const CGen *g) { return g->f64 ? "double" : "float"; }
+const char *cg_real(const CGen *g)
+{
+	return g->f64 ? "double" : "float";
+}
 
 LocalDim cg_local_dim(const CGen *g, int node, int var)
 {
@@ -91,9 +94,10 @@ static void literal(CGen *g, double v)
 }
 
 static const char *fn_c[FN_COUNT] = {
-	[FN_EXP] = "R_EXP",       [FN_EXP2] = "R_EXP2", [FN_LOG] = "R_LOG",   [FN_LOG2] = "R_LOG2",
-	[FN_TANH] = "R_TANH",     [FN_SIGMOID] = "attn_sigmoid", [FN_SQRT] = "R_SQRT",
-	[FN_RSQRT] = "attn_rsqrt", [FN_ABS] = "R_FABS", [FN_RELU] = "attn_relu",
+    [FN_EXP] = "R_EXP",      [FN_EXP2] = "R_EXP2",      [FN_LOG] = "R_LOG",
+    [FN_LOG2] = "R_LOG2",    [FN_TANH] = "R_TANH",      [FN_SIGMOID] = "attn_sigmoid",
+    [FN_SQRT] = "R_SQRT",    [FN_RSQRT] = "attn_rsqrt", [FN_ABS] = "R_FABS",
+    [FN_RELU] = "attn_relu",
 };
 
 static void binop(CGen *g, const Expr *e)
@@ -249,7 +253,8 @@ static Ival ival(CGen *g, int node, const Expr *e)
 			Ival x = ival(g, node, e->args[0]);
 			if (!x.lo)
 				return none;
-			return (Ival){arena_printf(g->a, "(-%s)", x.hi), arena_printf(g->a, "(-%s)", x.lo)};
+			return (Ival){arena_printf(g->a, "(-%s)", x.hi),
+				      arena_printf(g->a, "(-%s)", x.lo)};
 		}
 		return none;
 	case EX_BINOP: {
@@ -266,10 +271,10 @@ static Ival ival(CGen *g, int node, const Expr *e)
 			return (Ival){arena_printf(g->a, "(%s - %s)", l.lo, r.hi),
 				      arena_printf(g->a, "(%s - %s)", l.hi, r.lo)};
 		case OP_MUL:
-			return (Ival){arena_printf(g->a, "attn_min4(%s*%s, %s*%s, %s*%s, %s*%s)", l.lo, r.lo,
-						   l.lo, r.hi, l.hi, r.lo, l.hi, r.hi),
-				      arena_printf(g->a, "attn_max4(%s*%s, %s*%s, %s*%s, %s*%s)", l.lo, r.lo,
-						   l.lo, r.hi, l.hi, r.lo, l.hi, r.hi)};
+			return (Ival){arena_printf(g->a, "attn_min4(%s*%s, %s*%s, %s*%s, %s*%s)",
+						   l.lo, r.lo, l.lo, r.hi, l.hi, r.lo, l.hi, r.hi),
+				      arena_printf(g->a, "attn_max4(%s*%s, %s*%s, %s*%s, %s*%s)",
+						   l.lo, r.lo, l.lo, r.hi, l.hi, r.lo, l.hi, r.hi)};
 		case OP_DIV:
 			if (!positive_const(e->args[1]))
 				return none;
@@ -309,11 +314,17 @@ static const char *tri(CGen *g, int node, const Expr *e)
 		return "2";
 	switch (e->op) {
 	case OP_LT: return arena_printf(g->a, "attn_tlt(%s, %s, %s, %s)", a.lo, a.hi, b.lo, b.hi);
-	case OP_LE: return arena_printf(g->a, "attn_tlt(%s, %s, %s + 1, %s + 1)", a.lo, a.hi, b.lo, b.hi);
+	case OP_LE:
+		return arena_printf(g->a, "attn_tlt(%s, %s, %s + 1, %s + 1)", a.lo, a.hi, b.lo,
+				    b.hi);
 	case OP_GT: return arena_printf(g->a, "attn_tlt(%s, %s, %s, %s)", b.lo, b.hi, a.lo, a.hi);
-	case OP_GE: return arena_printf(g->a, "attn_tlt(%s, %s, %s + 1, %s + 1)", b.lo, b.hi, a.lo, a.hi);
+	case OP_GE:
+		return arena_printf(g->a, "attn_tlt(%s, %s, %s + 1, %s + 1)", b.lo, b.hi, a.lo,
+				    a.hi);
 	case OP_EQ: return arena_printf(g->a, "attn_teq(%s, %s, %s, %s)", a.lo, a.hi, b.lo, b.hi);
-	default: return arena_printf(g->a, "attn_tnot(attn_teq(%s, %s, %s, %s))", a.lo, a.hi, b.lo, b.hi);
+	default:
+		return arena_printf(g->a, "attn_tnot(attn_teq(%s, %s, %s, %s))", a.lo, a.hi, b.lo,
+				    b.hi);
 	}
 }
 

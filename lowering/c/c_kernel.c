@@ -17,8 +17,14 @@
 
 #include "c_gen.h"
 
-static const Node *node(const CGen *g, int i) { return g->p->c->nodes.v[i]; }
-static const NodePlan *np(const CGen *g, int i) { return &g->p->np[i]; }
+static const Node *node(const CGen *g, int i)
+{
+	return g->p->c->nodes.v[i];
+}
+static const NodePlan *np(const CGen *g, int i)
+{
+	return &g->p->np[i];
+}
 
 static const char *vname(CGen *g, int i, int v)
 {
@@ -210,7 +216,8 @@ static int temp_args_ok(const CGen *g, const Expr *e)
 {
 	if (!e)
 		return 1;
-	if (e->kind == EX_ACCESS && e->tensor->def && np(g, e->tensor->def->id)->role != ROLE_PROLOGUE)
+	if (e->kind == EX_ACCESS && e->tensor->def &&
+	    np(g, e->tensor->def->id)->role != ROLE_PROLOGUE)
 		for (int k = 0; k < e->nargs; k++)
 			if (e->args[k]->kind != EX_INDEX)
 				return 0;
@@ -277,7 +284,8 @@ static void alloc_locals(CGen *g)
 		int state = np(g, i)->role == ROLE_RUNNING || np(g, i)->is_ref;
 		const char *pre[] = {"b", "pv", "tb", "rs"};
 		for (int k = 0; k < (state ? 4 : 1); k++)
-			cg_line(g, "%s *%s_%d = malloc(sizeof(%s) * (size_t)n_%d);", ty, pre[k], t->id, ty, t->id);
+			cg_line(g, "%s *%s_%d = malloc(sizeof(%s) * (size_t)n_%d);", ty, pre[k],
+				t->id, ty, t->id);
 	}
 	cg_line(g, "int oom = 0;");
 	for (int i = 0; i < p->c->nodes.n; i++) {
@@ -286,7 +294,8 @@ static void alloc_locals(CGen *g)
 		int id = node(g, i)->out->id;
 		int state = np(g, i)->role == ROLE_RUNNING || np(g, i)->is_ref;
 		cg_line(g, "oom |= !b_%d%s;", id,
-			state ? arena_printf(g->a, " || !pv_%d || !tb_%d || !rs_%d", id, id, id) : "");
+			state ? arena_printf(g->a, " || !pv_%d || !tb_%d || !rs_%d", id, id, id)
+			      : "");
 	}
 }
 
@@ -377,7 +386,8 @@ static void emit_rho(CGen *g, int x, const char *name, const char *from, const c
 		ref_value(g, x, run->ref[m], from);
 		fputs(", rb = ", g->o);
 		ref_value(g, x, run->ref[m], to);
-		fprintf(g->o, "; if (ra != rb) %s *= R_EXP((real)%a * (ra - rb)); }\n", name, run->k[m]);
+		fprintf(g->o, "; if (ra != rb) %s *= R_EXP((real)%a * (ra - rb)); }\n", name,
+			run->k[m]);
 	}
 }
 
@@ -425,8 +435,9 @@ static void init_states(CGen *g)
 {
 	for (int i = 0; i < g->p->c->nodes.n; i++)
 		if (np(g, i)->role == ROLE_RUNNING)
-			cg_line(g, "for (long e = 0; e < n_%d; e++) b_%d[e] = %s;", node(g, i)->out->id,
-				node(g, i)->out->id, identity(node(g, i)->red));
+			cg_line(g, "for (long e = 0; e < n_%d; e++) b_%d[e] = %s;",
+				node(g, i)->out->id, node(g, i)->out->id,
+				identity(node(g, i)->red));
 	for (int i = 0; i < g->p->c->nodes.n; i++)
 		if (np(g, i)->role == ROLE_EPILOGUE && np(g, i)->is_ref) {
 			cg_line(g, "{");
@@ -444,8 +455,8 @@ static void copy_refs(CGen *g, const char *to, const char *from, int all_states)
 		if (!state || (!all_states && !np(g, i)->is_ref))
 			continue;
 		int id = node(g, i)->out->id;
-		cg_line(g, "memcpy(%s_%d, %s_%d, sizeof(*%s_%d) * (size_t)n_%d);", to, id, from, id, to,
-			id, id);
+		cg_line(g, "memcpy(%s_%d, %s_%d, sizeof(*%s_%d) * (size_t)n_%d);", to, id, from, id,
+			to, id, id);
 	}
 }
 
@@ -461,8 +472,8 @@ static void merge_states(CGen *g)
 		if (np(g, i)->role != ROLE_RUNNING || (n->red != RED_MAX && n->red != RED_MIN))
 			continue;
 		int id = n->out->id;
-		cg_line(g, "for (long e = 0; e < n_%d; e++) b_%d[e] = attn_%sf(b_%d[e], tb_%d[e]);", id, id,
-			n->red == RED_MAX ? "max" : "min", id, id);
+		cg_line(g, "for (long e = 0; e < n_%d; e++) b_%d[e] = attn_%sf(b_%d[e], tb_%d[e]);",
+			id, id, n->red == RED_MAX ? "max" : "min", id, id);
 	}
 	for (int i = 0; i < p->c->nodes.n; i++)
 		if (np(g, i)->role == ROLE_EPILOGUE && np(g, i)->is_ref) {
@@ -565,7 +576,9 @@ void cg_stream_kernel(CGen *g)
 	init_states(g);
 	cg_line(g, "for (int part = 0; part < nparts; part++) {");
 	g->ind++;
-	cg_line(g, "const long lo = bounds ? bounds[part] : 0, hi = bounds ? bounds[part + 1] : S_EXT;");
+	cg_line(
+	    g,
+	    "const long lo = bounds ? bounds[part] : 0, hi = bounds ? bounds[part + 1] : S_EXT;");
 	cg_line(g, "if (part > 0) {");
 	g->ind++;
 	copy_refs(g, "tb", "b", 1);
@@ -592,7 +605,9 @@ void cg_stream_kernel(CGen *g)
 			continue;
 		const Node *n = node(g, i);
 		cg_line(g, "/* %s: %s */", n->out->name,
-			np(g, i)->role == ROLE_TILE ? "tile" : np(g, i)->role == ROLE_RUNNING ? "running" : "reference");
+			np(g, i)->role == ROLE_TILE      ? "tile"
+			: np(g, i)->role == ROLE_RUNNING ? "running"
+							 : "reference");
 		cg_line(g, "{");
 		g->ind++;
 		if (np(g, i)->role == ROLE_RUNNING) {

@@ -48,7 +48,7 @@ typedef struct PtxInst {
 	const char *mods; /* ".lo.s64", ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ... */
 	uint8_t n;
 	PtxOpnd a[6];
-	PReg guard;  /* @guard or @!guard when set */
+	PReg guard; /* @guard or @!guard when set */
 	uint8_t neg;
 } PtxInst;
 

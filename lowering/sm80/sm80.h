@@ -40,22 +40,22 @@ typedef struct SGemm1 {
 } SGemm1;
 
 typedef struct SGemm2 {
-	const Expr *x;     /* per (i, j) factor */
-	const Expr *v;     /* V read: key index and e */
+	const Expr *x; /* per (i, j) factor */
+	const Expr *v; /* V read: key index and e */
 	int evar;
 	long DV;
-	int vslot;         /* which V tile in shared memory */
+	int vslot; /* which V tile in shared memory */
 } SGemm2;
 
 typedef struct SNode {
 	SNodeKind kind;
-	int g;             /* SGemm1/SGemm2 index for GEMM nodes */
+	int g; /* SGemm1/SGemm2 index for GEMM nodes */
 } SNode;
 
 typedef struct Shape {
 	const Plan *p;
 	int qcls, scls, ecls;
-	SNode *n;          /* per plan node */
+	SNode *n; /* per plan node */
 	SGemm1 g1[SM80_MAXG];
 	int ng1;
 	SGemm2 g2[SM80_MAXG];
@@ -83,14 +83,14 @@ typedef struct Gen {
 	PReg *grid;     /* [nclasses] grid index values (b64) */
 	PReg lane, warp, q0, j0, j1, qext, sext;
 	/* the element being evaluated */
-	int node;       /* the plan node whose variables are in scope */
-	PReg row, col;  /* b64 query row / key column (or e) of the element */
-	int elem;       /* tile element index (for SN_MAP values), or -1 */
-	int half;       /* row half (0: lane/4, 1: lane/4 + 8) */
-	PReg **tile;    /* [nodes][BN/8*4] f32 values of GEMM1/MAP nodes */
-	PReg **rowv;    /* [nodes][2] f32 running / row values */
-	PReg **acc;     /* [nodes][DV/8*4] f32 GEMM2 / epilogue element values */
-	int stage;      /* 0: in the stream; 1: epilogue */
+	int node;      /* the plan node whose variables are in scope */
+	PReg row, col; /* b64 query row / key column (or e) of the element */
+	int elem;      /* tile element index (for SN_MAP values), or -1 */
+	int half;      /* row half (0: lane/4, 1: lane/4 + 8) */
+	PReg **tile;   /* [nodes][BN/8*4] f32 values of GEMM1/MAP nodes */
+	PReg **rowv;   /* [nodes][2] f32 running / row values */
+	PReg **acc;    /* [nodes][DV/8*4] f32 GEMM2 / epilogue element values */
+	int stage;     /* 0: in the stream; 1: epilogue */
 	PReg kaddr[SM80_MAXG], vaddr[SM80_MAXG]; /* lane parts of ldmatrix addresses */
 	/* -log2(e) * b for row values b, reused within one tile body */
 	PReg memo_in[16], memo_out[16];

@@ -17,7 +17,8 @@ int sm80_emit_program(FILE *out, const Program *prog, Diag *d, unsigned *smem_by
 		Shape s;
 		const char *why = sm80_shape(&a, p, &s);
 		if (why) {
-			diag_error(d, c->loc, "cannot generate an sm_80 kernel for '%s': %s", c->name, why);
+			diag_error(d, c->loc, "cannot generate an sm_80 kernel for '%s': %s",
+				   c->name, why);
 			rc = 1;
 			break;
 		}

@@ -11,16 +11,20 @@
 
 static const float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
 
-static PReg R(Gen *g, PtxCls c) { return ptx_reg(g->f, c); }
+static PReg R(Gen *g, PtxCls c)
+{
+	return ptx_reg(g->f, c);
+}
 
-static void E(Gen *g, PtxOpcode op, const char *m, int n, PtxOpnd a, PtxOpnd b, PtxOpnd c, PtxOpnd d)
+static void E(Gen *g, PtxOpcode op, const char *m, int n, PtxOpnd a, PtxOpnd b, PtxOpnd c,
+	      PtxOpnd d)
 {
 	PtxOpnd o[4] = {a, b, c, d};
 	ptx_emit(g->f, op, m, n, o);
 }
 
-#define E2(op, m, a, b) E(g, op, m, 2, a, b, (PtxOpnd){0}, (PtxOpnd){0})
-#define E3(op, m, a, b, c) E(g, op, m, 3, a, b, c, (PtxOpnd){0})
+#define E2(op, m, a, b)       E(g, op, m, 2, a, b, (PtxOpnd){0}, (PtxOpnd){0})
+#define E3(op, m, a, b, c)    E(g, op, m, 3, a, b, c, (PtxOpnd){0})
 #define E4(op, m, a, b, c, d) E(g, op, m, 4, a, b, c, d)
 
 static PReg fconst(Gen *g, float v)
@@ -183,7 +187,8 @@ static PReg binop(Gen *g, const Expr *e)
 				E2(PTX_NOT, ".pred", po_r(d), po_r(d));
 			return d;
 		}
-		const char *m = arena_printf(g->a, ".%s.%s", cmp_name(op), t == VT_FLOAT ? "f32" : "s64");
+		const char *m =
+		    arena_printf(g->a, ".%s.%s", cmp_name(op), t == VT_FLOAT ? "f32" : "s64");
 		E3(PTX_SETP, m, po_r(d), po_r(l), po_r(r));
 		return d;
 	}
@@ -196,8 +201,11 @@ static PReg binop(Gen *g, const Expr *e)
 		if (op == OP_DIV || op == OP_MOD)
 			return ptx_floordiv(g, l, r, op == OP_MOD);
 		d = R(g, PC_B64);
-		static const PtxOpcode iop[] = {[OP_ADD] = PTX_ADD, [OP_SUB] = PTX_SUB, [OP_MUL] = PTX_MUL,
-						[OP_MAX] = PTX_MAX, [OP_MIN] = PTX_MIN};
+		static const PtxOpcode iop[] = {[OP_ADD] = PTX_ADD,
+						[OP_SUB] = PTX_SUB,
+						[OP_MUL] = PTX_MUL,
+						[OP_MAX] = PTX_MAX,
+						[OP_MIN] = PTX_MIN};
 		E3(iop[op], op == OP_MUL ? ".lo.s64" : ".s64", po_r(d), po_r(l), po_r(r));
 		return d;
 	}
@@ -213,7 +221,6 @@ static PReg binop(Gen *g, const Expr *e)
 	}
 	return d;
 }
-
 
 /* b * -log2(e), once per row value within a tile body (the kernel clears
 ** the memo where row values change). */
@@ -287,8 +294,7 @@ PReg sm80_expr(Gen *g, const Expr *e)
 		d = R(g, PC_B64);
 		E2(PTX_CVT, ".s64.s32", po_r(d), po_r(g->param[e->param->id]));
 		return d;
-	case EX_ACCESS:
-		return e->tensor->def ? computed(g, e) : sm80_load(g, e->tensor, e->args);
+	case EX_ACCESS: return e->tensor->def ? computed(g, e) : sm80_load(g, e->tensor, e->args);
 	case EX_UNOP: {
 		PReg x = sm80_expr(g, e->args[0]);
 		if (e->op == OP_NOT) {
@@ -317,7 +323,8 @@ PReg sm80_expr(Gen *g, const Expr *e)
 			return d;
 		}
 		d = R(g, e->type == VT_FLOAT ? PC_F32 : PC_B64);
-		E4(PTX_SELP, e->type == VT_FLOAT ? ".f32" : ".b64", po_r(d), po_r(a), po_r(b), po_r(c));
+		E4(PTX_SELP, e->type == VT_FLOAT ? ".f32" : ".b64", po_r(d), po_r(a), po_r(b),
+		   po_r(c));
 		return d;
 	}
 	case EX_CALL: return call(g, e);
@@ -343,7 +350,10 @@ typedef struct Ival {
 	int ok;
 } Ival;
 
-static int positive(const Expr *e) { return (e->kind == EX_INT && e->ival > 0) || e->kind == EX_DIM; }
+static int positive(const Expr *e)
+{
+	return (e->kind == EX_INT && e->ival > 0) || e->kind == EX_DIM;
+}
 
 static Ival ival(Gen *g, const Expr *e)
 {
@@ -418,7 +428,8 @@ static Ival ival(Gen *g, const Expr *e)
 			PReg ls[2] = {l.lo, l.hi}, rs[2] = {r.lo, r.hi};
 			for (int k = 0; k < 4; k++) {
 				p[k] = R(g, PC_B64);
-				E3(PTX_MUL, ".lo.s64", po_r(p[k]), po_r(ls[k >> 1]), po_r(rs[k & 1]));
+				E3(PTX_MUL, ".lo.s64", po_r(p[k]), po_r(ls[k >> 1]),
+				   po_r(rs[k & 1]));
 			}
 			E3(PTX_MIN, ".s64", po_r(lo), po_r(p[0]), po_r(p[1]));
 			E3(PTX_MIN, ".s64", po_r(lo), po_r(lo), po_r(p[2]));
@@ -442,8 +453,10 @@ static Ival ival(Gen *g, const Expr *e)
 			break;
 		case OP_MAX:
 		case OP_MIN:
-			E3(e->op == OP_MAX ? PTX_MAX : PTX_MIN, ".s64", po_r(lo), po_r(l.lo), po_r(r.lo));
-			E3(e->op == OP_MAX ? PTX_MAX : PTX_MIN, ".s64", po_r(hi), po_r(l.hi), po_r(r.hi));
+			E3(e->op == OP_MAX ? PTX_MAX : PTX_MIN, ".s64", po_r(lo), po_r(l.lo),
+			   po_r(r.lo));
+			E3(e->op == OP_MAX ? PTX_MAX : PTX_MIN, ".s64", po_r(hi), po_r(l.hi),
+			   po_r(r.hi));
 			break;
 		default: return none;
 		}
@@ -462,8 +475,8 @@ static void tri(Gen *g, const Expr *e, PReg *al, PReg *ne)
 		tri(g, e->args[1], &a2, &n2);
 		*al = R(g, PC_PRED), *ne = R(g, PC_PRED);
 		int and = e->op == OP_AND;
-		E3(and ? PTX_AND : PTX_OR, ".pred", po_r(*al), po_r(a1), po_r(a2));
-		E3(and ? PTX_OR : PTX_AND, ".pred", po_r(*ne), po_r(n1), po_r(n2));
+		E3(and? PTX_AND : PTX_OR, ".pred", po_r(*al), po_r(a1), po_r(a2));
+		E3(and? PTX_OR : PTX_AND, ".pred", po_r(*ne), po_r(n1), po_r(n2));
 		return;
 	}
 	if (e->kind == EX_BOOL) {

@@ -18,26 +18,32 @@
 
 #include "sm80.h"
 
-#define NT (SM80_BN / 8)   /* n-tiles of a score tile */
-#define NEL (NT * 4)       /* score elements per thread */
+#define NT  (SM80_BN / 8) /* n-tiles of a score tile */
+#define NEL (NT * 4)      /* score elements per thread */
 
-static PReg R(Gen *g, PtxCls c) { return ptx_reg(g->f, c); }
+static PReg R(Gen *g, PtxCls c)
+{
+	return ptx_reg(g->f, c);
+}
 
-static void E(Gen *g, PtxOpcode op, const char *m, int n, PtxOpnd a, PtxOpnd b, PtxOpnd c, PtxOpnd d,
-	      PtxOpnd e)
+static void E(Gen *g, PtxOpcode op, const char *m, int n, PtxOpnd a, PtxOpnd b, PtxOpnd c,
+	      PtxOpnd d, PtxOpnd e)
 {
 	PtxOpnd o[5] = {a, b, c, d, e};
 	ptx_emit(g->f, op, m, n, o);
 }
 
-#define Z ((PtxOpnd){0})
-#define E1(op, m, a) E(g, op, m, 1, a, Z, Z, Z, Z)
-#define E2(op, m, a, b) E(g, op, m, 2, a, b, Z, Z, Z)
-#define E3(op, m, a, b, c) E(g, op, m, 3, a, b, c, Z, Z)
-#define E4(op, m, a, b, c, d) E(g, op, m, 4, a, b, c, d, Z)
+#define Z                        ((PtxOpnd){0})
+#define E1(op, m, a)             E(g, op, m, 1, a, Z, Z, Z, Z)
+#define E2(op, m, a, b)          E(g, op, m, 2, a, b, Z, Z, Z)
+#define E3(op, m, a, b, c)       E(g, op, m, 3, a, b, c, Z, Z)
+#define E4(op, m, a, b, c, d)    E(g, op, m, 4, a, b, c, d, Z)
 #define E5(op, m, a, b, c, d, e) E(g, op, m, 5, a, b, c, d, e)
 
-static const Node *node(const Gen *g, int i) { return g->p->c->nodes.v[i]; }
+static const Node *node(const Gen *g, int i)
+{
+	return g->p->c->nodes.v[i];
+}
 
 static PReg fmov(Gen *g, float v)
 {
@@ -76,7 +82,8 @@ static void load_params(Gen *g)
 	const char **qn = ARENA_ARRAY(g->a, const char *, c->params.n + 1);
 	for (int i = 0; i < c->params.n; i++) {
 		const Param *p = c->params.v[i];
-		qn[i] = ptx_param(f, arena_printf(g->a, "p%d", i), p->type == VT_INT ? ".s32" : ".f32");
+		qn[i] =
+		    ptx_param(f, arena_printf(g->a, "p%d", i), p->type == VT_INT ? ".s32" : ".f32");
 	}
 	for (int i = 0; i < nt; i++) {
 		const Tensor *t = c->tensors.v[i];
@@ -154,7 +161,7 @@ static void decode_grid(Gen *g)
 typedef struct Smem {
 	uint32_t q[SM80_MAXG], k[SM80_MAXG], v[SM80_MAXG]; /* byte offsets */
 	uint32_t kbuf[SM80_MAXG], vbuf[SM80_MAXG];         /* bytes between the two buffers */
-	uint32_t qs[SM80_MAXG], ks[SM80_MAXG], vs;           /* row strides (bytes) */
+	uint32_t qs[SM80_MAXG], ks[SM80_MAXG], vs;         /* row strides (bytes) */
 	uint32_t total;
 } Smem;
 
@@ -187,17 +194,17 @@ static PReg u32of(Gen *g, PReg x)
 ** address plus multiples of step*rowstride, and shared-memory addresses that
 ** differ by immediates. */
 typedef struct TileLoad {
-	int n, step;        /* chunks per thread, rows between them */
+	int n, step; /* chunks per thread, rows between them */
 	uint32_t sstride;
-	PReg row0;          /* b64 first row of this thread's chunks */
-	PReg loff;          /* b64 byte offset of the first chunk from (row 0, d 0) */
-	PReg stepbytes;     /* b64 step * rowstride */
-	PReg saddr;         /* u32 shared address of the first chunk */
-	PReg base;          /* b64 global address of (row 0, d 0) of the read */
-	PReg rowstride;     /* b64 bytes between rows */
-	int general;        /* D/8 does not divide the block (D = 96, 192): per-chunk math */
+	PReg row0;      /* b64 first row of this thread's chunks */
+	PReg loff;      /* b64 byte offset of the first chunk from (row 0, d 0) */
+	PReg stepbytes; /* b64 step * rowstride */
+	PReg saddr;     /* u32 shared address of the first chunk */
+	PReg base;      /* b64 global address of (row 0, d 0) of the read */
+	PReg rowstride; /* b64 bytes between rows */
+	int general;    /* D/8 does not divide the block (D = 96, 192): per-chunk math */
 	long cpr;
-	PReg tid32, sbase;  /* for the general case */
+	PReg tid32, sbase; /* for the general case */
 	uint32_t soff;
 } TileLoad;
 
@@ -230,7 +237,8 @@ static void tile_load_setup(Gen *g, TileLoad *L, int gnode, const Expr *acc, int
 	L->base = sm80_addr(g, acc->tensor, acc->args);
 	g->row = saverow, g->col = savecol;
 	PReg col = R(g, PC_B64);
-	L->row0 = R(g, PC_B64), L->loff = R(g, PC_B64), L->stepbytes = R(g, PC_B64), L->saddr = R(g, PC_B32);
+	L->row0 = R(g, PC_B64), L->loff = R(g, PC_B64), L->stepbytes = R(g, PC_B64),
+	L->saddr = R(g, PC_B32);
 	E3(PTX_DIV, ".u64", po_r(L->row0), po_r(tid), po_i(cpr));
 	E3(PTX_REM, ".u64", po_r(col), po_r(tid), po_i(cpr));
 	E3(PTX_MUL, ".lo.s64", po_r(L->loff), po_r(L->row0), po_r(L->rowstride));
@@ -247,13 +255,15 @@ static void tile_load_general(Gen *g, const TileLoad *L, PReg first, PReg ext, P
 	PReg tile = R(g, PC_B64);
 	E4(PTX_MAD, ".lo.s64", po_r(tile), po_r(first), po_r(L->rowstride), po_r(L->base));
 	for (int it = 0; it < L->n; it++) {
-		PReg c = R(g, PC_B32), r = R(g, PC_B32), col = R(g, PC_B32), r64 = R(g, PC_B64), c64 = R(g, PC_B64);
+		PReg c = R(g, PC_B32), r = R(g, PC_B32), col = R(g, PC_B32), r64 = R(g, PC_B64),
+		     c64 = R(g, PC_B64);
 		E3(PTX_ADD, ".u32", po_r(c), po_r(L->tid32), po_i(it * SM80_THREADS));
 		E3(PTX_DIV, ".u32", po_r(r), po_r(c), po_i(L->cpr));
 		E3(PTX_REM, ".u32", po_r(col), po_r(c), po_i(L->cpr));
 		E2(PTX_CVT, ".u64.u32", po_r(r64), po_r(r));
 		E2(PTX_CVT, ".u64.u32", po_r(c64), po_r(col));
-		PReg grow = R(g, PC_B64), ok = R(g, PC_PRED), a = R(g, PC_B64), bytes = R(g, PC_B32), sa = R(g, PC_B32);
+		PReg grow = R(g, PC_B64), ok = R(g, PC_PRED), a = R(g, PC_B64),
+		     bytes = R(g, PC_B32), sa = R(g, PC_B32);
 		E3(PTX_ADD, ".s64", po_r(grow), po_r(first), po_r(r64));
 		E3(PTX_SETP, ".lt.s64", po_r(ok), po_r(grow), po_r(ext));
 		E4(PTX_MAD, ".lo.s64", po_r(a), po_r(r64), po_r(L->rowstride), po_r(tile));
@@ -262,7 +272,8 @@ static void tile_load_general(Gen *g, const TileLoad *L, PReg first, PReg ext, P
 		E4(PTX_SELP, ".b32", po_r(bytes), po_i(16), po_i(0), po_r(ok));
 		E4(PTX_MAD, ".lo.u32", po_r(sa), po_r(r), po_i(L->sstride), po_r(sdst));
 		E4(PTX_MAD, ".lo.u32", po_r(sa), po_r(col), po_i(16), po_r(sa));
-		E4(PTX_CP_ASYNC, ".cg.shared.global", po_mem(sa, 0), po_mem(a, 0), po_i(16), po_r(bytes));
+		E4(PTX_CP_ASYNC, ".cg.shared.global", po_mem(sa, 0), po_mem(a, 0), po_i(16),
+		   po_r(bytes));
 	}
 }
 
@@ -286,7 +297,8 @@ static void tile_load(Gen *g, const TileLoad *L, PReg first, PReg ext, uint32_t 
 		E4(PTX_SELP, ".b64", po_r(a), po_r(src), po_r(tile), po_r(ok));
 		E4(PTX_SELP, ".b32", po_r(bytes), po_i(16), po_i(0), po_r(ok));
 		E4(PTX_CP_ASYNC, ".cg.shared.global",
-		   po_mem(L->saddr, (int32_t)(soff_extra + (uint32_t)it * (uint32_t)L->step * L->sstride)),
+		   po_mem(L->saddr,
+			  (int32_t)(soff_extra + (uint32_t)it * (uint32_t)L->step * L->sstride)),
 		   po_mem(a, 0), po_i(16), po_r(bytes));
 		if (it + 1 < L->n) {
 			E3(PTX_ADD, ".s64", po_r(src), po_r(src), po_r(L->stepbytes));
@@ -329,7 +341,6 @@ static PReg lm_addr(Gen *g, PReg sbase, uint32_t soff, uint32_t stride, PReg row
 	return a;
 }
 
-
 /* ---- per-tile work ------------------------------------------------------ */
 
 typedef struct Tile {
@@ -348,7 +359,8 @@ static void scope_elem(Gen *g, Tile *t, int i, int el)
 }
 
 /* An element's contribution to a reduction: masked points give identity. */
-static PReg masked_value(Gen *g, Tile *t, int i, int el, const Expr *body, int masked, float identity)
+static PReg masked_value(Gen *g, Tile *t, int i, int el, const Expr *body, int masked,
+			 float identity)
 {
 	scope_elem(g, t, i, el);
 	PReg v = sm80_expr(g, body);
@@ -377,7 +389,8 @@ static PReg rho(Gen *g, Tile *t, int i, int h)
 		PReg a = t->prev[ref][h], b = g->rowv[ref][h];
 		PReg d = R(g, PC_F32), x = R(g, PC_F32), same = R(g, PC_PRED);
 		E3(PTX_SUB, ".f32", po_r(d), po_r(a), po_r(b));
-		E3(PTX_MUL, ".f32", po_r(d), po_r(d), po_f((float)(run->k[m] * 1.4426950408889634)));
+		E3(PTX_MUL, ".f32", po_r(d), po_r(d),
+		   po_f((float)(run->k[m] * 1.4426950408889634)));
 		E2(PTX_EX2, ".approx.ftz.f32", po_r(x), po_r(d));
 		E3(PTX_SETP, ".eq.f32", po_r(same), po_r(a), po_r(b));
 		E4(PTX_SELP, ".f32", po_r(x), po_f(1.0f), po_r(x), po_r(same));
@@ -423,7 +436,8 @@ static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Sme
 		for (int q = 0; q < 4; q++) {
 			int nt = 2 * kk + (q >> 1), h = q & 1;
 			a[q] = R(g, PC_B32);
-			E3(PTX_CVT, cvt, po_r(a[q]), po_r(x[nt * 4 + h * 2 + 1]), po_r(x[nt * 4 + h * 2]));
+			E3(PTX_CVT, cvt, po_r(a[q]), po_r(x[nt * 4 + h * 2 + 1]),
+			   po_r(x[nt * 4 + h * 2]));
 		}
 		/* V fragments by ldmatrix.trans: row j = kk*16 + (mi&1)*8 + r, col e = ep*16 + (mi>>1)*8 */
 		for (int ep = 0; ep < net / 2; ep++) {
@@ -437,7 +451,8 @@ static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Sme
 				int et = 2 * ep + half;
 				PReg *d = &g->acc[i][et * 4];
 				PReg bb[2] = {b[half * 2], b[half * 2 + 1]};
-				E4(PTX_MMA, mma, po_vec(d, 4), po_vec(a, 4), po_vec(bb, 2), po_vec(d, 4));
+				E4(PTX_MMA, mma, po_vec(d, 4), po_vec(a, 4), po_vec(bb, 2),
+				   po_vec(d, 4));
 			}
 		}
 	}
@@ -463,11 +478,13 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 				for (int el = 0; el < NEL; el++) {
 					if (((el >> 1) & 1) != h)
 						continue;
-					PReg v = masked_value(g, t, i, el, n->body, masked, -INFINITY);
+					PReg v =
+					    masked_value(g, t, i, el, n->body, masked, -INFINITY);
 					E3(PTX_MAX, ".f32", po_r(m), po_r(m), po_r(v));
 				}
 				m = quad_reduce(g, m, 1);
-				E3(PTX_MAX, ".f32", po_r(g->rowv[i][h]), po_r(g->rowv[i][h]), po_r(m));
+				E3(PTX_MAX, ".f32", po_r(g->rowv[i][h]), po_r(g->rowv[i][h]),
+				   po_r(m));
 			}
 			break;
 		case SN_REF:
@@ -535,11 +552,13 @@ static void gemm1_tile(Gen *g, int i, PReg **qf, PReg sbase, const Smem *sm)
 			PReg b[4];
 			for (int q = 0; q < 4; q++)
 				b[q] = R(g, PC_B32);
-			E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16", po_vec(b, 4), po_mem(base, off));
+			E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16", po_vec(b, 4),
+			   po_mem(base, off));
 			for (int half = 0; half < 2; half++) {
 				PReg *d = &acc[(2 * np + half) * 4];
 				PReg bb[2] = {b[half * 2], b[half * 2 + 1]};
-				E4(PTX_MMA, mma, po_vec(d, 4), po_vec(qf[kk], 4), po_vec(bb, 2), po_vec(d, 4));
+				E4(PTX_MMA, mma, po_vec(d, 4), po_vec(qf[kk], 4), po_vec(bb, 2),
+				   po_vec(d, 4));
 			}
 		}
 }
@@ -613,7 +632,8 @@ static void epilogue(Gen *g, Tile *t)
 				int et = el / 4, h = (el >> 1) & 1, cc = el & 1;
 				g->node = i, g->elem = el, g->half = h, g->row = t->crows[h];
 				PReg e = R(g, PC_B64);
-				E4(PTX_MAD, ".lo.s64", po_r(e), po_r(q), po_i(2), po_i(et * 8 + cc));
+				E4(PTX_MAD, ".lo.s64", po_r(e), po_r(q), po_i(2),
+				   po_i(et * 8 + cc));
 				g->col = e;
 				if (k == SN_EPI_ELEM) {
 					PReg v = sm80_expr(g, n->body);
@@ -655,8 +675,8 @@ static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg a
 /* Copies the K and V tiles starting at key j into buffer buf (0 or 1) when
 ** `when` holds, then commits a group (empty otherwise), so that waiting for
 ** all but the newest group always means the current tile has arrived. */
-static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const Smem *sm, PReg j, PReg buf,
-		     PReg when)
+static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const Smem *sm, PReg j,
+		     PReg buf, PReg when)
 {
 	int skip = ptx_new_label(g->f);
 	E1(PTX_BRA, ".uni", po_label(skip));
@@ -719,11 +739,11 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		for (int i = 0; i < n; i++)
 			if (s->n[i].kind == SN_GEMM1 && s->n[i].g == k)
 				node = i;
-		tile_load_setup(g, &lq[k], node, s->g1[k].a, s->qcls, SM80_BM, s->g1[k].D, sm.q[k], sm.qs[k],
-				sbase, tid);
+		tile_load_setup(g, &lq[k], node, s->g1[k].a, s->qcls, SM80_BM, s->g1[k].D, sm.q[k],
+				sm.qs[k], sbase, tid);
 		tile_load(g, &lq[k], g->q0, g->qext, 0);
-		tile_load_setup(g, &lk[k], node, s->g1[k].b, s->scls, SM80_BN, s->g1[k].D, sm.k[k], sm.ks[k],
-				sbase, tid);
+		tile_load_setup(g, &lk[k], node, s->g1[k].b, s->scls, SM80_BN, s->g1[k].D, sm.k[k],
+				sm.ks[k], sbase, tid);
 		g->kaddr[k] = lane_addr(g, sbase, sm.k[k], sm.ks[k], 0);
 	}
 	for (int v = 0; v < s->nvt; v++) {
@@ -731,7 +751,8 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		for (int i = 0; i < n; i++)
 			if (s->n[i].kind == SN_GEMM2 && s->g2[s->n[i].g].vslot == v)
 				node = i;
-		tile_load_setup(g, &lv[v], node, s->vt[v], s->scls, SM80_BN, s->DV, sm.v[v], sm.vs, sbase, tid);
+		tile_load_setup(g, &lv[v], node, s->vt[v], s->scls, SM80_BN, s->DV, sm.v[v], sm.vs,
+				sbase, tid);
 		g->vaddr[v] = lane_addr(g, sbase, sm.v[v], sm.vs, 1);
 	}
 	wait_all(g);
@@ -740,16 +761,19 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		qf[k] = ARENA_ARRAY(a, PReg *, nk + 1);
 		for (long kk = 0; kk < nk; kk++) {
 			/* A rows: warp*16 + (lane & 15), cols kk*16 + (lane >> 4)*8 */
-			PReg row = R(g, PC_B64), cb = R(g, PC_B64), l15 = R(g, PC_B64), l4 = R(g, PC_B64);
+			PReg row = R(g, PC_B64), cb = R(g, PC_B64), l15 = R(g, PC_B64),
+			     l4 = R(g, PC_B64);
 			E3(PTX_AND, ".b64", po_r(l15), po_r(g->lane), po_i(15));
 			E3(PTX_SHR, ".u64", po_r(l4), po_r(g->lane), po_i(4));
 			E4(PTX_MAD, ".lo.s64", po_r(row), po_r(g->warp), po_i(16), po_r(l15));
 			E4(PTX_MAD, ".lo.s64", po_r(cb), po_r(l4), po_i(16), po_i(kk * 32));
-			PReg addr = lm_addr(g, sbase, sm.q[k], sm.qs[k], u32of(g, row), u32of(g, cb));
+			PReg addr =
+			    lm_addr(g, sbase, sm.q[k], sm.qs[k], u32of(g, row), u32of(g, cb));
 			qf[k][kk] = ARENA_ARRAY(a, PReg, 4);
 			for (int q = 0; q < 4; q++)
 				qf[k][kk][q] = R(g, PC_B32);
-			E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16", po_vec(qf[k][kk], 4), po_mem(addr, 0));
+			E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16", po_vec(qf[k][kk], 4),
+			   po_mem(addr, 0));
 		}
 	}
 	/* running state */
@@ -758,7 +782,8 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		if (k == SN_RMAX || k == SN_RSUM || k == SN_REF)
 			for (int h = 0; h < 2; h++) {
 				g->rowv[i][h] = R(g, PC_F32);
-				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_f(k == SN_RMAX ? -INFINITY : 0.0f));
+				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]),
+				   po_f(k == SN_RMAX ? -INFINITY : 0.0f));
 			}
 		if (k == SN_GEMM2)
 			for (int el = 0; el < s->DV / 8 * 4; el++) {
@@ -829,11 +854,13 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	}
 	for (int k = 0; k < s->ng1; k++) {
 		g->kaddr[k] = R(g, PC_B32);
-		E4(PTX_MAD, ".lo.u32", po_r(g->kaddr[k]), po_r(buf), po_i(sm.kbuf[k]), po_r(kbase[k]));
+		E4(PTX_MAD, ".lo.u32", po_r(g->kaddr[k]), po_r(buf), po_i(sm.kbuf[k]),
+		   po_r(kbase[k]));
 	}
 	for (int v = 0; v < s->nvt; v++) {
 		g->vaddr[v] = R(g, PC_B32);
-		E4(PTX_MAD, ".lo.u32", po_r(g->vaddr[v]), po_r(buf), po_i(sm.vbuf[v]), po_r(vbase[v]));
+		E4(PTX_MAD, ".lo.u32", po_r(g->vaddr[v]), po_r(buf), po_i(sm.vbuf[v]),
+		   po_r(vbase[v]));
 	}
 	for (int i = 0; i < n; i++)
 		if (p->np[i].is_ref)
@@ -845,7 +872,8 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 			t.cols[nt][c] = R(g, PC_B64);
 			E3(PTX_AND, ".b64", po_r(q), po_r(g->lane), po_i(3));
 			E4(PTX_MAD, ".lo.s64", po_r(t.cols[nt][c]), po_r(q), po_i(2), po_r(j0));
-			E3(PTX_ADD, ".s64", po_r(t.cols[nt][c]), po_r(t.cols[nt][c]), po_i(nt * 8 + c));
+			E3(PTX_ADD, ".s64", po_r(t.cols[nt][c]), po_r(t.cols[nt][c]),
+			   po_i(nt * 8 + c));
 			PReg last = R(g, PC_B64);
 			E3(PTX_SUB, ".s64", po_r(last), po_r(g->sext), po_i(1));
 			t.ccols[nt][c] = R(g, PC_B64);

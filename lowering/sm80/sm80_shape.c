@@ -87,7 +87,8 @@ static const char *gemm2(Arena *a, const Plan *p, int i, Shape *s)
 	/* body = X * V (V the only factor that reads e) */
 	const Expr *b = n->body;
 	if (b->kind != EX_BINOP || b->op != OP_MUL)
-		return arena_printf(a, "%s: a sum over the stream with a value index must be X * V", n->out->name);
+		return arena_printf(a, "%s: a sum over the stream with a value index must be X * V",
+				    n->out->name);
 	int evar = -1;
 	for (int v = 0; v < n->nfree; v++)
 		if (cls_kind(p, i, v, s->qcls, s->scls) == 'x')
@@ -100,7 +101,10 @@ static const char *gemm2(Arena *a, const Plan *p, int i, Shape *s)
 			continue;
 		long dv = fixed_extent(n->vars[evar].extent);
 		if (dv <= 0 || dv % 32 || dv > 256)
-			return arena_printf(a, "%s: the value dimension must be a compile-time multiple of 32 up to 256", n->out->name);
+			return arena_printf(a,
+					    "%s: the value dimension must be a compile-time "
+					    "multiple of 32 up to 256",
+					    n->out->name);
 		if (s->ng2 == SM80_MAXG)
 			return "more than two contractions with V";
 		if (s->DV && s->DV != dv)
@@ -122,21 +126,27 @@ static const char *gemm2(Arena *a, const Plan *p, int i, Shape *s)
 		s->n[i] = (SNode){SN_GEMM2, s->ng2++};
 		return NULL;
 	}
-	return arena_printf(a, "%s: no factor of its body reads V at the key and value indices", n->out->name);
+	return arena_printf(a, "%s: no factor of its body reads V at the key and value indices",
+			    n->out->name);
 }
 
 static const char *gemm1(Arena *a, const Plan *p, int i, Shape *s)
 {
 	const Node *n = p->c->nodes.v[i];
 	if (n->red != RED_SUM || n->nred != 1)
-		return arena_printf(a, "%s: a reduction inside a tile must be one sum (Q K^T)", n->out->name);
+		return arena_printf(a, "%s: a reduction inside a tile must be one sum (Q K^T)",
+				    n->out->name);
 	int d = n->nfree;
 	const Expr *b = n->body;
 	if (b->kind != EX_BINOP || b->op != OP_MUL)
-		return arena_printf(a, "%s: the tile contraction must be a product of two inputs", n->out->name);
+		return arena_printf(a, "%s: the tile contraction must be a product of two inputs",
+				    n->out->name);
 	long D = fixed_extent(n->vars[d].extent);
 	if (D <= 0 || D % 32 || D > 256)
-		return arena_printf(a, "%s: the contracted dimension must be a compile-time multiple of 32 up to 256", n->out->name);
+		return arena_printf(
+		    a,
+		    "%s: the contracted dimension must be a compile-time multiple of 32 up to 256",
+		    n->out->name);
 	for (int side = 0; side < 2; side++) {
 		const Expr *qa = strip(b->args[side]), *kb = strip(b->args[!side]);
 		if (operand(p, i, qa, s->qcls, d, s->qcls, s->scls) &&
@@ -148,8 +158,12 @@ static const char *gemm1(Arena *a, const Plan *p, int i, Shape *s)
 			return NULL;
 		}
 	}
-	return arena_printf(a, "%s: the operands must be bf16/f16 inputs read as Q[.., i, .., d] and K[.., j, .., d] with d last and the other subscripts from grid indices (batch, heads); a K head that depends on the query row (decode with GQA packing) is not supported yet",
-			    n->out->name);
+	return arena_printf(
+	    a,
+	    "%s: the operands must be bf16/f16 inputs read as Q[.., i, .., d] and K[.., j, .., d] "
+	    "with d last and the other subscripts from grid indices (batch, heads); a K head that "
+	    "depends on the query row (decode with GQA packing) is not supported yet",
+	    n->out->name);
 }
 
 const char *sm80_shape(Arena *a, const Plan *p, Shape *s)
@@ -175,10 +189,13 @@ const char *sm80_shape(Arena *a, const Plan *p, Shape *s)
 		const char *why = NULL;
 		switch (np->role) {
 		case ROLE_PROLOGUE:
-			return arena_printf(a, "%s: values computed before the stream are not supported yet", n->out->name);
+			return arena_printf(
+			    a, "%s: values computed before the stream are not supported yet",
+			    n->out->name);
 		case ROLE_TILE:
 			if (k & 4)
-				return arena_printf(a, "%s: a tile value with an extra index", n->out->name);
+				return arena_printf(a, "%s: a tile value with an extra index",
+						    n->out->name);
 			if (n->red != RED_NONE)
 				why = gemm1(a, p, i, s);
 			else
@@ -186,20 +203,27 @@ const char *sm80_shape(Arena *a, const Plan *p, Shape *s)
 			break;
 		case ROLE_RUNNING:
 			if (k & 4)
-				why = n->red == RED_SUM ? gemm2(a, p, i, s)
-							: arena_printf(a, "%s: a running max with a value index", n->out->name);
+				why = n->red == RED_SUM
+					  ? gemm2(a, p, i, s)
+					  : arena_printf(a, "%s: a running max with a value index",
+							 n->out->name);
 			else if (n->red == RED_MAX)
 				s->n[i] = (SNode){SN_RMAX, 0};
 			else if (n->red == RED_SUM)
 				s->n[i] = (SNode){SN_RSUM, 0};
 			else
-				why = arena_printf(a, "%s: running %s is not supported", n->out->name, redop_name(n->red));
+				why = arena_printf(a, "%s: running %s is not supported",
+						   n->out->name, redop_name(n->red));
 			if (!why && n->nred != 1)
-				why = arena_printf(a, "%s: a running reduction over more than the key index", n->out->name);
+				why = arena_printf(
+				    a, "%s: a running reduction over more than the key index",
+				    n->out->name);
 			break;
 		case ROLE_EPILOGUE:
 			if (n->red != RED_NONE)
-				return arena_printf(a, "%s: a reduction after the stream is not supported", n->out->name);
+				return arena_printf(
+				    a, "%s: a reduction after the stream is not supported",
+				    n->out->name);
 			if (np->is_ref && !(k & 4))
 				s->n[i] = (SNode){SN_REF, 0};
 			else if (!(k & 4))
@@ -207,9 +231,14 @@ const char *sm80_shape(Arena *a, const Plan *p, Shape *s)
 			else if (s->ecls >= 0 && p->cls[i][x] == s->ecls)
 				s->n[i] = (SNode){SN_EPI_ELEM, 0};
 			else
-				why = arena_printf(a, "%s: an epilogue index that is not the value index of a contraction with V", n->out->name);
+				why = arena_printf(a,
+						   "%s: an epilogue index that is not the value "
+						   "index of a contraction with V",
+						   n->out->name);
 			if (!why && !(k & 1))
-				why = arena_printf(a, "%s: an epilogue value without the query index", n->out->name);
+				why =
+				    arena_printf(a, "%s: an epilogue value without the query index",
+						 n->out->name);
 			break;
 		}
 		if (why)

@@ -23,10 +23,10 @@
 #include <attnrt.h>
 
 #define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define F(x) CAT(NAME, x)
-#define STR2(x) #x
-#define STR(x) STR2(x)
+#define CAT(a, b)  CAT2(a, b)
+#define F(x)       CAT(NAME, x)
+#define STR2(x)    #x
+#define STR(x)     STR2(x)
 
 void F(_counts)(int *, int *, int *);
 const char *F(_tensor_info)(int, int *, int *, int *);
@@ -46,8 +46,14 @@ static uint64_t next(void)
 	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
 	return rng;
 }
-static double unit(void) { return ((next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
-static double normal(void) { return sqrt(-2 * log(unit())) * cos(6.283185307179586 * unit()); }
+static double unit(void)
+{
+	return ((next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+static double normal(void)
+{
+	return sqrt(-2 * log(unit())) * cos(6.283185307179586 * unit());
+}
 
 static uint16_t to_bf16(float f)
 {
@@ -78,7 +84,10 @@ static float from_f16(uint16_t u)
 	return (float)h;
 }
 
-static int esize(int dt) { return dt == T_F32 || dt == T_I32 ? 4 : dt == T_BOOL ? 1 : 2; }
+static int esize(int dt)
+{
+	return dt == T_F32 || dt == T_I32 ? 4 : dt == T_BOOL ? 1 : 2;
+}
 
 static int check(int rc, const char *what)
 {
@@ -153,7 +162,8 @@ int main(int argc, char **argv)
 			}
 			for (long e = 0; e < numel[i]; e++) {
 				if (dt[i] == T_I32) {
-					int32_t v = (int32_t)(lo + (long)(unit() * (double)(hi - lo + 1)));
+					int32_t v =
+					    (int32_t)(lo + (long)(unit() * (double)(hi - lo + 1)));
 					((int32_t *)host_f[i])[e] = v, ((int32_t *)hraw[i])[e] = v;
 				} else if (dt[i] == T_BOOL) {
 					uint8_t v = unit() < 0.75;
@@ -172,11 +182,15 @@ int main(int argc, char **argv)
 					((float *)host_f[i])[e] = v;
 				}
 			}
-			check(attnrt_memcpy_htod(dev[i], hraw[i], (size_t)numel[i] * (size_t)esize(dt[i])), "upload");
+			check(attnrt_memcpy_htod(dev[i], hraw[i],
+						 (size_t)numel[i] * (size_t)esize(dt[i])),
+			      "upload");
 		} else {
 			/* poison: all-ones bit patterns are NaN in bf16, f16 and f32 */
 			memset(hraw[i], 0xFF, (size_t)numel[i] * (size_t)esize(dt[i]));
-			check(attnrt_memcpy_htod(dev[i], hraw[i], (size_t)numel[i] * (size_t)esize(dt[i])), "poison");
+			check(attnrt_memcpy_htod(dev[i], hraw[i],
+						 (size_t)numel[i] * (size_t)esize(dt[i])),
+			      "poison");
 		}
 	}
 	check(F(_launch_generic)(dev, NULL, dims, params, NULL), "launch");
@@ -189,11 +203,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nt; i++) {
 		if (kind[i] != K_OUT)
 			continue;
-		check(attnrt_memcpy_dtoh(hraw[i], dev[i], (size_t)numel[i] * (size_t)esize(dt[i])), "download");
+		check(attnrt_memcpy_dtoh(hraw[i], dev[i], (size_t)numel[i] * (size_t)esize(dt[i])),
+		      "download");
 		double num = 0, den = 0;
 		long nan = 0, infbad = 0;
 		for (long e = 0; e < numel[i]; e++) {
-			float g = dt[i] == T_BF16 ? from_bf16(((uint16_t *)hraw[i])[e])
+			float g = dt[i] == T_BF16  ? from_bf16(((uint16_t *)hraw[i])[e])
 				  : dt[i] == T_F16 ? from_f16(((uint16_t *)hraw[i])[e])
 						   : ((float *)hraw[i])[e];
 			float c = ((float *)host_f[i])[e];
@@ -211,8 +226,8 @@ int main(int argc, char **argv)
 		double tol = (dt[i] == T_BF16) ? 1e-2 : 5e-3;
 		int ok = nan == 0 && infbad == 0 && rel < tol;
 		fail |= !ok;
-		printf("%s %s numel %ld rel_l2 %.3e nan %ld inf_mismatch %ld %s\n", STR(NAME), name[i], numel[i], rel,
-		       nan, infbad, ok ? "ok" : "BAD");
+		printf("%s %s numel %ld rel_l2 %.3e nan %ld inf_mismatch %ld %s\n", STR(NAME),
+		       name[i], numel[i], rel, nan, infbad, ok ? "ok" : "BAD");
 	}
 	if (iters > 0) {
 		void *e0, *e1;

@@ -22,85 +22,85 @@ enum { N = 7 };
 
 /* X, K, M, Y, Z, NM, T in c->tensors order; T is a temporary. */
 static const char src_f32[] =
-	"#include <stdint.h>\n"
-	"int t_run_generic(const long *dims, const double *params, void *const *data,\n"
-	"                  int nthreads)\n"
-	"{\n"
-	"\tconst float *x = data[0];\n"
-	"\tconst int32_t *k = data[1];\n"
-	"\tconst uint8_t *m = data[2];\n"
-	"\tfloat *y = data[3];\n"
-	"\tint32_t *z = data[4];\n"
-	"\tuint8_t *nm = data[5];\n"
-	"\t(void)nthreads;\n"
-	"\tif (data[6] != 0)\n"
-	"\t\treturn 9;\n"
-	"\tfor (long i = 0; i < dims[0]; i++) {\n"
-	"\t\ty[i] = 2.0f * x[i] + (float)params[0];\n"
-	"\t\tz[i] = k[i] + m[i] + OFFSET;\n"
-	"\t\tnm[i] = !m[i];\n"
-	"\t}\n"
-	"\treturn 0;\n"
-	"}\n";
+    "#include <stdint.h>\n"
+    "int t_run_generic(const long *dims, const double *params, void *const *data,\n"
+    "                  int nthreads)\n"
+    "{\n"
+    "\tconst float *x = data[0];\n"
+    "\tconst int32_t *k = data[1];\n"
+    "\tconst uint8_t *m = data[2];\n"
+    "\tfloat *y = data[3];\n"
+    "\tint32_t *z = data[4];\n"
+    "\tuint8_t *nm = data[5];\n"
+    "\t(void)nthreads;\n"
+    "\tif (data[6] != 0)\n"
+    "\t\treturn 9;\n"
+    "\tfor (long i = 0; i < dims[0]; i++) {\n"
+    "\t\ty[i] = 2.0f * x[i] + (float)params[0];\n"
+    "\t\tz[i] = k[i] + m[i] + OFFSET;\n"
+    "\t\tnm[i] = !m[i];\n"
+    "\t}\n"
+    "\treturn 0;\n"
+    "}\n";
 
 static const char src_f64[] =
-	"#include <stdint.h>\n"
-	"int t_run_generic(const long *dims, const double *params, void *const *data,\n"
-	"                  int nthreads)\n"
-	"{\n"
-	"\tconst double *x = data[0];\n"
-	"\tconst int32_t *k = data[1];\n"
-	"\tconst uint8_t *m = data[2];\n"
-	"\tdouble *y = data[3];\n"
-	"\tint32_t *z = data[4];\n"
-	"\tuint8_t *nm = data[5];\n"
-	"\t(void)nthreads;\n"
-	"\tfor (long i = 0; i < dims[0]; i++) {\n"
-	"\t\ty[i] = 2.0 * x[i] + params[0];\n"
-	"\t\tz[i] = k[i] + m[i];\n"
-	"\t\tnm[i] = !m[i];\n"
-	"\t}\n"
-	"\treturn 0;\n"
-	"}\n";
+    "#include <stdint.h>\n"
+    "int t_run_generic(const long *dims, const double *params, void *const *data,\n"
+    "                  int nthreads)\n"
+    "{\n"
+    "\tconst double *x = data[0];\n"
+    "\tconst int32_t *k = data[1];\n"
+    "\tconst uint8_t *m = data[2];\n"
+    "\tdouble *y = data[3];\n"
+    "\tint32_t *z = data[4];\n"
+    "\tuint8_t *nm = data[5];\n"
+    "\t(void)nthreads;\n"
+    "\tfor (long i = 0; i < dims[0]; i++) {\n"
+    "\t\ty[i] = 2.0 * x[i] + params[0];\n"
+    "\t\tz[i] = k[i] + m[i];\n"
+    "\t\tnm[i] = !m[i];\n"
+    "\t}\n"
+    "\treturn 0;\n"
+    "}\n";
 
 /* Guarded as generated code must be: it also builds without -fopenmp. */
 static const char src_omp[] =
-	"#include <stdint.h>\n"
-	"#include <math.h>\n"
-	"#ifdef _OPENMP\n"
-	"#include <omp.h>\n"
-	"#endif\n"
-	"int t_run_generic(const long *dims, const double *params, void *const *data,\n"
-	"                  int nthreads)\n"
-	"{\n"
-	"\tconst float *x = data[0];\n"
-	"\tconst int32_t *k = data[1];\n"
-	"\tconst uint8_t *m = data[2];\n"
-	"\tfloat *y = data[3];\n"
-	"\tint32_t *z = data[4];\n"
-	"\tuint8_t *nm = data[5];\n"
-	"\tlong n = dims[0];\n"
-	"#ifdef _OPENMP\n"
-	"\tif (nthreads <= 0)\n"
-	"\t\tnthreads = omp_get_max_threads();\n"
-	"#pragma omp parallel for num_threads(nthreads)\n"
-	"#else\n"
-	"\t(void)nthreads;\n"
-	"#endif\n"
-	"\tfor (long i = 0; i < n; i++) {\n"
-	"\t\ty[i] = 2.0f * x[i] + (float)params[0] + 0.0f * sqrtf(fabsf(x[i]));\n"
-	"\t\tz[i] = k[i] + m[i];\n"
-	"\t\tnm[i] = !m[i];\n"
-	"\t}\n"
-	"\treturn 0;\n"
-	"}\n";
+    "#include <stdint.h>\n"
+    "#include <math.h>\n"
+    "#ifdef _OPENMP\n"
+    "#include <omp.h>\n"
+    "#endif\n"
+    "int t_run_generic(const long *dims, const double *params, void *const *data,\n"
+    "                  int nthreads)\n"
+    "{\n"
+    "\tconst float *x = data[0];\n"
+    "\tconst int32_t *k = data[1];\n"
+    "\tconst uint8_t *m = data[2];\n"
+    "\tfloat *y = data[3];\n"
+    "\tint32_t *z = data[4];\n"
+    "\tuint8_t *nm = data[5];\n"
+    "\tlong n = dims[0];\n"
+    "#ifdef _OPENMP\n"
+    "\tif (nthreads <= 0)\n"
+    "\t\tnthreads = omp_get_max_threads();\n"
+    "#pragma omp parallel for num_threads(nthreads)\n"
+    "#else\n"
+    "\t(void)nthreads;\n"
+    "#endif\n"
+    "\tfor (long i = 0; i < n; i++) {\n"
+    "\t\ty[i] = 2.0f * x[i] + (float)params[0] + 0.0f * sqrtf(fabsf(x[i]));\n"
+    "\t\tz[i] = k[i] + m[i];\n"
+    "\t\tnm[i] = !m[i];\n"
+    "\t}\n"
+    "\treturn 0;\n"
+    "}\n";
 
 static const char src_syntax[] =
-	"int t_run_generic(const long *dims, const double *params, void *const *data,\n"
-	"                  int nthreads)\n"
-	"{\n"
-	"\treturn 0 +;\n"
-	"}\n";
+    "int t_run_generic(const long *dims, const double *params, void *const *data,\n"
+    "                  int nthreads)\n"
+    "{\n"
+    "\treturn 0 +;\n"
+    "}\n";
 
 static const char src_nosym[] = "int t_run_other(void);\nint t_run_other(void) { return 0; }\n";
 
@@ -109,38 +109,38 @@ static const char src_nosym[] = "int t_run_other(void);\nint t_run_other(void) {
 ** only (Y[0] keeps what the caller put there) and returns 3 when asked to
 ** by params[0]. */
 static const char src_module[] =
-	"#include <stdint.h>\n"
-	"int t_run_generic(const long *dims, const double *params, void *const *data,\n"
-	"                  int nthreads)\n"
-	"{\n"
-	"\tconst double *x = data[0];\n"
-	"\tdouble *y = data[3];\n"
-	"\t(void)nthreads;\n"
-	"\tfor (long i = 0; i < dims[0]; i++)\n"
-	"\t\ty[i] = 2.0 * x[i] + params[0];\n"
-	"\treturn 0;\n"
-	"}\n"
-	"int t_run_partitioned(const long *dims, const double *params, void *const *data,\n"
-	"                      int nthreads, const long *bounds, int nparts)\n"
-	"{\n"
-	"\tdouble *y = data[3];\n"
-	"\t(void)nthreads;\n"
-	"\tif (!bounds || nparts < 1)\n"
-	"\t\treturn 1;\n"
-	"\tif (params[0] == 3.0)\n"
-	"\t\treturn 3;\n"
-	"\tfor (long i = 1; i < dims[0]; i++)\n"
-	"\t\ty[i] = (double)bounds[nparts] + (double)i;\n"
-	"\treturn 0;\n"
-	"}\n";
+    "#include <stdint.h>\n"
+    "int t_run_generic(const long *dims, const double *params, void *const *data,\n"
+    "                  int nthreads)\n"
+    "{\n"
+    "\tconst double *x = data[0];\n"
+    "\tdouble *y = data[3];\n"
+    "\t(void)nthreads;\n"
+    "\tfor (long i = 0; i < dims[0]; i++)\n"
+    "\t\ty[i] = 2.0 * x[i] + params[0];\n"
+    "\treturn 0;\n"
+    "}\n"
+    "int t_run_partitioned(const long *dims, const double *params, void *const *data,\n"
+    "                      int nthreads, const long *bounds, int nparts)\n"
+    "{\n"
+    "\tdouble *y = data[3];\n"
+    "\t(void)nthreads;\n"
+    "\tif (!bounds || nparts < 1)\n"
+    "\t\treturn 1;\n"
+    "\tif (params[0] == 3.0)\n"
+    "\t\treturn 3;\n"
+    "\tfor (long i = 1; i < dims[0]; i++)\n"
+    "\t\ty[i] = (double)bounds[nparts] + (double)i;\n"
+    "\treturn 0;\n"
+    "}\n";
 
 static const char src_fails[] =
-	"int t_run_generic(const long *dims, const double *params, void *const *data,\n"
-	"                  int nthreads)\n"
-	"{\n"
-	"\t(void)dims, (void)params, (void)data, (void)nthreads;\n"
-	"\treturn 7;\n"
-	"}\n";
+    "int t_run_generic(const long *dims, const double *params, void *const *data,\n"
+    "                  int nthreads)\n"
+    "{\n"
+    "\t(void)dims, (void)params, (void)data, (void)nthreads;\n"
+    "\treturn 7;\n"
+    "}\n";
 
 /* attention t { dims N; param p : f32; in X[N] : f32; in K[N] : i32;
 ** in M[N] : bool; out Y = 2*X + p; out Z = K + int(M); out NM = !M; }
@@ -158,8 +158,8 @@ static Cascade *build_t(Arena *a)
 	Tensor *NM = tb_tensor(a, c, "NM", TK_OUT, DT_BOOL, 1, tb_dim(a, n));
 	Tensor *T = tb_tensor(a, c, "T", TK_TEMP, DT_F32, 1, tb_dim(a, n));
 	tb_node(a, c, Y, RED_NONE,
-		BIN(OP_ADD, BIN(OP_MUL, expr_float(a, 2.0), tb_at(a, X, IX(0))), tb_param(a, p)), NULL,
-		0);
+		BIN(OP_ADD, BIN(OP_MUL, expr_float(a, 2.0), tb_at(a, X, IX(0))), tb_param(a, p)),
+		NULL, 0);
 	tb_node(a, c, Z, RED_NONE,
 		BIN(OP_ADD, tb_at(a, K, IX(0)),
 		    tb_select(a, tb_at(a, M, IX(0)), expr_int(a, 1), expr_int(a, 0))),
@@ -335,17 +335,18 @@ static void test_errors(const Cascade *c, const char *tmp)
 	expect_error(c, tmp, src_f32, "t_run_generic", "OFFSET", NULL);
 
 	setenv("CC", "/nonexistent/attnc-cc", 1);
-	expect_error(c, tmp, src_f32, "t_run_generic", "C compiler '/nonexistent/attnc-cc' not found",
-		     NULL);
+	expect_error(c, tmp, src_f32, "t_run_generic",
+		     "C compiler '/nonexistent/attnc-cc' not found", NULL);
 	setenv("CC", "attnc-no-such-compiler -O1", 1);
-	expect_error(c, tmp, src_f32, "t_run_generic", "C compiler 'attnc-no-such-compiler' not found",
-		     NULL);
+	expect_error(c, tmp, src_f32, "t_run_generic",
+		     "C compiler 'attnc-no-such-compiler' not found", NULL);
 	unsetenv("CC");
 
 	TBind t;
 	tbind_init(&t, c, N);
 	t.data[1][2] = 1.5;
-	expect_error(c, tmp, src_fails, "t_run_generic", "input 'K': element 2 (1.5) is not an i32", &t);
+	expect_error(c, tmp, src_fails, "t_run_generic", "input 'K': element 2 (1.5) is not an i32",
+		     &t);
 	t.data[1][2] = 4294967296.0;
 	expect_error(c, tmp, src_fails, "t_run_generic", "is not an i32 value", &t);
 	t.data[1][2] = NAN;

@@ -41,7 +41,7 @@
 
 #define TOL_F32 1e-5  /* relative L2, f32 C against f32 reference */
 #define TOL_F64 1e-12 /* f64 everywhere else */
-#define SEED 0x5eed2024ULL
+#define SEED    0x5eed2024ULL
 
 enum { NSETS_F32 = 5, NSETS_MERGE = 3, NSETS_REWRITE = 3, MAX_BLOCKS = 64 };
 enum { MAX_WORK = 250000 }; /* cap on B * H * N * M of one shape */
@@ -52,14 +52,14 @@ static const char *const mode_names[] = {"cpu_vs_reference", "merge_rule",
 
 /* How a shape set draws the sizes of N and M. */
 typedef enum SetKind {
-	SET_TINY,    /* N = 1 (M = 1 when the block has no N) */
-	SET_M1,      /* M = 1 when the block has N and M, else random */
-	SET_LARGE,   /* B = H = 1, several KV tiles, past the sliding window */
-	SET_RANDOM,  /* N, M in [1, 190] */
-	SET_STREAM,  /* N, M in [65, 190]: several tiles for the merge test */
-	SET_SHORT,   /* N, M in [8, 63] */
-	SET_SMALL,   /* N, M in [2, 40]: the interpreter is slow */
-	SET_SMALL1,  /* the same, N = 1 (or M = 1) */
+	SET_TINY,   /* N = 1 (M = 1 when the block has no N) */
+	SET_M1,     /* M = 1 when the block has N and M, else random */
+	SET_LARGE,  /* B = H = 1, several KV tiles, past the sliding window */
+	SET_RANDOM, /* N, M in [1, 190] */
+	SET_STREAM, /* N, M in [65, 190]: several tiles for the merge test */
+	SET_SHORT,  /* N, M in [8, 63] */
+	SET_SMALL,  /* N, M in [2, 40]: the interpreter is slow */
+	SET_SMALL1, /* the same, N = 1 (or M = 1) */
 } SetKind;
 
 /* The largest error seen per block, for the closing table. */
@@ -119,8 +119,8 @@ static long shape_work(const Cascade *c, const long *dims)
 ** into desc. Known dims: B, H, HKV in [1, 3], G cycling through 1, 4, 8
 ** with gi, N and M by kind (M != N). Returns -1 for a dim it does not know,
 ** so that a new example cannot go untested silently. */
-static int draw_shape(const Cascade *c, InputsRng *r, SetKind kind, int gi, long *dims,
-		      char *desc, size_t desclen)
+static int draw_shape(const Cascade *c, InputsRng *r, SetKind kind, int gi, long *dims, char *desc,
+		      size_t desclen)
 {
 	static const long gsizes[3] = {1, 4, 8};
 	long lo = 1, hi = 190;
@@ -146,13 +146,14 @@ static int draw_shape(const Cascade *c, InputsRng *r, SetKind kind, int gi, long
 		else if (!strcmp(d->name, "N") || !strcmp(d->name, "M"))
 			dims[k] = draw_len(r, lo, hi);
 		else {
-			fprintf(stderr, "%s: no rule for runtime dim %s; extend draw_shape\n", c->name,
-				d->name);
+			fprintf(stderr, "%s: no rule for runtime dim %s; extend draw_shape\n",
+				c->name, d->name);
 			return -1;
 		}
 	}
-	int one = kind == SET_TINY || kind == SET_SMALL1 ? (iN >= 0 ? iN : iM) :
-		  kind == SET_M1 && iN >= 0 ? iM : -1;
+	int one = kind == SET_TINY || kind == SET_SMALL1 ? (iN >= 0 ? iN : iM)
+		  : kind == SET_M1 && iN >= 0            ? iM
+							 : -1;
 	if (one >= 0)
 		dims[one] = 1;
 	while (iN >= 0 && iM >= 0 && dims[iM] == dims[iN])
@@ -169,8 +170,8 @@ static int draw_shape(const Cascade *c, InputsRng *r, SetKind kind, int gi, long
 	for (int k = 0; k < c->dims.n && n < desclen; k++) {
 		const Dim *d = c->dims.v[k];
 		if (!d->fixed)
-			n += (size_t)snprintf(desc + n, desclen - n, "%s%s=%ld", n ? " " : "", d->name,
-					      dims[k]);
+			n += (size_t)snprintf(desc + n, desclen - n, "%s%s=%ld", n ? " " : "",
+					      d->name, dims[k]);
 	}
 	return 0;
 }
@@ -239,8 +240,8 @@ static int fill_inputs(const Binding *b, int set, uint64_t seed)
 		if (t->dtype != DT_I32)
 			inputs_fill(b->data[k], n, t->dtype, seed, t->name, 0, 0);
 		else if (fill_i32(b, t, b->data[k], set, seed)) {
-			fprintf(stderr, "%s: no rule for i32 input %s; extend fill_i32\n", b->c->name,
-				t->name);
+			fprintf(stderr, "%s: no rule for i32 input %s; extend fill_i32\n",
+				b->c->name, t->name);
 			return -1;
 		}
 	}
@@ -271,8 +272,10 @@ static int bind_like(Binding *dst, const Cascade *c, const Binding *src)
 			continue;
 		nio++;
 		const Tensor *s = cascade_tensor(src->c, t->name);
-		if (!s || s->kind != t->kind || tensor_numel(s, src->dims) != tensor_numel(t, src->dims)) {
-			fprintf(stderr, "%s: in/out tensor %s has no counterpart\n", c->name, t->name);
+		if (!s || s->kind != t->kind ||
+		    tensor_numel(s, src->dims) != tensor_numel(t, src->dims)) {
+			fprintf(stderr, "%s: in/out tensor %s has no counterpart\n", c->name,
+				t->name);
 			ok = 0;
 			continue;
 		}
@@ -329,8 +332,7 @@ static double max_rel(const double *got, const double *want, long n, long *bad, 
 /* Every output of got (matched by name) against want's: appends "NAME err"
 ** pairs (and "(k inf)" when k infinities matched) to line and returns the worst error, INFINITY when NaN or inf
 ** positions differ (then one element is printed to stderr). */
-static double compare_all(const Binding *got, const Binding *want, int l2, char *line,
-			  size_t cap)
+static double compare_all(const Binding *got, const Binding *want, int l2, char *line, size_t cap)
 {
 	double worst = 0;
 	size_t n = strlen(line);
@@ -344,8 +346,10 @@ static double compare_all(const Binding *got, const Binding *want, int l2, char 
 		double e = l2 ? rel_l2(x, y, cnt, &bad, &inf) : max_rel(x, y, cnt, &bad, &inf);
 		if (bad) {
 			for (long i = 0; i < cnt; i++)
-				if (isnan(x[i]) || isnan(y[i]) || ((isinf(x[i]) || isinf(y[i])) && x[i] != y[i])) {
-					fprintf(stderr, "  %s[%ld]: got %.17g, want %.17g (%ld such)\n",
+				if (isnan(x[i]) || isnan(y[i]) ||
+				    ((isinf(x[i]) || isinf(y[i])) && x[i] != y[i])) {
+					fprintf(stderr,
+						"  %s[%ld]: got %.17g, want %.17g (%ld such)\n",
 						t->name, i, x[i], y[i], bad);
 					break;
 				}
@@ -395,7 +399,8 @@ static CpuModule *load_c(const Cascade *c, int use_f64)
 	arena_free(&a);
 	CpuModule *m = bad ? NULL : cpu_engine_load(src, err, sizeof err);
 	if (bad)
-		fprintf(stderr, "%s: the C back end failed (%s)\n", c->name, use_f64 ? "f64" : "f32");
+		fprintf(stderr, "%s: the C back end failed (%s)\n", c->name,
+			use_f64 ? "f64" : "f32");
 	else if (!m)
 		fprintf(stderr, "%s: %s C does not build: %s\n", c->name, use_f64 ? "f64" : "f32",
 			err);
@@ -414,8 +419,8 @@ static int call_c(CpuModule *m, const Binding *b, int use_f64, const long *bound
 	int rc = cpu_engine_call(m, b->c->name, b, use_f64, bounds, nparts, err, sizeof err);
 	t_c += now_s() - t0;
 	if (rc != expect)
-		fprintf(stderr, "%s: cpu_engine_call returned %d, expected %d: %s\n", b->c->name, rc,
-			expect, err);
+		fprintf(stderr, "%s: cpu_engine_call returned %d, expected %d: %s\n", b->c->name,
+			rc, expect, err);
 	return rc;
 }
 
@@ -444,8 +449,8 @@ static uint64_t set_seed(const char *what, int set)
 
 /* One shape of one block in one mode: draw, bind, fill. 0, or -1 after
 ** reporting (the block is then not covered). */
-static int setup(const Cascade *c, const char *what, int set, SetKind kind, Binding *b,
-		 long *dims, double *params, char *desc, size_t desclen)
+static int setup(const Cascade *c, const char *what, int set, SetKind kind, Binding *b, long *dims,
+		 double *params, char *desc, size_t desclen)
 {
 	InputsRng r;
 	uint64_t seed = set_seed(what, set);
@@ -470,8 +475,8 @@ static int setup(const Cascade *c, const char *what, int set, SetKind kind, Bind
 /* cpu_vs_reference: 5 f32 sets and one f64 set of one block. */
 static int run_cpu(const Cascade *c, const char *what, int blk, long *dims, double *params)
 {
-	static const SetKind kinds[NSETS_F32 + 1] = {SET_TINY, SET_LARGE, SET_RANDOM, SET_RANDOM,
-						      SET_M1, SET_RANDOM};
+	static const SetKind kinds[NSETS_F32 + 1] = {SET_TINY,   SET_LARGE, SET_RANDOM,
+						     SET_RANDOM, SET_M1,    SET_RANDOM};
 	CpuModule *m[2] = {load_c(c, 0), load_c(c, 1)};
 	int ok = m[0] && m[1];
 	for (int set = 0; ok && set <= NSETS_F32; set++) {
@@ -484,7 +489,8 @@ static int run_cpu(const Cascade *c, const char *what, int blk, long *dims, doub
 		}
 		double err = INFINITY;
 		snprintf(line, sizeof line, "%-34s %s [%s]", what, f64 ? "f64" : "f32", desc);
-		if (!bind_like(&cb, c, &ref) && !call_ref(&ref, f64) && !call_c(m[f64], &cb, f64, NULL, 0, 0))
+		if (!bind_like(&cb, c, &ref) && !call_ref(&ref, f64) &&
+		    !call_c(m[f64], &cb, f64, NULL, 0, 0))
 			err = compare_all(&cb, &ref, 1, line, sizeof line);
 		note(blk, f64, line, err, f64 ? TOL_F64 : TOL_F32);
 		bind_free(&cb, c);
@@ -556,8 +562,9 @@ static void check_bad_bounds(CpuModule *m, const Binding *b, long len, const cha
 				written += !isnan(b->data[t][i]);
 		}
 		if (rc != 1 || written) {
-			fprintf(stderr, "%s: bad bounds (%s, len %ld): returned %d, expected 1%s\n", what,
-				cases[k].name, len, rc, written && rc == 1 ? ", outputs written" : "");
+			fprintf(stderr, "%s: bad bounds (%s, len %ld): returned %d, expected 1%s\n",
+				what, cases[k].name, len, rc,
+				written && rc == 1 ? ", outputs written" : "");
 			bad++;
 		}
 	}
@@ -603,8 +610,10 @@ static int run_merge(const Cascade *c, const char *what, int blk, long *dims, do
 			draw_split(&r, len, k, bounds);
 			size_t n = 0;
 			for (int q = 0; q <= k; q++)
-				n += (size_t)snprintf(bs + n, sizeof bs - n, "%s%ld", q ? "," : "", bounds[q]);
-			snprintf(line, sizeof line, "%-34s [%s] len %ld bounds {%s}", what, desc, len, bs);
+				n += (size_t)snprintf(bs + n, sizeof bs - n, "%s%ld", q ? "," : "",
+						      bounds[q]);
+			snprintf(line, sizeof line, "%-34s [%s] len %ld bounds {%s}", what, desc,
+				 len, bs);
 			double err = INFINITY;
 			poison(&part);
 			if (!base && !call_c(m, &part, 1, bounds, k, 0))
@@ -681,11 +690,12 @@ static void test_file(const char *dir, const char *file)
 		snprintf(blocks[blk].name, sizeof blocks[blk].name, "%s:%s", file, c->name);
 		long *dims = calloc((size_t)c->dims.n + 1, sizeof *dims);
 		double *params = calloc((size_t)c->params.n + 1, sizeof *params);
-		int rc = mode == MODE_CPU     ? run_cpu(c, blocks[blk].name, blk, dims, params) :
-			 mode == MODE_MERGE   ? run_merge(c, blocks[blk].name, blk, dims, params) :
-						run_rewrite(c, blocks[blk].name, blk, dims, params);
+		int rc = mode == MODE_CPU     ? run_cpu(c, blocks[blk].name, blk, dims, params)
+			 : mode == MODE_MERGE ? run_merge(c, blocks[blk].name, blk, dims, params)
+					      : run_rewrite(c, blocks[blk].name, blk, dims, params);
 		if (rc) {
-			fprintf(stderr, "%s: %s is not covered\n", mode_names[mode], blocks[blk].name);
+			fprintf(stderr, "%s: %s is not covered\n", mode_names[mode],
+				blocks[blk].name);
 			tu_failures++;
 			blocks[blk].lines = -1;
 		}

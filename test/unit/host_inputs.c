@@ -18,8 +18,8 @@
 static void test_round_known(void)
 {
 	/* bf16: 8 stored bits below the leading one at 1.0 are 2^-7 apart */
-	CHECK_SAME(inputs_round(1.00390625, DT_BF16), 1.0);        /* tie -> even (down) */
-	CHECK_SAME(inputs_round(1.01171875, DT_BF16), 1.015625);   /* tie -> even (up) */
+	CHECK_SAME(inputs_round(1.00390625, DT_BF16), 1.0);      /* tie -> even (down) */
+	CHECK_SAME(inputs_round(1.01171875, DT_BF16), 1.015625); /* tie -> even (up) */
 	CHECK_SAME(inputs_round(1.005, DT_BF16), 1.0078125);
 	CHECK_SAME(inputs_round(-3.0e38, DT_BF16), -0x1.c4p127);
 	CHECK_SAME(inputs_round(3.5e38, DT_BF16), INFINITY);
@@ -27,7 +27,7 @@ static void test_round_known(void)
 	/* f16 */
 	CHECK_SAME(inputs_round(65504.0, DT_F16), 65504.0);
 	CHECK_SAME(inputs_round(65519.0, DT_F16), 65504.0);
-	CHECK_SAME(inputs_round(65520.0, DT_F16), INFINITY); /* max + half ulp ties up */
+	CHECK_SAME(inputs_round(65520.0, DT_F16), INFINITY);  /* max + half ulp ties up */
 	CHECK_SAME(inputs_round(ldexp(1, -25), DT_F16), 0.0); /* half the smallest subnormal */
 	CHECK_SAME(inputs_round(-ldexp(1, -25), DT_F16), -0.0);
 	CHECK_SAME(inputs_round(ldexp(3, -25), DT_F16), ldexp(1, -23));
@@ -40,8 +40,8 @@ static void test_round_known(void)
 	CHECK_SAME(inputs_round(-1e6, DT_F8E4M3), -448.0);
 	CHECK_SAME(inputs_round(INFINITY, DT_F8E4M3), 448.0);
 	CHECK(isnan(inputs_round(NAN, DT_F8E4M3)));
-	CHECK_SAME(inputs_round(1.0625, DT_F8E4M3), 1.0);     /* tie -> even */
-	CHECK_SAME(inputs_round(1.1875, DT_F8E4M3), 1.25);    /* tie -> even */
+	CHECK_SAME(inputs_round(1.0625, DT_F8E4M3), 1.0);        /* tie -> even */
+	CHECK_SAME(inputs_round(1.1875, DT_F8E4M3), 1.25);       /* tie -> even */
 	CHECK_SAME(inputs_round(ldexp(1, -10), DT_F8E4M3), 0.0); /* half of 2^-9 */
 	CHECK_SAME(inputs_round(ldexp(3, -10), DT_F8E4M3), ldexp(1, -8));
 	CHECK_SAME(inputs_round(ldexp(1, -9), DT_F8E4M3), ldexp(1, -9));
@@ -79,7 +79,8 @@ static void test_round_vs_reference(void)
 	long bad32 = 0, badbf = 0;
 	for (int i = 0; i < 200000; i++) {
 		uint64_t u = inputs_rng_u64(&r);
-		double x = ldexp(inputs_rng_unit(&r) + 0.5, (int)(u % 300) - 160) * (u >> 63 ? -1 : 1);
+		double x =
+		    ldexp(inputs_rng_unit(&r) + 0.5, (int)(u % 300) - 160) * (u >> 63 ? -1 : 1);
 		bad32 += inputs_round(x, DT_F32) != (double)(float)x;
 		float f = (float)ldexp(inputs_rng_unit(&r) + 0.5, (int)(u % 250) - 125);
 		badbf += inputs_round(f, DT_BF16) != bf16_ref(f);
@@ -91,7 +92,8 @@ static void test_round_vs_reference(void)
 /* The log used by the normal generator is accurate to a few ulp. */
 static void test_log(void)
 {
-	static const double xs[] = {1.0, 0.5, 0.75, 1e-300, 0.999999999, 0.123456789, 0x1p-1074, 2.0};
+	static const double xs[] = {1.0,         0.5,         0.75,      1e-300,
+				    0.999999999, 0.123456789, 0x1p-1074, 2.0};
 	for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++)
 		CHECK_NEAR(inputs_log(xs[i]), log(xs[i]), 4e-16);
 	CHECK_SAME(inputs_log(1.0), 0.0);

@@ -63,8 +63,14 @@ static void test_causal(void)
 
 /* ---- every operator ------------------------------------------------------ */
 
-static long fdiv(long a, long b) { return (long)floor((double)a / (double)b); }
-static long fmodl_(long a, long b) { return a - b * fdiv(a, b); }
+static long fdiv(long a, long b)
+{
+	return (long)floor((double)a / (double)b);
+}
+static long fmodl_(long a, long b)
+{
+	return a - b * fdiv(a, b);
+}
 
 static double fn_ref(int f, double x)
 {
@@ -189,7 +195,8 @@ static void test_errors(void)
 	c = tb_cascade(a, "huge");
 	N = tb_dimdecl(a, c, "N", 0);
 	x = tb_tensor(a, c, "x", TK_IN, DT_F32, 1, tb_dim(a, N));
-	Tensor *t = tb_tensor(a, c, "t", TK_TEMP, DT_F32, 3, tb_dim(a, N), tb_dim(a, N), tb_dim(a, N));
+	Tensor *t =
+	    tb_tensor(a, c, "t", TK_TEMP, DT_F32, 3, tb_dim(a, N), tb_dim(a, N), tb_dim(a, N));
 	tb_node(a, c, t, RED_NONE, expr_float(a, 1), NULL, 0);
 	long big[1] = {1L << 22};
 	expect_fail(c, big, "'t' has a negative or too large shape", 1);

@@ -10,8 +10,7 @@
 
 /* A .npy image with the given version, header dict and raw data, padded the
 ** way numpy pads (so the reader sees realistic files). */
-static size_t make_file(unsigned char *out, int major, const char *dict, const void *data,
-			size_t n)
+static size_t make_file(unsigned char *out, int major, const char *dict, const void *data, size_t n)
 {
 	size_t pre = major == 1 ? 10 : 12, dl = strlen(dict);
 	size_t total = (pre + dl + 1 + 63) / 64 * 64, hl = total - pre;
@@ -96,8 +95,8 @@ static void test_read_dtypes(void)
 	char err[256];
 	/* f2: 1.0, -2.0, inf, smallest subnormal 2^-24 */
 	static const unsigned char f2[] = {0x00, 0x3c, 0x00, 0xc0, 0x00, 0x7c, 0x01, 0x00};
-	size_t n = make_file(buf, 1, "{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }", f2,
-			     sizeof f2);
+	size_t n = make_file(buf, 1, "{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }",
+			     f2, sizeof f2);
 	CHECK(npy_parse(buf, n, &a, err, sizeof err) == 0);
 	CHECK(a.type == NPY_F16 && a.numel == 4);
 	CHECK_SAME(a.data[0], 1.0);
@@ -113,7 +112,8 @@ static void test_read_dtypes(void)
 	CHECK(a.type == NPY_I64 && a.data[0] == -1.0 && a.data[1] == ldexp(1, 40));
 	npy_free(&a);
 	static const unsigned char i4[] = {0xfb, 0xff, 0xff, 0xff};
-	n = make_file(buf, 1, "{\"descr\": \"<i4\", \"shape\": (1, 1), \"fortran_order\": False}", i4, 4);
+	n = make_file(buf, 1, "{\"descr\": \"<i4\", \"shape\": (1, 1), \"fortran_order\": False}",
+		      i4, 4);
 	CHECK(npy_parse(buf, n, &a, err, sizeof err) == 0);
 	CHECK(a.type == NPY_I32 && a.rank == 2 && a.data[0] == -5.0);
 	npy_free(&a);
@@ -142,7 +142,8 @@ static void test_errors(void)
 	expect_error((const unsigned char *)"\x93NUMPY", 6, "bad magic");
 	n = make_file(buf, 3, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", four, 4);
 	expect_error(buf, n, "version 3.0");
-	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", four, 16);
+	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", four,
+		      16);
 	expect_error(buf, n, "fortran_order is True");
 	n = make_file(buf, 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", four, 8);
 	expect_error(buf, n, "unsupported dtype '<c8'");
@@ -151,17 +152,22 @@ static void test_errors(void)
 	n = make_file(buf, 1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
 		      four, 4);
 	expect_error(buf, n, "structured");
-	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", four, 16);
+	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", four,
+		      16);
 	expect_error(buf, n, "truncated data: shape needs 24 bytes");
-	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", four, 12);
+	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", four,
+		      12);
 	expect_error(buf, n, "4 unexpected bytes");
 	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False}", four, 4);
 	expect_error(buf, n, "no 'shape' key");
-	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}", four, 4);
+	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}",
+		      four, 4);
 	expect_error(buf, n, "unexpected or repeated key 'x'");
-	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", four, 4);
+	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", four,
+		      4);
 	expect_error(buf, n, "non-negative");
-	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,) junk", four, 4);
+	n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,) junk", four,
+		      4);
 	expect_error(buf, n, "malformed header");
 	n = make_file(buf, 1,
 		      "{'descr': '<f4', 'fortran_order': False, "

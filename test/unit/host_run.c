@@ -80,56 +80,55 @@ static int run_list(const char **argv)
 #define RUN(...) run_list((const char *[]){"run", __VA_ARGS__, NULL})
 
 /* Expects status want and, when given, a substring of stderr. */
-#define EXPECT_RUN(want, msg, ...)                                                       \
-	do {                                                                             \
-		int tu_rc = RUN(__VA_ARGS__);                                            \
-		if (tu_rc != (want) || ((msg) && !strstr(run_stderr, (msg) ? (msg) : ""))) { \
-			fprintf(stderr, "%s:%d: status %d (want %d), stderr:\n%s\n", __FILE__, \
-				__LINE__, tu_rc, (want), run_stderr);                    \
-			tu_failures++;                                                   \
-		}                                                                        \
+#define EXPECT_RUN(want, msg, ...)                                                                 \
+	do {                                                                                       \
+		int tu_rc = RUN(__VA_ARGS__);                                                      \
+		if (tu_rc != (want) || ((msg) && !strstr(run_stderr, (msg) ? (msg) : ""))) {       \
+			fprintf(stderr, "%s:%d: status %d (want %d), stderr:\n%s\n", __FILE__,     \
+				__LINE__, tu_rc, (want), run_stderr);                              \
+			tu_failures++;                                                             \
+		}                                                                                  \
 	} while (0)
 
 static const char causal_src[] =
-	"attention causal_kv {\n"
-	"  dims B, H, N;\n"
-	"  dims D = 8;\n"
-	"  in  Q[B, H, N, D] : bf16;\n"
-	"  in  K[B, H, N, D] : bf16;\n"
-	"  in  V[B, H, N, D] : bf16;\n"
-	"  in  kv_len[B] : i32;\n"
-	"  out O[B, H, N, D] : bf16;\n"
-	"  out L[B, H, N] : f32;\n"
-	"  param scale : f32 = rsqrt(D);\n"
-	"  S[b, h, i, j] = scale * sum[d](Q[b, h, i, d] * K[b, h, j, d]) where j <= i && j < kv_len[b];\n"
-	"  O[b, h, i, e] = sum[j](softmax[j](S[b, h, i, j]) * V[b, h, j, e]);\n"
-	"  L[b, h, i]    = logsumexp[j](S[b, h, i, j]);\n"
-	"}\n";
+    "attention causal_kv {\n"
+    "  dims B, H, N;\n"
+    "  dims D = 8;\n"
+    "  in  Q[B, H, N, D] : bf16;\n"
+    "  in  K[B, H, N, D] : bf16;\n"
+    "  in  V[B, H, N, D] : bf16;\n"
+    "  in  kv_len[B] : i32;\n"
+    "  out O[B, H, N, D] : bf16;\n"
+    "  out L[B, H, N] : f32;\n"
+    "  param scale : f32 = rsqrt(D);\n"
+    "  S[b, h, i, j] = scale * sum[d](Q[b, h, i, d] * K[b, h, j, d]) where j <= i && j < "
+    "kv_len[b];\n"
+    "  O[b, h, i, e] = sum[j](softmax[j](S[b, h, i, j]) * V[b, h, j, e]);\n"
+    "  L[b, h, i]    = logsumexp[j](S[b, h, i, j]);\n"
+    "}\n";
 
-static const char multi_src[] =
-	"attention first {\n"
-	"  dims N;\n"
-	"  in x[N] : f32;\n"
-	"  out y[N] : f32;\n"
-	"  y[i] = x[i] * 2.0;\n"
-	"}\n"
-	"attention second {\n"
-	"  dims N;\n"
-	"  in x[N] : f32;\n"
-	"  param c : i32;\n"
-	"  out y[N] : f32;\n"
-	"  y[i] = x[i] + float(c);\n"
-	"}\n";
+static const char multi_src[] = "attention first {\n"
+				"  dims N;\n"
+				"  in x[N] : f32;\n"
+				"  out y[N] : f32;\n"
+				"  y[i] = x[i] * 2.0;\n"
+				"}\n"
+				"attention second {\n"
+				"  dims N;\n"
+				"  in x[N] : f32;\n"
+				"  param c : i32;\n"
+				"  out y[N] : f32;\n"
+				"  y[i] = x[i] + float(c);\n"
+				"}\n";
 
-static const char gqa_src[] =
-	"attention gqa {\n"
-	"  dims B, HKV, G, N;\n"
-	"  dims D = 4;\n"
-	"  in  Q[B, HKV*G, N, D] : f16;\n"
-	"  in  K[B, HKV, N, D]   : f16;\n"
-	"  out O[B, HKV*G, N]    : f32;\n"
-	"  O[b, h, i] = sum[j, d](Q[b, h, i, d] * K[b, h / G, j, d]);\n"
-	"}\n";
+static const char gqa_src[] = "attention gqa {\n"
+			      "  dims B, HKV, G, N;\n"
+			      "  dims D = 4;\n"
+			      "  in  Q[B, HKV*G, N, D] : f16;\n"
+			      "  in  K[B, HKV, N, D]   : f16;\n"
+			      "  out O[B, HKV*G, N]    : f32;\n"
+			      "  O[b, h, i] = sum[j, d](Q[b, h, i, d] * K[b, h / G, j, d]);\n"
+			      "}\n";
 
 /* Reads an output file, expecting the given rank and f32/f64 type. */
 static int read_out(const char *dir, const char *name, NpyType t, NpyArray *a)
@@ -165,7 +164,8 @@ static void check_checksum(const char *line, const NpyArray *a)
 	const char *eol = strchr(line, '\n');
 	const char *at = strstr(line, want);
 	if (!at || (eol && at > eol)) {
-		fprintf(stderr, "summary '%.*s' lacks '%s'\n", eol ? (int)(eol - line) : 80, line, want);
+		fprintf(stderr, "summary '%.*s' lacks '%s'\n", eol ? (int)(eol - line) : 80, line,
+			want);
 		tu_failures++;
 	}
 }
@@ -229,7 +229,8 @@ static void test_causal_file(void)
 	EXPECT_RUN(0, NULL, sp("causal.attn"), "--engine=interp", "--seed", "12", "--sizes",
 		   "B=2,H=2,N=5");
 	CHECK(strcmp(first, run_stdout) != 0);
-	EXPECT_RUN(0, NULL, sp("causal.attn"), "--engine=interp", "--quiet", "--sizes", "B=1,H=1,N=2");
+	EXPECT_RUN(0, NULL, sp("causal.attn"), "--engine=interp", "--quiet", "--sizes",
+		   "B=1,H=1,N=2");
 	CHECK(run_stdout[0] == 0);
 }
 
@@ -260,8 +261,8 @@ static void test_inputs_and_sizes(void)
 	EXPECT_RUN(1, "kvf.npy): dtype <f8 does not fit the declared i32 (give integer data)",
 		   sp("causal.attn"), "--engine=interp", "--input", inp("Q", "q.npy"), "--input",
 		   inp("kv_len", "kvf.npy"));
-	EXPECT_RUN(0, NULL, sp("causal.attn"), "--engine=interp", "--input", inp("Q", "q.npy"), "--input",
-		   inp("kv_len", "kvi.npy"));
+	EXPECT_RUN(0, NULL, sp("causal.attn"), "--engine=interp", "--input", inp("Q", "q.npy"),
+		   "--input", inp("kv_len", "kvi.npy"));
 	EXPECT_RUN(1, "rank 1, but 'Q' is declared with rank 4", sp("causal.attn"),
 		   "--engine=interp", "--input", inp("Q", "kvi.npy"));
 	/* Q.npy turned Fortran-ordered by patching its header */
@@ -297,10 +298,11 @@ static void test_inputs_and_sizes(void)
 static void test_names(void)
 {
 	write_text("multi.attn", multi_src);
-	EXPECT_RUN(2, "several attention blocks", sp("multi.attn"), "--engine=interp",
-		   "--sizes", "N=3");
+	EXPECT_RUN(2, "several attention blocks", sp("multi.attn"), "--engine=interp", "--sizes",
+		   "N=3");
 	CHECK(strstr(run_stderr, " first second") && strstr(run_stderr, "try 'attnc run --help'"));
-	EXPECT_RUN(0, NULL, sp("multi.attn"), "--entry", "first", "--engine=interp", "--sizes", "N=3");
+	EXPECT_RUN(0, NULL, sp("multi.attn"), "--entry", "first", "--engine=interp", "--sizes",
+		   "N=3");
 	CHECK(summary_line(run_stdout, "y") != NULL);
 	EXPECT_RUN(1, "no attention block named 'third'", sp("multi.attn"), "--entry=third",
 		   "--sizes", "N=3");

@@ -20,36 +20,36 @@
 
 static int tu_failures;
 
-#define CHECK(cond)                                                                       \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			tu_failures++;                                                    \
-		}                                                                         \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+			tu_failures++;                                                             \
+		}                                                                                  \
 	} while (0)
 
 /* Exact equality, treating NaN == NaN and telling -0 from +0 apart. */
-#define CHECK_SAME(a, b)                                                                    \
-	do {                                                                                \
-		double tu_a = (a), tu_b = (b);                                              \
-		if (!((isnan(tu_a) && isnan(tu_b)) ||                                       \
-		      (tu_a == tu_b && signbit(tu_a) == signbit(tu_b)))) {                  \
-			fprintf(stderr, "%s:%d: %s = %.17g, expected %.17g\n", __FILE__,    \
-				__LINE__, #a, tu_a, tu_b);                                  \
-			tu_failures++;                                                      \
-		}                                                                           \
+#define CHECK_SAME(a, b)                                                                           \
+	do {                                                                                       \
+		double tu_a = (a), tu_b = (b);                                                     \
+		if (!((isnan(tu_a) && isnan(tu_b)) ||                                              \
+		      (tu_a == tu_b && signbit(tu_a) == signbit(tu_b)))) {                         \
+			fprintf(stderr, "%s:%d: %s = %.17g, expected %.17g\n", __FILE__, __LINE__, \
+				#a, tu_a, tu_b);                                                   \
+			tu_failures++;                                                             \
+		}                                                                                  \
 	} while (0)
 
 /* |a - b| <= tol * max(1, |b|), with equal infinities allowed. */
-#define CHECK_NEAR(a, b, tol)                                                                \
-	do {                                                                                 \
-		double tu_a = (a), tu_b = (b);                                               \
-		int tu_ok = tu_a == tu_b || fabs(tu_a - tu_b) <= (tol) * fmax(1.0, fabs(tu_b)); \
-		if (!tu_ok) {                                                                \
-			fprintf(stderr, "%s:%d: %s = %.17g, expected %.17g\n", __FILE__,     \
-				__LINE__, #a, tu_a, tu_b);                                   \
-			tu_failures++;                                                       \
-		}                                                                            \
+#define CHECK_NEAR(a, b, tol)                                                                      \
+	do {                                                                                       \
+		double tu_a = (a), tu_b = (b);                                                     \
+		int tu_ok = tu_a == tu_b || fabs(tu_a - tu_b) <= (tol)*fmax(1.0, fabs(tu_b));      \
+		if (!tu_ok) {                                                                      \
+			fprintf(stderr, "%s:%d: %s = %.17g, expected %.17g\n", __FILE__, __LINE__, \
+				#a, tu_a, tu_b);                                                   \
+			tu_failures++;                                                             \
+		}                                                                                  \
 	} while (0)
 
 static inline int tu_report(const char *name)
@@ -245,8 +245,8 @@ static inline Tensor *tb_tensor(Arena *a, Cascade *c, const char *name, TensorKi
 
 /* A node defining out; nred reduced extents (Expr *) follow. Free variables
 ** are out's dimensions; reduced ones are numbered after them. */
-static inline Node *tb_node(Arena *a, Cascade *c, Tensor *out, RedOp red, Expr *body,
-			    Expr *filter, int nred, ...)
+static inline Node *tb_node(Arena *a, Cascade *c, Tensor *out, RedOp red, Expr *body, Expr *filter,
+			    int nred, ...)
 {
 	Node *n = ARENA_NEW(a, Node);
 	n->id = c->nodes.n, n->out = out, n->nfree = out->rank, n->nred = nred;
@@ -256,7 +256,8 @@ static inline Node *tb_node(Arena *a, Cascade *c, Tensor *out, RedOp red, Expr *
 	va_start(ap, nred);
 	for (int k = 0; k < out->rank + nred; k++) {
 		n->vars[k].name = arena_printf(a, "%c%d", k < out->rank ? 'i' : 'r', k);
-		n->vars[k].extent = k < out->rank ? expr_copy(a, out->shape[k]) : va_arg(ap, Expr *);
+		n->vars[k].extent =
+		    k < out->rank ? expr_copy(a, out->shape[k]) : va_arg(ap, Expr *);
 		n->vars[k].loc = NOLOC;
 	}
 	va_end(ap);
@@ -272,7 +273,7 @@ static inline Cascade *tb_cascade(Arena *a, const char *name)
 	return c;
 }
 
-#define IX(k) expr_index(a, (k))
+#define IX(k)         expr_index(a, (k))
 #define BIN(op, l, r) expr_binop(a, (op), (l), (r))
 
 /* j <= i && j < kv_len[b], with b, i, j the given iteration variables. */
@@ -296,8 +297,8 @@ static inline Cascade *tb_causal(Arena *a, const char *name, DType qkv, long fix
 	Dim *B = tb_dimdecl(a, c, "B", 0), *H = tb_dimdecl(a, c, "H", 0);
 	Dim *N = tb_dimdecl(a, c, "N", 0), *D = tb_dimdecl(a, c, "D", fixed_d);
 #define SH4 tb_dim(a, B), tb_dim(a, H), tb_dim(a, N)
-	Param *scale = tb_paramdecl(a, c, "scale", VT_FLOAT,
-				    tb_call(a, FN_RSQRT, tb_cast(a, tb_dim(a, D))));
+	Param *scale =
+	    tb_paramdecl(a, c, "scale", VT_FLOAT, tb_call(a, FN_RSQRT, tb_cast(a, tb_dim(a, D))));
 	Tensor *Q = tb_tensor(a, c, "Q", TK_IN, qkv, 4, SH4, tb_dim(a, D));
 	Tensor *K = tb_tensor(a, c, "K", TK_IN, qkv, 4, SH4, tb_dim(a, D));
 	Tensor *V = tb_tensor(a, c, "V", TK_IN, qkv, 4, SH4, tb_dim(a, D));
@@ -314,7 +315,8 @@ static inline Cascade *tb_causal(Arena *a, const char *name, DType qkv, long fix
 	Sd->domain = S->domain = Pe->domain = P->domain = tb_causal_pred(a, kv, 0, 2, 3);
 
 	tb_node(a, c, Sd, RED_SUM,
-		BIN(OP_MUL, tb_at(a, Q, IX(0), IX(1), IX(2), IX(4)), tb_at(a, K, IX(0), IX(1), IX(3), IX(4))),
+		BIN(OP_MUL, tb_at(a, Q, IX(0), IX(1), IX(2), IX(4)),
+		    tb_at(a, K, IX(0), IX(1), IX(3), IX(4))),
 		tb_causal_pred(a, kv, 0, 2, 3), 1, tb_dim(a, D));
 	tb_node(a, c, S, RED_NONE,
 		BIN(OP_MUL, tb_param(a, scale), tb_at(a, Sd, IX(0), IX(1), IX(2), IX(3))),
@@ -322,16 +324,19 @@ static inline Cascade *tb_causal(Arena *a, const char *name, DType qkv, long fix
 	tb_node(a, c, Pm, RED_MAX, tb_at(a, S, IX(0), IX(1), IX(2), IX(3)),
 		tb_causal_pred(a, kv, 0, 2, 3), 1, tb_dim(a, N));
 	tb_node(a, c, Pe, RED_NONE,
-		tb_call(a, FN_EXP, BIN(OP_SUB, tb_at(a, S, IX(0), IX(1), IX(2), IX(3)),
-				       tb_at(a, Pm, IX(0), IX(1), IX(2)))),
+		tb_call(a, FN_EXP,
+			BIN(OP_SUB, tb_at(a, S, IX(0), IX(1), IX(2), IX(3)),
+			    tb_at(a, Pm, IX(0), IX(1), IX(2)))),
 		tb_causal_pred(a, kv, 0, 2, 3), 0);
 	tb_node(a, c, Ps, RED_SUM, tb_at(a, Pe, IX(0), IX(1), IX(2), IX(3)),
 		tb_causal_pred(a, kv, 0, 2, 3), 1, tb_dim(a, N));
 	tb_node(a, c, P, RED_NONE,
-		BIN(OP_DIV, tb_at(a, Pe, IX(0), IX(1), IX(2), IX(3)), tb_at(a, Ps, IX(0), IX(1), IX(2))),
+		BIN(OP_DIV, tb_at(a, Pe, IX(0), IX(1), IX(2), IX(3)),
+		    tb_at(a, Ps, IX(0), IX(1), IX(2))),
 		tb_causal_pred(a, kv, 0, 2, 3), 0);
 	tb_node(a, c, O, RED_SUM,
-		BIN(OP_MUL, tb_at(a, P, IX(0), IX(1), IX(2), IX(4)), tb_at(a, V, IX(0), IX(1), IX(4), IX(3))),
+		BIN(OP_MUL, tb_at(a, P, IX(0), IX(1), IX(2), IX(4)),
+		    tb_at(a, V, IX(0), IX(1), IX(4), IX(3))),
 		tb_causal_pred(a, kv, 0, 2, 4), 1, tb_dim(a, N));
 	tb_node(a, c, L, RED_NONE,
 		BIN(OP_ADD, tb_at(a, Pm, IX(0), IX(1), IX(2)),
@@ -374,7 +379,8 @@ static inline void tu_causal_ref(long B, long H, long N, long D, double scale, c
 }
 
 enum { NOPS = 9 };
-__attribute__((unused)) static const double ops_x[NOPS] = {-2.5, -1.0, -0.25, 0.0, 0.5, 1.0, 2.0, 3.5, 0.125};
+__attribute__((unused)) static const double ops_x[NOPS] = {-2.5, -1.0, -0.25, 0.0,  0.5,
+							   1.0,  2.0,  3.5,   0.125};
 __attribute__((unused)) static const double ops_k[NOPS] = {-7, -6, -1, 0, 1, 5, 6, 7, 13};
 __attribute__((unused)) static const double ops_m[NOPS] = {1, 0, 1, 1, 0, 1, 0, 0, 1};
 
@@ -411,15 +417,18 @@ static inline Cascade *tb_ops(Arena *a)
 	tb_node(a, c, Dn, RED_NONE, BIN(OP_DIV, ki, tb_unop(a, OP_NEG, tb_param(a, cp))), NULL, 0);
 	tb_node(a, c, Mn, RED_NONE, BIN(OP_MOD, ki, tb_unop(a, OP_NEG, tb_param(a, cp))), NULL, 0);
 	tb_node(a, c, Cs, RED_NONE,
-		BIN(OP_ADD, BIN(OP_MUL, tb_cast(a, ki), expr_float(a, 0.5)), tb_cast(a, mi)), NULL, 0);
+		BIN(OP_ADD, BIN(OP_MUL, tb_cast(a, ki), expr_float(a, 0.5)), tb_cast(a, mi)), NULL,
+		0);
 	tb_node(a, c, Bo, RED_NONE,
 		BIN(OP_OR, BIN(OP_AND, mi, BIN(OP_GT, ki, expr_int(a, 0))), tb_unop(a, OP_NOT, mi)),
 		NULL, 0);
 	tb_node(a, c, Mx, RED_NONE,
-		BIN(OP_ADD, BIN(OP_MAX, xi, expr_float(a, 0.25)), BIN(OP_MIN, xi, expr_float(a, -0.25))),
+		BIN(OP_ADD, BIN(OP_MAX, xi, expr_float(a, 0.25)),
+		    BIN(OP_MIN, xi, expr_float(a, -0.25))),
 		NULL, 0);
 	tb_node(a, c, Sh, RED_NONE,
-		BIN(OP_SUB, tb_at(a, x, BIN(OP_MOD, BIN(OP_ADD, IX(0), expr_int(a, 1)), tb_dim(a, N))),
+		BIN(OP_SUB,
+		    tb_at(a, x, BIN(OP_MOD, BIN(OP_ADD, IX(0), expr_int(a, 1)), tb_dim(a, N))),
 		    tb_at(a, x, BIN(OP_SUB, BIN(OP_SUB, tb_dim(a, N), expr_int(a, 1)), IX(0)))),
 		NULL, 0);
 	tb_node(a, c, Rp, RED_PROD, BIN(OP_ADD, tb_at(a, x, IX(1)), expr_float(a, 2.0)),
@@ -427,14 +436,16 @@ static inline Cascade *tb_ops(Arena *a)
 	tb_node(a, c, Rmin, RED_MIN, tb_at(a, x, IX(1)), BIN(OP_LT, IX(1), IX(0)), 1, tb_dim(a, N));
 	tb_node(a, c, Rmax, RED_MAX, tb_at(a, x, IX(1)), BIN(OP_GT, IX(1), IX(0)), 1, tb_dim(a, N));
 	Dm->domain = BIN(OP_EQ, BIN(OP_MOD, IX(0), expr_int(a, 2)), expr_int(a, 0));
-	tb_node(a, c, Dm, RED_NONE, BIN(OP_ADD, xi, expr_float(a, 1.0)), expr_copy(a, Dm->domain), 0);
+	tb_node(a, c, Dm, RED_NONE, BIN(OP_ADD, xi, expr_float(a, 1.0)), expr_copy(a, Dm->domain),
+		0);
 	tb_node(a, c, Is, RED_SUM, tb_at(a, k, IX(1)), BIN(OP_LE, IX(1), IX(0)), 1, tb_dim(a, N));
 	tb_node(a, c, Si, RED_NONE, tb_select(a, mi, ki, tb_unop(a, OP_NEG, ki)), NULL, 0);
 	tb_node(a, c, R2, RED_SUM, BIN(OP_MUL, tb_at(a, x, IX(1)), tb_at(a, x, IX(2))),
 		BIN(OP_EQ, BIN(OP_ADD, IX(1), IX(2)), IX(0)), 2, tb_dim(a, N), tb_dim(a, N));
 	tb_node(a, c, Rm, RED_SUM, tb_at(a, x, IX(1)),
 		BIN(OP_AND, tb_at(a, m, IX(1)), BIN(OP_NE, IX(1), IX(0))), 1, tb_dim(a, N));
-	tb_node(a, c, Ng, RED_NONE, tb_unop(a, OP_NEG, BIN(OP_DIV, xi, expr_float(a, 4.0))), NULL, 0);
+	tb_node(a, c, Ng, RED_NONE, tb_unop(a, OP_NEG, BIN(OP_DIV, xi, expr_float(a, 4.0))), NULL,
+		0);
 	/* a bool value summed as an int: how many m[j] hold for j >= i */
 	tb_node(a, c, Ib, RED_SUM, tb_select(a, tb_at(a, m, IX(1)), expr_int(a, 1), expr_int(a, 0)),
 		BIN(OP_GE, IX(1), IX(0)), 1, tb_dim(a, N));

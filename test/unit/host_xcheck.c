@@ -41,10 +41,11 @@ static void compare_outputs(const Binding *x, const Binding *y, double tol, cons
 		long n = tensor_numel(t, x->dims), bad = 0;
 		for (long k = 0; k < n; k++) {
 			double a = x->data[i][k], b = y->data[i][k];
-			int ok = (isnan(a) && isnan(b)) || a == b || fabs(a - b) <= tol * fmax(1.0, fabs(b));
+			int ok = (isnan(a) && isnan(b)) || a == b ||
+				 fabs(a - b) <= tol * fmax(1.0, fabs(b));
 			if (!ok && bad++ < 3)
-				fprintf(stderr, "%s: %s[%ld]: interp %.17g, refexec %.17g\n", what, t->name,
-					k, a, b);
+				fprintf(stderr, "%s: %s[%ld]: interp %.17g, refexec %.17g\n", what,
+					t->name, k, a, b);
 		}
 		CHECK(bad == 0);
 	}
@@ -151,10 +152,11 @@ static void xcheck_block(const Cascade *c, const char *scratch, const char *file
 		long bad = 0;
 		for (long k = 0; ok && k < x.numel && x.numel == y.numel; k++) {
 			double a = x.data[k], b = y.data[k];
-			if (!((isnan(a) && isnan(b)) || a == b || fabs(a - b) <= 1e-9 * fmax(1.0, fabs(b))) &&
+			if (!((isnan(a) && isnan(b)) || a == b ||
+			      fabs(a - b) <= 1e-9 * fmax(1.0, fabs(b))) &&
 			    bad++ < 3)
-				fprintf(stderr, "%s: %s[%ld]: interp %.17g, mlir %.17g\n", what, t->name, k,
-					a, b);
+				fprintf(stderr, "%s: %s[%ld]: interp %.17g, mlir %.17g\n", what,
+					t->name, k, a, b);
 		}
 		CHECK(bad == 0);
 		if (ok) {

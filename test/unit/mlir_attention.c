@@ -15,8 +15,14 @@
 enum { NB = 2, NH = 2, NN = 7, ND = 5 };
 
 /* Row-major offsets of [B, H, N, D] and [B, H, N]. */
-static long at4(long b, long h, long i, long d) { return ((b * NH + h) * NN + i) * ND + d; }
-static long at3(long b, long h, long i) { return (b * NH + h) * NN + i; }
+static long at4(long b, long h, long i, long d)
+{
+	return ((b * NH + h) * NN + i) * ND + d;
+}
+static long at3(long b, long h, long i)
+{
+	return (b * NH + h) * NN + i;
+}
 
 /* The textbook computation, in the same accumulation order as the
 ** cascade: S = scale * (q . k) over unmasked keys, P = softmax, O = P V,

@@ -5,16 +5,16 @@
 
 /* Shorthands over the local Dim pointers B, H, N, D, HKV, G of each case:
 ** a fresh expression per use, as the front end makes them. */
-#define DB tb_d(tb, B)
-#define DH tb_d(tb, H)
-#define DN tb_d(tb, N)
-#define DD tb_d(tb, D)
-#define I(k) tb_i(tb, k)
-#define DHQ tb_bin(tb, OP_MUL, tb_d(tb, HKV), tb_d(tb, G))
-#define DHK tb_d(tb, HKV)
-#define HG(k) tb_bin(tb, OP_DIV, I(k), tb_d(tb, G))
-#define AT(...) tb_at(tb, __VA_ARGS__)
-#define MUL(a, b) tb_bin(tb, OP_MUL, a, b)
+#define DB            tb_d(tb, B)
+#define DH            tb_d(tb, H)
+#define DN            tb_d(tb, N)
+#define DD            tb_d(tb, D)
+#define I(k)          tb_i(tb, k)
+#define DHQ           tb_bin(tb, OP_MUL, tb_d(tb, HKV), tb_d(tb, G))
+#define DHK           tb_d(tb, HKV)
+#define HG(k)         tb_bin(tb, OP_DIV, I(k), tb_d(tb, G))
+#define AT(...)       tb_at(tb, __VA_ARGS__)
+#define MUL(a, b)     tb_bin(tb, OP_MUL, a, b)
 #define MASK(b, i, j) causal_mask(tb, kvl, b, i, j)
 
 /* (j <= i) && (j < kv_len[b]) for the given variable numbers. */

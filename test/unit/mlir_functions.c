@@ -23,10 +23,10 @@ static const struct {
 	Fn fn;
 	int arg; /* X (positive) or Y (signed) */
 } fns[FN_COUNT] = {
-	{"F_exp", FN_EXP, Y},   {"F_exp2", FN_EXP2, Y},       {"F_log", FN_LOG, X},
-	{"F_log2", FN_LOG2, X}, {"F_tanh", FN_TANH, Y},       {"F_sigmoid", FN_SIGMOID, Y},
-	{"F_sqrt", FN_SQRT, X}, {"F_rsqrt", FN_RSQRT, X},     {"F_abs", FN_ABS, Y},
-	{"F_relu", FN_RELU, Y},
+    {"F_exp", FN_EXP, Y},   {"F_exp2", FN_EXP2, Y},   {"F_log", FN_LOG, X},
+    {"F_log2", FN_LOG2, X}, {"F_tanh", FN_TANH, Y},   {"F_sigmoid", FN_SIGMOID, Y},
+    {"F_sqrt", FN_SQRT, X}, {"F_rsqrt", FN_RSQRT, X}, {"F_abs", FN_ABS, Y},
+    {"F_relu", FN_RELU, Y},
 };
 
 /* Other outputs, in tensor-id order after the functions. */
@@ -76,8 +76,8 @@ static void build(TB *tb, Tensor **t)
 	Tensor **f = t + NIN, **o = t + NIN + FN_COUNT;
 	for (int k = 0; k < FN_COUNT; k++)
 		f[k] = tb_tensor(tb, fns[k].name, TK_OUT, DT_F32, 1, DN);
-	static const char *const names[NOTHER] = {"Qd", "Rm", "Mx", "Mn2", "Sel", "Sh", "Cf",
-						  "Ri", "Wd", "Off", "Pr", "Mn", "Cnt", "Any"};
+	static const char *const names[NOTHER] = {"Qd", "Rm", "Mx",  "Mn2", "Sel", "Sh",  "Cf",
+						  "Ri", "Wd", "Off", "Pr",  "Mn",  "Cnt", "Any"};
 	for (int k = 0; k < NOTHER; k++) {
 		int is_int = k == QD || k == RM || k == OFF || k == CNT;
 		DType dt = is_int ? DT_I32 : k == ANY ? DT_BOOL : DT_F32;
@@ -129,10 +129,26 @@ static double expect(int k, long i, double *const *in, long stride)
 	case RI: return 1 / sqrt((double)(i + 1));
 	case WD: return i % 2 == 0 ? y[i] + 1 : 0;
 	case OFF: return a[i] * stride - i;
-	case PR: r = 1; for (long j = 0; j < NN; j++) r *= x[j]; return r;
-	case MN: r = INFINITY; for (long j = 0; j < NN; j++) r = fmin(r, y[j]); return r;
-	case CNT: r = 0; for (long j = 0; j < NN; j++) r += a[j] > 0; return r;
-	default: r = 0; for (long j = 0; j < NN; j++) r = r || (mk[j] && a[j] >= 5); return r;
+	case PR:
+		r = 1;
+		for (long j = 0; j < NN; j++)
+			r *= x[j];
+		return r;
+	case MN:
+		r = INFINITY;
+		for (long j = 0; j < NN; j++)
+			r = fmin(r, y[j]);
+		return r;
+	case CNT:
+		r = 0;
+		for (long j = 0; j < NN; j++)
+			r += a[j] > 0;
+		return r;
+	default:
+		r = 0;
+		for (long j = 0; j < NN; j++)
+			r = r || (mk[j] && a[j] >= 5);
+		return r;
 	}
 }
 
@@ -142,8 +158,8 @@ static void fill_inputs(Binding *bd)
 	tb_fill(bd->data[X], NN, 0.1, 3, &seed);
 	tb_fill(bd->data[Y], NN, -3, 3, &seed);
 	for (long i = 0; i < NN; i++) {
-		bd->data[A][i] = (double)((long)(i * 7 % 19) - 9);  /* -9 .. 9 */
-		bd->data[BV][i] = (double)((long)(i * 5 % 9) - 4);  /* -4 .. 4, zero included */
+		bd->data[A][i] = (double)((long)(i * 7 % 19) - 9); /* -9 .. 9 */
+		bd->data[BV][i] = (double)((long)(i * 5 % 9) - 4); /* -4 .. 4, zero included */
 		bd->data[MK][i] = (double)(i % 3 != 0);
 	}
 	bd->params[0] = 3;

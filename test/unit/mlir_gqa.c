@@ -16,8 +16,14 @@
 
 enum { NB = 2, NHKV = 2, NG = 3, NN = 4, ND = 3, NHQ = NHKV * NG };
 
-static long q4(long b, long h, long i, long d) { return ((b * NHQ + h) * NN + i) * ND + d; }
-static long k4(long b, long h, long j, long d) { return ((b * NHKV + h) * NN + j) * ND + d; }
+static long q4(long b, long h, long i, long d)
+{
+	return ((b * NHQ + h) * NN + i) * ND + d;
+}
+static long k4(long b, long h, long j, long d)
+{
+	return ((b * NHKV + h) * NN + j) * ND + d;
+}
 
 /* S, O and KS by the definition. */
 static void naive(const double *Q, const double *K, const double *V, double *O, double *KS)

@@ -24,7 +24,10 @@ void tb_init(TB *tb, const char *name)
 }
 
 /* Everything built, cascade included, goes at once. */
-void tb_free(TB *tb) { arena_free(&tb->a); }
+void tb_free(TB *tb)
+{
+	arena_free(&tb->a);
+}
 
 /* Runtime-sized unless the test sets ->fixed. */
 Dim *tb_dim(TB *tb, const char *name)
@@ -87,10 +90,22 @@ Expr *tb_p(TB *tb, Param *p)
 }
 
 /* Thin wrappers so tests read as formulas. */
-Expr *tb_i(TB *tb, int var) { return expr_index(&tb->a, var); }
-Expr *tb_n(TB *tb, long v) { return expr_int(&tb->a, v); }
-Expr *tb_f(TB *tb, double v) { return expr_float(&tb->a, v); }
-Expr *tb_bin(TB *tb, Op op, Expr *l, Expr *r) { return expr_binop(&tb->a, op, l, r); }
+Expr *tb_i(TB *tb, int var)
+{
+	return expr_index(&tb->a, var);
+}
+Expr *tb_n(TB *tb, long v)
+{
+	return expr_int(&tb->a, v);
+}
+Expr *tb_f(TB *tb, double v)
+{
+	return expr_float(&tb->a, v);
+}
+Expr *tb_bin(TB *tb, Op op, Expr *l, Expr *r)
+{
+	return expr_binop(&tb->a, op, l, r);
+}
 
 /* Operand arrays live in the arena like the nodes. */
 static Expr *with_args(TB *tb, Expr *e, int n, Expr **args)
@@ -145,8 +160,7 @@ Expr *tb_at(TB *tb, Tensor *t, ...)
 }
 
 /* Variables get made-up names v0, v1, ... for printing. */
-Node *tb_node(TB *tb, Tensor *out, RedOp red, int nfree, int nred, Expr *body, Expr *filter,
-	      ...)
+Node *tb_node(TB *tb, Tensor *out, RedOp red, int nfree, int nred, Expr *body, Expr *filter, ...)
 {
 	Node *n = ARENA_NEW(&tb->a, Node);
 	n->id = tb->c->nodes.n;

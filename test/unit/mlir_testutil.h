@@ -36,8 +36,7 @@ Expr *tb_sel(TB *tb, Expr *c, Expr *a, Expr *b);
 Expr *tb_at(TB *tb, Tensor *t, ...);
 
 /* A node defining out: nfree + nred extents follow. */
-Node *tb_node(TB *tb, Tensor *out, RedOp red, int nfree, int nred, Expr *body, Expr *filter,
-	      ...);
+Node *tb_node(TB *tb, Tensor *out, RedOp red, int nfree, int nred, Expr *body, Expr *filter, ...);
 
 /* Allocates the Binding's arrays (zeroed) for the given dim sizes. */
 void tb_bind(TB *tb, Binding *b, const long *dims);
@@ -52,14 +51,14 @@ double tb_relerr(const double *got, const double *want, long n);
 
 /* Test bookkeeping: CHECK prints the failure and counts it. */
 extern int tb_failures;
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			tb_failures++;                                                     \
-		}                                                                          \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);   \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			tb_failures++;                                                             \
+		}                                                                                  \
 	} while (0)
 
 #endif

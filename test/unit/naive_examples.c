@@ -151,7 +151,8 @@ static void naive_softmax(const Naive *a)
 					vis[j] = (char)a->visible(a, b, i, j);
 					if (!vis[j])
 						continue;
-					s[j] = a->scale * dot(q, kv_row(a, a->K, a->D, b, h, j), a->D);
+					s[j] =
+					    a->scale * dot(q, kv_row(a, a->K, a->D, b, h, j), a->D);
 					if (a->score)
 						s[j] = a->score(a, b, h, i, j, s[j]);
 					m = s[j] > m ? s[j] : m;
@@ -168,11 +169,13 @@ static void naive_softmax(const Naive *a)
 					double acc = 0;
 					for (long j = 0; j < a->M; j++)
 						if (vis[j])
-							acc += p[j] * kv_row(a, a->V, a->DV, b, h, j)[e];
+							acc += p[j] *
+							       kv_row(a, a->V, a->DV, b, h, j)[e];
 					o[e] = z > 0 ? acc / z : 0.0;
 				}
 				if (a->L)
-					a->L[(b * a->H + h) * a->N + i] = z > 0 ? m + log(z) : -INFINITY;
+					a->L[(b * a->H + h) * a->N + i] =
+					    z > 0 ? m + log(z) : -INFINITY;
 			}
 	free(s);
 	free(p);
@@ -192,7 +195,8 @@ static void naive_sigmoid(const Naive *a)
 				for (long j = 0; j < a->M; j++) {
 					if (!a->visible(a, b, i, j))
 						continue;
-					double s = a->scale * dot(q, kv_row(a, a->K, a->D, b, h, j), a->D);
+					double s =
+					    a->scale * dot(q, kv_row(a, a->K, a->D, b, h, j), a->D);
 					double w = 1.0 / (1.0 + exp(-(s + a->b0)));
 					const double *v = kv_row(a, a->V, a->DV, b, h, j);
 					for (long e = 0; e < a->DV; e++)
@@ -210,7 +214,8 @@ static void softmax_row(const Naive *a, const double *Q, const double *K, long b
 	for (long j = 0; j < a->M; j++) {
 		p[j] = -INFINITY;
 		if (a->visible(a, b, i, j))
-			p[j] = a->scale * dot(q_row(a, Q, b, h, i), kv_row(a, K, a->D, b, h, j), a->D);
+			p[j] =
+			    a->scale * dot(q_row(a, Q, b, h, i), kv_row(a, K, a->D, b, h, j), a->D);
 		m = p[j] > m ? p[j] : m;
 	}
 	for (long j = 0; j < a->M; j++)
@@ -255,54 +260,289 @@ typedef struct Spec {
 	Heads heads;
 	VisibleFn visible;
 	ScoreFn score;
-	long d, dv, w;           /* QK head dim, V head dim, window (0: none) */
-	const char *q, *k, *v;   /* diff: Q1, K1 (Q2, K2 by name) */
-	const char *o, *l;       /* l: NULL when the block has no log-sum-exp */
-	const char *shapes[5];   /* NULL-terminated */
+	long d, dv, w;         /* QK head dim, V head dim, window (0: none) */
+	const char *q, *k, *v; /* diff: Q1, K1 (Q2, K2 by name) */
+	const char *o, *l;     /* l: NULL when the block has no log-sum-exp */
+	const char *shapes[5]; /* NULL-terminated */
 	int used;
 } Spec;
 
 #define MHA3 "B=2 H=3 N=5", "B=3 H=2 N=1", "B=1 H=4 N=9"
 
 static Spec specs[] = {
-	{"full.attn", "full", F_SOFTMAX, HEADS_MHA, vis_all, NULL, 128, 128, 0, "Q", "K", "V",
-	 "O", "L", {"B=2 H=3 N=5 M=7", "B=3 H=2 N=7 M=4", "B=4 H=2 N=1 M=6"}, 0},
-	{"causal.attn", "causal", F_SOFTMAX, HEADS_MHA, vis_causal, NULL, 128, 128, 0, "Q", "K",
-	 "V", "O", "L", {MHA3}, 0},
-	{"alibi.attn", "alibi", F_SOFTMAX, HEADS_MHA, vis_causal, score_alibi, 128, 128, 0, "Q",
-	 "K", "V", "O", "L", {MHA3}, 0},
-	{"mla.attn", "mla", F_SOFTMAX, HEADS_MHA, vis_causal, NULL, 192, 128, 0, "Q", "K", "V",
-	 "O", "L", {MHA3}, 0},
-	{"softcap.attn", "softcap", F_SOFTMAX, HEADS_MHA, vis_causal, score_softcap, 256, 256, 0,
-	 "Q", "K", "V", "O", "L", {MHA3}, 0},
-	{"sliding_window.attn", "sliding_window", F_SOFTMAX, HEADS_MHA, vis_window, NULL, 128,
-	 128, 256, "Q", "K", "V", "O", "L", {MHA3, "B=1 H=2 N=261"}, 0},
-	{"prefix_lm.attn", "prefix_lm", F_SOFTMAX, HEADS_MHA, vis_prefix, NULL, 128, 128, 0, "Q",
-	 "K", "V", "O", "L", {"B=5 H=3 N=6", "B=5 H=2 N=1", "B=5 H=4 N=9"}, 0},
-	{"document.attn", "document", F_SOFTMAX, HEADS_MHA, vis_document, NULL, 128, 128, 0, "Q",
-	 "K", "V", "O", "L", {"B=2 H=3 N=8", "B=3 H=2 N=1", "B=3 H=1 N=13"}, 0},
-	{"relpos_bias.attn", "relpos_bias", F_SOFTMAX, HEADS_MHA, vis_all, score_bias, 64, 64, 0,
-	 "Q", "K", "V", "O", NULL, {"B=2 H=3 N=5 M=7", "B=3 H=2 N=6 M=4", "B=2 H=3 N=1 M=5"}, 0},
-	{"sink.attn", "gpt_oss_sink", F_SOFTMAX, HEADS_MHA, vis_causal, NULL, 64, 64, 0, "Q", "K",
-	 "V", "O", NULL, {MHA3}, 0},
-	{"mqa.attn", "mqa", F_SOFTMAX, HEADS_MQA, vis_causal, NULL, 128, 128, 0, "Q", "K", "V",
-	 "O", NULL, {MHA3}, 0},
-	{"gqa.attn", "gqa", F_SOFTMAX, HEADS_GQA, vis_causal_br, NULL, 128, 128, 0, "Q", "K", "V",
-	 "O", "L",
-	 {"B=2 HKV=3 G=4 N=5 M=7", "B=2 HKV=3 G=4 N=1 M=6", "B=1 HKV=2 G=3 N=4 M=9",
-	  "B=3 HKV=2 G=4 N=7 M=5"},
-	 0},
-	{"multi.attn", "gqa_heads", F_SOFTMAX, HEADS_GQA, vis_causal, NULL, 128, 128, 0, "Q", "K",
-	 "V", "O", NULL, {"B=2 HKV=3 G=4 N=5", "B=2 HKV=3 G=4 N=1", "B=3 HKV=1 G=2 N=6"}, 0},
-	{"multi.attn", "gqa_groups", F_SOFTMAX, HEADS_GQA, vis_causal, NULL, 128, 128, 0, "Q",
-	 "K", "V", "O", NULL, {"B=2 HKV=3 G=4 N=5", "B=2 HKV=3 G=4 N=1", "B=3 HKV=1 G=2 N=6"},
-	 0},
-	{"decode.attn", "decode", F_SOFTMAX, HEADS_GQA, vis_kv_len, NULL, 128, 128, 0, "q", "K",
-	 "V", "o", "lse", {"B=5 HKV=3 G=2 M=7", "B=5 HKV=2 G=3 M=1", "B=6 HKV=1 G=4 M=9"}, 0},
-	{"sigmoid.attn", "sigmoid_attn", F_SIGMOID, HEADS_MHA, vis_causal, NULL, 64, 64, 0, "Q",
-	 "K", "V", "O", NULL, {MHA3}, 0},
-	{"diff.attn", "diff_attn", F_DIFF, HEADS_MHA, vis_causal, NULL, 64, 128, 0, "Q1", "K1",
-	 "V", "O", NULL, {MHA3}, 0},
+    {"full.attn",
+     "full",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_all,
+     NULL,
+     128,
+     128,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     "L",
+     {"B=2 H=3 N=5 M=7", "B=3 H=2 N=7 M=4", "B=4 H=2 N=1 M=6"},
+     0},
+    {"causal.attn",
+     "causal",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_causal,
+     NULL,
+     128,
+     128,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     "L",
+     {MHA3},
+     0},
+    {"alibi.attn",
+     "alibi",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_causal,
+     score_alibi,
+     128,
+     128,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     "L",
+     {MHA3},
+     0},
+    {"mla.attn",
+     "mla",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_causal,
+     NULL,
+     192,
+     128,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     "L",
+     {MHA3},
+     0},
+    {"softcap.attn",
+     "softcap",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_causal,
+     score_softcap,
+     256,
+     256,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     "L",
+     {MHA3},
+     0},
+    {"sliding_window.attn",
+     "sliding_window",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_window,
+     NULL,
+     128,
+     128,
+     256,
+     "Q",
+     "K",
+     "V",
+     "O",
+     "L",
+     {MHA3, "B=1 H=2 N=261"},
+     0},
+    {"prefix_lm.attn",
+     "prefix_lm",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_prefix,
+     NULL,
+     128,
+     128,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     "L",
+     {"B=5 H=3 N=6", "B=5 H=2 N=1", "B=5 H=4 N=9"},
+     0},
+    {"document.attn",
+     "document",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_document,
+     NULL,
+     128,
+     128,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     "L",
+     {"B=2 H=3 N=8", "B=3 H=2 N=1", "B=3 H=1 N=13"},
+     0},
+    {"relpos_bias.attn",
+     "relpos_bias",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_all,
+     score_bias,
+     64,
+     64,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {"B=2 H=3 N=5 M=7", "B=3 H=2 N=6 M=4", "B=2 H=3 N=1 M=5"},
+     0},
+    {"sink.attn",
+     "gpt_oss_sink",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_causal,
+     NULL,
+     64,
+     64,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {MHA3},
+     0},
+    {"mqa.attn",
+     "mqa",
+     F_SOFTMAX,
+     HEADS_MQA,
+     vis_causal,
+     NULL,
+     128,
+     128,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {MHA3},
+     0},
+    {"gqa.attn",
+     "gqa",
+     F_SOFTMAX,
+     HEADS_GQA,
+     vis_causal_br,
+     NULL,
+     128,
+     128,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     "L",
+     {"B=2 HKV=3 G=4 N=5 M=7", "B=2 HKV=3 G=4 N=1 M=6", "B=1 HKV=2 G=3 N=4 M=9",
+      "B=3 HKV=2 G=4 N=7 M=5"},
+     0},
+    {"multi.attn",
+     "gqa_heads",
+     F_SOFTMAX,
+     HEADS_GQA,
+     vis_causal,
+     NULL,
+     128,
+     128,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {"B=2 HKV=3 G=4 N=5", "B=2 HKV=3 G=4 N=1", "B=3 HKV=1 G=2 N=6"},
+     0},
+    {"multi.attn",
+     "gqa_groups",
+     F_SOFTMAX,
+     HEADS_GQA,
+     vis_causal,
+     NULL,
+     128,
+     128,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {"B=2 HKV=3 G=4 N=5", "B=2 HKV=3 G=4 N=1", "B=3 HKV=1 G=2 N=6"},
+     0},
+    {"decode.attn",
+     "decode",
+     F_SOFTMAX,
+     HEADS_GQA,
+     vis_kv_len,
+     NULL,
+     128,
+     128,
+     0,
+     "q",
+     "K",
+     "V",
+     "o",
+     "lse",
+     {"B=5 HKV=3 G=2 M=7", "B=5 HKV=2 G=3 M=1", "B=6 HKV=1 G=4 M=9"},
+     0},
+    {"sigmoid.attn",
+     "sigmoid_attn",
+     F_SIGMOID,
+     HEADS_MHA,
+     vis_causal,
+     NULL,
+     64,
+     64,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {MHA3},
+     0},
+    {"diff.attn",
+     "diff_attn",
+     F_DIFF,
+     HEADS_MHA,
+     vis_causal,
+     NULL,
+     64,
+     128,
+     0,
+     "Q1",
+     "K1",
+     "V",
+     "O",
+     NULL,
+     {MHA3},
+     0},
 };
 enum { NSPECS = sizeof specs / sizeof specs[0] };
 
@@ -329,8 +569,8 @@ static int parse_shape(const char *s, Named *nm)
 {
 	nm->n = 0;
 	int used;
-	while (nm->n < MAX_NAMED && sscanf(s, " %15[A-Za-z]=%ld%n", nm->name[nm->n],
-					   &nm->v[nm->n], &used) == 2) {
+	while (nm->n < MAX_NAMED &&
+	       sscanf(s, " %15[A-Za-z]=%ld%n", nm->name[nm->n], &nm->v[nm->n], &used) == 2) {
 		nm->n++;
 		s += used;
 	}
@@ -436,8 +676,8 @@ static double compare(const char *what, const char *name, const double *got, con
 		else
 			e = fabs(x - y) / fmax(1.0, fabs(y));
 		if (e > NAIVE_TOL && bad++ < 3)
-			fprintf(stderr, "%s: %s[%ld]: refexec %.17g, naive %.17g\n", what, name, k, x,
-				y);
+			fprintf(stderr, "%s: %s[%ld]: refexec %.17g, naive %.17g\n", what, name, k,
+				x, y);
 		worst = e > worst ? e : worst;
 	}
 	if (bad) {
@@ -519,8 +759,7 @@ static int bind_inputs(Binding *b, const Naive *a, uint64_t seed, const char *wh
 /* Points the naive evaluation at the bound inputs and the example's
 ** params, and checks that the block's outputs are exactly the ones the
 ** naive code computes. 0 on success. */
-static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L,
-		      const char *what)
+static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L, const char *what)
 {
 	a->Q = opt_buf(b, sp->q), a->K = opt_buf(b, sp->k), a->V = opt_buf(b, sp->v);
 	a->Q2 = opt_buf(b, "Q2"), a->K2 = opt_buf(b, "K2");
@@ -554,7 +793,8 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 			ok = 0;
 		}
 	}
-	ok = ok && nout == 1 + (sp->l != NULL) && opt_buf(b, sp->o) && (!sp->l || opt_buf(b, sp->l));
+	ok =
+	    ok && nout == 1 + (sp->l != NULL) && opt_buf(b, sp->o) && (!sp->l || opt_buf(b, sp->l));
 	/* the head dims of the spec must be the example's */
 	const Tensor *tq = cascade_tensor(b->c, sp->q), *tv = cascade_tensor(b->c, sp->v);
 	ok = ok && tensor_dim_size(tq, tq->rank - 1, b->dims) == sp->d &&
@@ -601,8 +841,9 @@ static void run_case(const Cascade *c, Spec *sp, int shape)
 			naive_softmax(&a);
 		const Tensor *to = cascade_tensor(c, sp->o);
 		CHECK(tensor_numel(to, dims) == a.B * a.H * a.N * a.DV);
-		double err_o = rc ? INFINITY : compare(what, sp->o, opt_buf(&b, sp->o), O,
-							 a.B * a.H * a.N * a.DV);
+		double err_o =
+		    rc ? INFINITY
+		       : compare(what, sp->o, opt_buf(&b, sp->o), O, a.B * a.H * a.N * a.DV);
 		double err_l = 0;
 		if (sp->l && !rc)
 			err_l = compare(what, sp->l, opt_buf(&b, sp->l), L, a.B * a.H * a.N);

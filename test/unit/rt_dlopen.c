@@ -82,13 +82,17 @@ int main(int argc, char **argv)
 
 	char want[1024];
 	restart(v2, "1", "cuLaunchKernel");
-	snprintf(want, sizeof want, "attnrt: CUDA driver %s (version 12.4) lacks cuLaunchKernel for "
-		 "CUDA 12.0 (a CUDA 12 driver is needed)", v2);
+	snprintf(want, sizeof want,
+		 "attnrt: CUDA driver %s (version 12.4) lacks cuLaunchKernel for "
+		 "CUDA 12.0 (a CUDA 12 driver is needed)",
+		 v2);
 	CHECK_FAIL(attnrt_init(), ATTNRT_ERR_NO_DRIVER, want);
 
 	restart(v1, "1", "cuDriverGetVersion");
-	snprintf(want, sizeof want, "attnrt: CUDA driver %s (version unknown) lacks cuDriverGetVersion "
-		 "for CUDA 12.0 (a CUDA 12 driver is needed)", v1);
+	snprintf(want, sizeof want,
+		 "attnrt: CUDA driver %s (version unknown) lacks cuDriverGetVersion "
+		 "for CUDA 12.0 (a CUDA 12 driver is needed)",
+		 v1);
 	CHECK_FAIL(attnrt_init(), ATTNRT_ERR_NO_DRIVER, want);
 
 	attnrt_set_driver_for_testing(NULL);

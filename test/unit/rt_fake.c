@@ -74,14 +74,16 @@ static const struct {
 	ARresult r;
 	const char *name, *str;
 } errs[] = {
-	{0, "CUDA_SUCCESS", "no error"},
-	{3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
-	{100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
-	{209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
-	{218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
-	{222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
-	{500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
-	{701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {0, "CUDA_SUCCESS", "no error"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
+    {218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+     "the provided PTX was compiled with an unsupported toolchain."},
+    {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
 };
 
 static ARresult f_errname(ARresult r, const char **s)
@@ -302,34 +304,34 @@ static ARresult f_evdestroy(ARevent e)
 }
 
 static const AttnrtDriver fake = {
-	.cuInit = f_init,
-	.cuDriverGetVersion = f_version,
-	.cuGetErrorName = f_errname,
-	.cuGetErrorString = f_errstr,
-	.cuDeviceGetCount = f_count,
-	.cuDeviceGet = f_devget,
-	.cuDeviceGetAttribute = f_attr,
-	.cuDevicePrimaryCtxRetain = f_retain,
-	.cuCtxSetCurrent = f_setcur,
-	.cuCtxGetCurrent = f_getcur,
-	.cuCtxGetDevice = f_getdev,
-	.cuCtxSynchronize = f_ok,
-	.cuModuleLoadDataEx = f_load,
-	.cuModuleGetFunction = f_getfn,
-	.cuModuleUnload = f_unload,
-	.cuFuncSetAttribute = f_setattr,
-	.cuFuncGetAttribute = f_getattr,
-	.cuLaunchKernel = f_launch,
-	.cuMemAlloc = f_malloc,
-	.cuMemFree = f_free,
-	.cuMemcpyHtoD = f_htod,
-	.cuMemcpyDtoH = f_dtoh,
-	.cuStreamSynchronize = f_streamsync,
-	.cuEventCreate = f_evcreate,
-	.cuEventRecord = f_evrecord,
-	.cuEventSynchronize = f_evsync,
-	.cuEventElapsedTime = f_elapsed,
-	.cuEventDestroy = f_evdestroy,
+    .cuInit = f_init,
+    .cuDriverGetVersion = f_version,
+    .cuGetErrorName = f_errname,
+    .cuGetErrorString = f_errstr,
+    .cuDeviceGetCount = f_count,
+    .cuDeviceGet = f_devget,
+    .cuDeviceGetAttribute = f_attr,
+    .cuDevicePrimaryCtxRetain = f_retain,
+    .cuCtxSetCurrent = f_setcur,
+    .cuCtxGetCurrent = f_getcur,
+    .cuCtxGetDevice = f_getdev,
+    .cuCtxSynchronize = f_ok,
+    .cuModuleLoadDataEx = f_load,
+    .cuModuleGetFunction = f_getfn,
+    .cuModuleUnload = f_unload,
+    .cuFuncSetAttribute = f_setattr,
+    .cuFuncGetAttribute = f_getattr,
+    .cuLaunchKernel = f_launch,
+    .cuMemAlloc = f_malloc,
+    .cuMemFree = f_free,
+    .cuMemcpyHtoD = f_htod,
+    .cuMemcpyDtoH = f_dtoh,
+    .cuStreamSynchronize = f_streamsync,
+    .cuEventCreate = f_evcreate,
+    .cuEventRecord = f_evrecord,
+    .cuEventSynchronize = f_evsync,
+    .cuEventElapsedTime = f_elapsed,
+    .cuEventDestroy = f_evdestroy,
 };
 
 /* A fresh fake with one device of capability cc, installed. */
@@ -347,7 +349,7 @@ static void reset(int cc)
 
 static const char ptx_text[] = ".version 8.0\n.target sm_80\n.address_size 64\n";
 static const AttnrtImage img_all[] = {
-	{0, ptx_text, sizeof ptx_text}, {90, "CUBIN90", 8}, {80, "CUBIN80", 8}};
+    {0, ptx_text, sizeof ptx_text}, {90, "CUBIN90", 8}, {80, "CUBIN80", 8}};
 static const AttnrtImage img_80_ptx[] = {{80, "CUBIN80", 8}, {0, ptx_text, sizeof ptx_text}};
 static const AttnrtImage img_80[] = {{80, "CUBIN80", 8}};
 static const AttnrtImage img_86_80[] = {{86, "CUBIN86", 8}, {80, "CUBIN80", 8}};
@@ -460,7 +462,8 @@ static void test_selection(void)
 	AttnrtKernel kc = {"k_nobin", img_100_ptx, 1, 0, 128, NULL};
 	CHECK_FAIL(attnrt_kernel_get(&kc, &fn), ATTNRT_ERR_LOAD,
 		   "attnrt: kernel k_nobin: loading the sm_100 cubin on sm_103 failed: "
-		   "CUDA_ERROR_NO_BINARY_FOR_GPU (no kernel image is available for execution on the device)");
+		   "CUDA_ERROR_NO_BINARY_FOR_GPU (no kernel image is available for execution on "
+		   "the device)");
 	attnrt_kernel_release(&kc);
 }
 
@@ -472,14 +475,17 @@ static void test_load_errors(void)
 	F.ptx_result = AR_CUDA_ERROR_INVALID_PTX;
 	F.jit_log = "ptxas application ptx input, line 3; error   : bad\nline 4: worse\n\n";
 	AttnrtKernel k = {"k_jit", img_all, 3, 0, 128, NULL};
-	CHECK_FAIL(attnrt_kernel_get(&k, &fn), ATTNRT_ERR_LOAD,
-		   "attnrt: kernel k_jit: JIT of the PTX for sm_75 failed: CUDA_ERROR_INVALID_PTX (a PTX "
-		   "JIT compilation failed): ptxas application ptx input, line 3; error   : bad; line 4: worse");
+	CHECK_FAIL(
+	    attnrt_kernel_get(&k, &fn), ATTNRT_ERR_LOAD,
+	    "attnrt: kernel k_jit: JIT of the PTX for sm_75 failed: CUDA_ERROR_INVALID_PTX (a PTX "
+	    "JIT compilation failed): ptxas application ptx input, line 3; error   : bad; line 4: "
+	    "worse");
 	/* not cached: the next call tries again */
 	F.jit_log = NULL;
-	CHECK_FAIL(attnrt_kernel_get(&k, &fn), ATTNRT_ERR_LOAD,
-		   "attnrt: kernel k_jit: JIT of the PTX for sm_75 failed: CUDA_ERROR_INVALID_PTX (a PTX "
-		   "JIT compilation failed)");
+	CHECK_FAIL(
+	    attnrt_kernel_get(&k, &fn), ATTNRT_ERR_LOAD,
+	    "attnrt: kernel k_jit: JIT of the PTX for sm_75 failed: CUDA_ERROR_INVALID_PTX (a PTX "
+	    "JIT compilation failed)");
 	F.ptx_result = 0;
 	CHECK(attnrt_kernel_get(&k, &fn) == ATTNRT_OK && F.loads[0] == 1);
 	attnrt_kernel_release(&k);
@@ -488,16 +494,18 @@ static void test_load_errors(void)
 	F.version = 12020;
 	F.ptx_result = AR_CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
 	AttnrtKernel ko = {"k_old", img_80_ptx, 2, 0, 128, NULL};
-	CHECK_FAIL(attnrt_kernel_get(&ko, &fn), ATTNRT_ERR_LOAD,
-		   "attnrt: kernel k_old: the CUDA driver (version 12.2) is too old for the PTX of this "
-		   "kernel (CUDA_ERROR_UNSUPPORTED_PTX_VERSION); update the driver");
+	CHECK_FAIL(
+	    attnrt_kernel_get(&ko, &fn), ATTNRT_ERR_LOAD,
+	    "attnrt: kernel k_old: the CUDA driver (version 12.2) is too old for the PTX of this "
+	    "kernel (CUDA_ERROR_UNSUPPORTED_PTX_VERSION); update the driver");
 	attnrt_kernel_release(&ko);
 
 	reset(80);
 	F.getfn_result = AR_CUDA_ERROR_NOT_FOUND;
 	AttnrtKernel kn = {"k_missing", img_all, 3, 0, 128, NULL};
 	CHECK_FAIL(attnrt_kernel_get(&kn, &fn), ATTNRT_ERR_CUDA,
-		   "attnrt: kernel k_missing: cuModuleGetFunction in the sm_80 cubin: CUDA_ERROR_NOT_FOUND "
+		   "attnrt: kernel k_missing: cuModuleGetFunction in the sm_80 cubin: "
+		   "CUDA_ERROR_NOT_FOUND "
 		   "(named symbol not found)");
 	CHECK(F.loads[0] == 1 && F.unloads == 1);
 	attnrt_kernel_release(&kn);
@@ -511,7 +519,8 @@ static void test_load_errors(void)
 		   "attnrt: kernel k_bad: block size 2048 is not in 1..1024");
 	bad.threads = 128;
 	bad.nimages = 0;
-	CHECK_FAIL(attnrt_kernel_get(&bad, &fn), ATTNRT_ERR_ARGUMENT, "attnrt: kernel k_bad: no images");
+	CHECK_FAIL(attnrt_kernel_get(&bad, &fn), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: kernel k_bad: no images");
 	static const AttnrtImage empty[] = {{80, NULL, 0}};
 	bad.images = empty;
 	bad.nimages = 1;
@@ -531,8 +540,8 @@ static void test_smem(void)
 		unsigned dyn;
 		int stat, calls, ok;
 	} cases[] = {
-		{0, 0, 0, 1}, {49152, 0, 0, 1}, {49153, 0, 1, 1}, {40000, 10000, 1, 1},
-		{166912, 0, 1, 1}, {166913, 0, 0, 0}, {166000, 1024, 0, 0},
+	    {0, 0, 0, 1},      {49152, 0, 0, 1},  {49153, 0, 1, 1},     {40000, 10000, 1, 1},
+	    {166912, 0, 1, 1}, {166913, 0, 0, 0}, {166000, 1024, 0, 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		reset(80);
@@ -555,13 +564,15 @@ static void test_smem(void)
 	reset(86);
 	F.optin[0] = 101376;
 	AttnrtKernel k = {"k_smem", img_all, 3, 200000, 128, NULL};
-	CHECK_FAIL(attnrt_kernel_get(&k, &fn), ATTNRT_ERR_RESOURCES,
-		   "attnrt: kernel k_smem needs 200000 bytes of dynamic shared memory but sm_86 allows at "
-		   "most 101376 bytes per block");
+	CHECK_FAIL(
+	    attnrt_kernel_get(&k, &fn), ATTNRT_ERR_RESOURCES,
+	    "attnrt: kernel k_smem needs 200000 bytes of dynamic shared memory but sm_86 allows at "
+	    "most 101376 bytes per block");
 	F.static_smem = 1024;
-	CHECK_FAIL(attnrt_kernel_get(&k, &fn), ATTNRT_ERR_RESOURCES,
-		   "attnrt: kernel k_smem needs 200000 bytes of dynamic shared memory (+1024 static) but "
-		   "sm_86 allows at most 101376 bytes per block");
+	CHECK_FAIL(
+	    attnrt_kernel_get(&k, &fn), ATTNRT_ERR_RESOURCES,
+	    "attnrt: kernel k_smem needs 200000 bytes of dynamic shared memory (+1024 static) but "
+	    "sm_86 allows at most 101376 bytes per block");
 	attnrt_kernel_release(&k);
 }
 
@@ -583,9 +594,10 @@ static void test_launch(void)
 	CHECK_STR(F.loaded[0], "CUBIN90");
 
 	F.launch_result = AR_CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
-	CHECK_FAIL(attnrt_launch(&k, 1, 2, 3, NULL, params), ATTNRT_ERR_CUDA,
-		   "attnrt: kernel k_launch: launch (grid 1x2x3, block 128, 1024 bytes of shared memory) "
-		   "failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested for launch)");
+	CHECK_FAIL(
+	    attnrt_launch(&k, 1, 2, 3, NULL, params), ATTNRT_ERR_CUDA,
+	    "attnrt: kernel k_launch: launch (grid 1x2x3, block 128, 1024 bytes of shared memory) "
+	    "failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested for launch)");
 	CHECK(F.l_stream == NULL);
 	F.launch_result = 0;
 	CHECK_FAIL(attnrt_launch(&k, 0, 1, 1, NULL, params), ATTNRT_ERR_ARGUMENT,
@@ -619,7 +631,8 @@ static void test_memory(void)
 	void *e0 = NULL, *e1 = NULL;
 	float ms = 0;
 	CHECK(attnrt_event_create(&e0) == ATTNRT_OK && attnrt_event_create(&e1) == ATTNRT_OK);
-	CHECK(attnrt_event_record(e0, NULL) == ATTNRT_OK && attnrt_event_record(e1, NULL) == ATTNRT_OK);
+	CHECK(attnrt_event_record(e0, NULL) == ATTNRT_OK &&
+	      attnrt_event_record(e1, NULL) == ATTNRT_OK);
 	CHECK(attnrt_event_elapsed_ms(e0, e1, &ms) == ATTNRT_OK && ms == 1.5f);
 	CHECK(attnrt_event_destroy(e0) == ATTNRT_OK && attnrt_event_destroy(e1) == ATTNRT_OK);
 	CHECK(attnrt_event_destroy(NULL) == ATTNRT_OK);
@@ -696,8 +709,8 @@ static void *fail_in_thread(void *arg)
 static void test_thread_local(void)
 {
 	reset(90);
-	CHECK_FAIL(attnrt_check_tensor("k", "Q", NULL, 1, NULL, NULL, NULL, 2, 16), ATTNRT_ERR_ARGUMENT,
-		   "attnrt: k: Q: null pointer");
+	CHECK_FAIL(attnrt_check_tensor("k", "Q", NULL, 1, NULL, NULL, NULL, 2, 16),
+		   ATTNRT_ERR_ARGUMENT, "attnrt: k: Q: null pointer");
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, fail_in_thread, NULL) == 0);
 	pthread_join(t, NULL);

@@ -53,7 +53,10 @@ static CUresult f_init(unsigned flags)
 	(void)flags;
 	return ndev() > 0 ? 0 : 100;
 }
-static CUresult f_version(int *v) { return *v = 12040, 0; }
+static CUresult f_version(int *v)
+{
+	return *v = 12040, 0;
+}
 static CUresult f_errname(CUresult r, const char **s)
 {
 	*s = r == 100 ? "CUDA_ERROR_NO_DEVICE" : r == 0 ? "CUDA_SUCCESS" : NULL;
@@ -64,19 +67,40 @@ static CUresult f_errstr(CUresult r, const char **s)
 	*s = r == 100 ? "no CUDA-capable device is detected" : r == 0 ? "no error" : NULL;
 	return *s ? 0 : 1;
 }
-static CUresult f_count(int *n) { return *n = ndev(), 0; }
-static CUresult f_devget(int *d, int o) { return o < ndev() ? (*d = o, 0) : 101; }
+static CUresult f_count(int *n)
+{
+	return *n = ndev(), 0;
+}
+static CUresult f_devget(int *d, int o)
+{
+	return o < ndev() ? (*d = o, 0) : 101;
+}
 static CUresult f_attr(int *v, int a, int d)
 {
 	(void)d;
 	*v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : 0;
 	return 0;
 }
-static CUresult f_retain(CUcontext *c, int d) { return *c = (CUcontext)(uintptr_t)(0x100 + d), 0; }
-static CUresult f_setcur(CUcontext c) { return cur = c, 0; }
-static CUresult f_getcur(CUcontext *c) { return *c = cur, 0; }
-static CUresult f_getdev(int *d) { return cur ? (*d = (int)((uintptr_t)cur - 0x100), 0) : 201; }
-static CUresult f_sync(void) { return 0; }
+static CUresult f_retain(CUcontext *c, int d)
+{
+	return *c = (CUcontext)(uintptr_t)(0x100 + d), 0;
+}
+static CUresult f_setcur(CUcontext c)
+{
+	return cur = c, 0;
+}
+static CUresult f_getcur(CUcontext *c)
+{
+	return *c = cur, 0;
+}
+static CUresult f_getdev(int *d)
+{
+	return cur ? (*d = (int)((uintptr_t)cur - 0x100), 0) : 201;
+}
+static CUresult f_sync(void)
+{
+	return 0;
+}
 static CUresult f_load(void **m, const void *img, unsigned n, int *o, void **v)
 {
 	(void)img, (void)n, (void)o, (void)v;
@@ -87,43 +111,113 @@ static CUresult f_getfn(void **f, void *m, const char *name)
 	(void)name;
 	return *f = (char *)m + 1, 0;
 }
-static CUresult f_unload(void *m) { return m ? 0 : 1; }
-static CUresult f_setattr(void *f, int a, int v) { (void)f, (void)a, (void)v; return 0; }
-static CUresult f_getattr(int *v, int a, void *f) { (void)a, (void)f; return *v = 0, 0; }
+static CUresult f_unload(void *m)
+{
+	return m ? 0 : 1;
+}
+static CUresult f_setattr(void *f, int a, int v)
+{
+	(void)f, (void)a, (void)v;
+	return 0;
+}
+static CUresult f_getattr(int *v, int a, void *f)
+{
+	(void)a, (void)f;
+	return *v = 0, 0;
+}
 static CUresult f_launch(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e,
 			 unsigned g, unsigned s, void *st, void **p, void **x)
 {
 	(void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)s, (void)st, (void)p, (void)x;
 	return f ? 0 : 1;
 }
-static CUresult f_malloc(unsigned long long *p, size_t n) { (void)n; return *p = 0x1000, 0; }
-static CUresult f_free(unsigned long long p) { return p ? 0 : 1; }
-static CUresult f_htod(unsigned long long d, const void *s, size_t n) { (void)d, (void)s, (void)n; return 0; }
-static CUresult f_dtoh(void *d, unsigned long long s, size_t n) { (void)s; memset(d, 0, n); return 0; }
-static CUresult f_ssync(void *s) { (void)s; return 0; }
-static CUresult f_evcreate(void **e, unsigned f) { (void)f; return *e = (void *)(uintptr_t)0x300, 0; }
-static CUresult f_evrecord(void *e, void *s) { (void)e, (void)s; return 0; }
-static CUresult f_evsync(void *e) { (void)e; return 0; }
-static CUresult f_elapsed(float *ms, void *a, void *b) { (void)a, (void)b; return *ms = 0, 0; }
-static CUresult f_evdestroy(void *e) { (void)e; return 0; }
+static CUresult f_malloc(unsigned long long *p, size_t n)
+{
+	(void)n;
+	return *p = 0x1000, 0;
+}
+static CUresult f_free(unsigned long long p)
+{
+	return p ? 0 : 1;
+}
+static CUresult f_htod(unsigned long long d, const void *s, size_t n)
+{
+	(void)d, (void)s, (void)n;
+	return 0;
+}
+static CUresult f_dtoh(void *d, unsigned long long s, size_t n)
+{
+	(void)s;
+	memset(d, 0, n);
+	return 0;
+}
+static CUresult f_ssync(void *s)
+{
+	(void)s;
+	return 0;
+}
+static CUresult f_evcreate(void **e, unsigned f)
+{
+	(void)f;
+	return *e = (void *)(uintptr_t)0x300, 0;
+}
+static CUresult f_evrecord(void *e, void *s)
+{
+	(void)e, (void)s;
+	return 0;
+}
+static CUresult f_evsync(void *e)
+{
+	(void)e;
+	return 0;
+}
+static CUresult f_elapsed(float *ms, void *a, void *b)
+{
+	(void)a, (void)b;
+	return *ms = 0, 0;
+}
+static CUresult f_evdestroy(void *e)
+{
+	(void)e;
+	return 0;
+}
 
-#define F(name, fn) {name, (void (*)(void))fn}
+#define F(name, fn)                                                                                \
+	{                                                                                          \
+		name, (void (*)(void))fn                                                           \
+	}
 static const struct {
 	const char *name;
 	void (*fn)(void);
 } table[] = {
-	F("cuInit", f_init), F("cuDriverGetVersion", f_version), F("cuGetErrorName", f_errname),
-	F("cuGetErrorString", f_errstr), F("cuDeviceGetCount", f_count), F("cuDeviceGet", f_devget),
-	F("cuDeviceGetAttribute", f_attr), F("cuDevicePrimaryCtxRetain", f_retain),
-	F("cuCtxSetCurrent", f_setcur), F("cuCtxGetCurrent", f_getcur), F("cuCtxGetDevice", f_getdev),
-	F("cuCtxSynchronize", f_sync), F("cuModuleLoadDataEx", f_load),
-	F("cuModuleGetFunction", f_getfn), F("cuModuleUnload", f_unload),
-	F("cuFuncSetAttribute", f_setattr), F("cuFuncGetAttribute", f_getattr),
-	F("cuLaunchKernel", f_launch), F("cuMemAlloc", f_malloc), F("cuMemFree", f_free),
-	F("cuMemcpyHtoD", f_htod), F("cuMemcpyDtoH", f_dtoh), F("cuStreamSynchronize", f_ssync),
-	F("cuEventCreate", f_evcreate), F("cuEventRecord", f_evrecord),
-	F("cuEventSynchronize", f_evsync), F("cuEventElapsedTime", f_elapsed),
-	F("cuEventDestroy", f_evdestroy),
+    F("cuInit", f_init),
+    F("cuDriverGetVersion", f_version),
+    F("cuGetErrorName", f_errname),
+    F("cuGetErrorString", f_errstr),
+    F("cuDeviceGetCount", f_count),
+    F("cuDeviceGet", f_devget),
+    F("cuDeviceGetAttribute", f_attr),
+    F("cuDevicePrimaryCtxRetain", f_retain),
+    F("cuCtxSetCurrent", f_setcur),
+    F("cuCtxGetCurrent", f_getcur),
+    F("cuCtxGetDevice", f_getdev),
+    F("cuCtxSynchronize", f_sync),
+    F("cuModuleLoadDataEx", f_load),
+    F("cuModuleGetFunction", f_getfn),
+    F("cuModuleUnload", f_unload),
+    F("cuFuncSetAttribute", f_setattr),
+    F("cuFuncGetAttribute", f_getattr),
+    F("cuLaunchKernel", f_launch),
+    F("cuMemAlloc", f_malloc),
+    F("cuMemFree", f_free),
+    F("cuMemcpyHtoD", f_htod),
+    F("cuMemcpyDtoH", f_dtoh),
+    F("cuStreamSynchronize", f_ssync),
+    F("cuEventCreate", f_evcreate),
+    F("cuEventRecord", f_evrecord),
+    F("cuEventSynchronize", f_evsync),
+    F("cuEventElapsedTime", f_elapsed),
+    F("cuEventDestroy", f_evdestroy),
 };
 
 /* The lookup both exported variants share; 500 = CUDA_ERROR_NOT_FOUND. */

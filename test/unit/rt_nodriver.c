@@ -14,9 +14,9 @@
 #include <pthread.h>
 
 static const char nonexistent_msg[] =
-	"attnrt: no CUDA driver: /nonexistent not found (ATTNRT_CUDA_DRIVER)";
+    "attnrt: no CUDA driver: /nonexistent not found (ATTNRT_CUDA_DRIVER)";
 static const char default_msg[] =
-	"attnrt: no CUDA driver: libcuda.so.1 not found (set ATTNRT_CUDA_DRIVER to its path)";
+    "attnrt: no CUDA driver: libcuda.so.1 not found (set ATTNRT_CUDA_DRIVER to its path)";
 
 static const AttnrtImage images[] = {{80, "cubin", 5}};
 static AttnrtKernel kernel = {"k", images, 1, 0, 128, NULL};
@@ -46,7 +46,8 @@ static void test_in_process(void)
 	void *fn = &n;
 	CHECK_FAIL(attnrt_kernel_get(&kernel, &fn), ATTNRT_ERR_NO_DRIVER, nonexistent_msg);
 	CHECK(fn == NULL);
-	CHECK_FAIL(attnrt_launch(&kernel, 1, 1, 1, NULL, NULL), ATTNRT_ERR_NO_DRIVER, nonexistent_msg);
+	CHECK_FAIL(attnrt_launch(&kernel, 1, 1, 1, NULL, NULL), ATTNRT_ERR_NO_DRIVER,
+		   nonexistent_msg);
 	CHECK(kernel.cache == NULL);
 	attnrt_kernel_release(&kernel);
 	int v = 0;
@@ -93,9 +94,12 @@ static void check_child(const char *value, const char *want, int prefix_only)
 static void test_children(void)
 {
 	check_child("/nonexistent", nonexistent_msg, 0);
-	check_child("/dev/null", "attnrt: CUDA driver /dev/null found but failed to load: /dev/null: ", 1);
-	check_child("libm.so.6", "attnrt: CUDA driver libm.so.6 has no cuGetProcAddress (it predates "
-		    "CUDA 11.3; a CUDA 12 driver is needed)", 0);
+	check_child("/dev/null",
+		    "attnrt: CUDA driver /dev/null found but failed to load: /dev/null: ", 1);
+	check_child("libm.so.6",
+		    "attnrt: CUDA driver libm.so.6 has no cuGetProcAddress (it predates "
+		    "CUDA 11.3; a CUDA 12 driver is needed)",
+		    0);
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (h) {
 		printf("rt_nodriver: libcuda.so.1 is present; default-name checks skipped\n");

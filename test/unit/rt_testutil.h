@@ -22,35 +22,35 @@ extern char **environ;
 
 static int rt_failures;
 
-#define CHECK(cond)                                                                       \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			rt_failures++;                                                    \
-		}                                                                         \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+			rt_failures++;                                                             \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_STR(got, want)                                                                  \
-	do {                                                                                  \
-		const char *rt_g = (got), *rt_w = (want);                                     \
-		if (!rt_g || strcmp(rt_g, rt_w) != 0) {                                       \
+#define CHECK_STR(got, want)                                                                       \
+	do {                                                                                       \
+		const char *rt_g = (got), *rt_w = (want);                                          \
+		if (!rt_g || strcmp(rt_g, rt_w) != 0) {                                            \
 			fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, \
-				#got, rt_g ? rt_g : "(null)", rt_w);                          \
-			rt_failures++;                                                        \
-		}                                                                             \
+				#got, rt_g ? rt_g : "(null)", rt_w);                               \
+			rt_failures++;                                                             \
+		}                                                                                  \
 	} while (0)
 
 /* rc must be code and this thread's message exactly msg. */
-#define CHECK_FAIL(rc, code, msg)                                                         \
-	do {                                                                              \
-		int rt_rc = (rc);                                                         \
-		if (rt_rc != (code)) {                                                    \
-			fprintf(stderr, "%s:%d: %s returned %s, expected %s (%s)\n", __FILE__, \
-				__LINE__, #rc, attnrt_error_name(rt_rc), #code,           \
-				attnrt_last_error());                                     \
-			rt_failures++;                                                    \
-		}                                                                         \
-		CHECK_STR(attnrt_last_error(), msg);                                      \
+#define CHECK_FAIL(rc, code, msg)                                                                  \
+	do {                                                                                       \
+		int rt_rc = (rc);                                                                  \
+		if (rt_rc != (code)) {                                                             \
+			fprintf(stderr, "%s:%d: %s returned %s, expected %s (%s)\n", __FILE__,     \
+				__LINE__, #rc, attnrt_error_name(rt_rc), #code,                    \
+				attnrt_last_error());                                              \
+			rt_failures++;                                                             \
+		}                                                                                  \
+		CHECK_STR(attnrt_last_error(), msg);                                               \
 	} while (0)
 
 /* The summary line, and the exit status for ctest. */
