@@ -152,15 +152,7 @@ static void emit_bindings(CGen *g)
 		for (int k = t->rank - 1; k >= 0; k--) {
 			cg_line(g, "const long s_%d_%d = %s;", t->id, k, size);
 			cg_line(g, "(void)s_%d_%d;", t->id, k);
-			char *buf = NULL;
-			size_t n = 0;
-			FILE *f = open_memstream(&buf, &n), *save = g->o;
-			g->o = f;
-			cg_expr(g, t->shape[k]);
-			fclose(f);
-			g->o = save;
-			size = arena_printf(g->a, "%s*%s", size, buf);
-			free(buf);
+			size = arena_printf(g->a, "%s*%s", size, cg_expr_str(g, t->shape[k]));
 		}
 		cg_line(g, "const long n_t%d = %s; (void)n_t%d;", t->id, size, t->id);
 		const char *ty = t->type == VT_FLOAT ? "real"
@@ -261,21 +253,12 @@ static void emit_entries(CGen *g)
 		   "bounds[k])\n\t\t\treturn 1;\n");
 	if (g->p->stream >= 0) {
 		fprintf(o, "\t{\n\t\tconst long *d = dims; (void)d;\n");
-		char *buf = NULL;
-		size_t n = 0;
-		FILE *f = open_memstream(&buf, &n), *save = g->o;
-		g->o = f;
 		/* the stream's length, from the dims */
 		for (int i = 0; i < c->dims.n; i++)
-			fprintf(f, "\t\tconst long d_%d = dims[%d]; (void)d_%d;\n",
+			fprintf(o, "\t\tconst long d_%d = dims[%d]; (void)d_%d;\n",
 				((Dim *)c->dims.v[i])->id, i, ((Dim *)c->dims.v[i])->id);
-		fprintf(f, "\t\tif (bounds[nparts] != ");
-		cg_expr(g, g->p->classes[g->p->stream].extent);
-		fprintf(f, ")\n\t\t\treturn 1;\n");
-		fclose(f);
-		g->o = save;
-		fputs(buf, o);
-		free(buf);
+		fprintf(o, "\t\tif (bounds[nparts] != %s)\n\t\t\treturn 1;\n",
+			cg_expr_str(g, g->p->classes[g->p->stream].extent));
 		fprintf(o, "\t}\n");
 	}
 	if (g->streamed) {

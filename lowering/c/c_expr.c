@@ -11,13 +11,36 @@
 
 void cg_line(CGen *g, const char *fmt, ...)
 {
-	for (int i = 0; i < g->ind; i++)
-		fputc('\t', g->o);
+	cg_indent(g);
 	va_list ap;
 	va_start(ap, fmt);
 	vfprintf(g->o, fmt, ap);
 	va_end(ap);
 	fputc('\n', g->o);
+}
+
+void cg_indent(CGen *g)
+{
+	for (int i = 0; i < g->ind; i++)
+		fputc('\t', g->o);
+}
+
+/* An expression as C text (for extents, sizes and interval bounds that
+** are spliced into larger lines). */
+const char *cg_expr_str(CGen *g, const Expr *e)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *save = g->o, *f = open_memstream(&buf, &n);
+	if (!f)
+		return "0";
+	g->o = f;
+	cg_expr(g, e);
+	fclose(f);
+	g->o = save;
+	const char *r = arena_strdup(g->a, buf ? buf : "0");
+	free(buf);
+	return r;
 }
 
 const char *cg_real(const CGen *g)
@@ -189,24 +212,6 @@ typedef struct Ival {
 	const char *lo, *hi; /* C expressions; NULL when unbounded */
 } Ival;
 
-static const char *str(CGen *g, const Expr *e, int node)
-{
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *save = g->o;
-	FILE *f = open_memstream(&buf, &n);
-	if (!f)
-		return NULL;
-	g->o = f;
-	(void)node;
-	cg_expr(g, e);
-	fclose(f);
-	g->o = save;
-	const char *r = arena_strdup(g->a, buf ? buf : "0");
-	free(buf);
-	return r;
-}
-
 static int positive_const(const Expr *e)
 {
 	return (e->kind == EX_INT && e->ival > 0) || e->kind == EX_DIM;
@@ -222,7 +227,7 @@ static Ival ival(CGen *g, int node, const Expr *e)
 	case EX_INT:
 	case EX_DIM:
 	case EX_PARAM: {
-		const char *s = str(g, e, node);
+		const char *s = cg_expr_str(g, e);
 		return (Ival){s, s};
 	}
 	case EX_INDEX: {
@@ -231,7 +236,7 @@ static Ival ival(CGen *g, int node, const Expr *e)
 		case LD_QTILE: return (Ival){"q0", "(q1 - 1)"};
 		case LD_STREAM: return (Ival){"j0", "(j1 - 1)"};
 		default: {
-			const char *x = str(g, n->vars[e->var].extent, node);
+			const char *x = cg_expr_str(g, n->vars[e->var].extent);
 			return (Ival){"0L", arena_printf(g->a, "(%s - 1)", x)};
 		}
 		}
@@ -245,7 +250,7 @@ static Ival ival(CGen *g, int node, const Expr *e)
 		}
 		if (e->type != VT_INT)
 			return none;
-		const char *s = str(g, e, node);
+		const char *s = cg_expr_str(g, e);
 		return (Ival){s, s};
 	}
 	case EX_UNOP:

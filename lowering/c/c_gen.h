@@ -48,6 +48,8 @@ typedef struct CGen {
 /* c_expr.c */
 void cg_line(CGen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cg_expr(CGen *g, const Expr *e);
+const char *cg_expr_str(CGen *g, const Expr *e);
+void cg_indent(CGen *g);
 /* The address (C expression) of element args of tensor t, in buffer prefix. */
 void cg_addr(CGen *g, const Tensor *t, Expr *const *args, const char *prefix);
 const char *cg_real(const CGen *g);

@@ -41,22 +41,6 @@ static void set_vars(CGen *g, int i)
 		g->var[v] = vname(g, i, v);
 }
 
-static const char *extent(CGen *g, const Expr *e)
-{
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *save = g->o, *f = open_memstream(&buf, &n);
-	if (!f)
-		return "0";
-	g->o = f;
-	cg_expr(g, e);
-	fclose(f);
-	g->o = save;
-	const char *r = arena_strdup(g->a, buf ? buf : "0");
-	free(buf);
-	return r;
-}
-
 /* Opens the loop of variable v (unless it is a grid index) and returns 1
 ** when it did. */
 static int open_loop(CGen *g, int i, int v)
@@ -72,7 +56,7 @@ static int open_loop(CGen *g, int i, int v)
 		}
 	}
 	if (!hi)
-		hi = extent(g, n->vars[v].extent);
+		hi = cg_expr_str(g, n->vars[v].extent);
 	cg_line(g, "for (long v%d = %s; v%d < %s; v%d++) {", v, lo, v, hi, v);
 	g->ind++;
 	return 1;
@@ -96,8 +80,7 @@ static Expr **free_args(CGen *g, const Node *n)
 
 static void store(CGen *g, const Node *n, const char *prefix)
 {
-	for (int i = 0; i < g->ind; i++)
-		fputc('\t', g->o);
+	cg_indent(g);
 	cg_addr(g, n->out, free_args(g, n), prefix);
 }
 
@@ -142,14 +125,12 @@ static const char *ctype(const Tensor *t)
 static void eval_body(CGen *g, const Node *n, const char *cls)
 {
 	if (n->filter) {
-		for (int i = 0; i < g->ind; i++)
-			fputc('\t', g->o);
+		cg_indent(g);
 		fprintf(g->o, "if (%s != 1 && !(", cls);
 		cg_expr(g, n->filter);
 		fputs(")) continue;\n", g->o);
 	}
-	for (int i = 0; i < g->ind; i++)
-		fputc('\t', g->o);
+	cg_indent(g);
 	fprintf(g->o, "%s x = ", n->out->type == VT_FLOAT || n->red != RED_NONE ? "real" : "long");
 	cg_expr(g, n->body);
 	fputs(";\n", g->o);
@@ -180,8 +161,7 @@ void cg_materialised(CGen *g, int i)
 	} else {
 		cg_line(g, "real acc = %s;", identity(n->red));
 		if (n->out->domain) {
-			for (int k = 0; k < g->ind; k++)
-				fputc('\t', g->o);
+			cg_indent(g);
 			fputs("if (", g->o);
 			cg_expr(g, n->out->domain);
 			fputs(") {\n", g->o);
@@ -274,9 +254,10 @@ static void alloc_locals(CGen *g)
 			if (s->ld[k] == LD_GRID)
 				continue; /* fixed per grid point: not stored */
 			cg_line(g, "const long ls_%d_%d = %s;", t->id, k, size);
-			const char *ext = s->ld[k] == LD_QTILE    ? "TQ"
-					  : s->ld[k] == LD_STREAM ? "TKV"
-								  : extent(g, n->vars[k].extent);
+			const char *ext = s->ld[k] == LD_QTILE ? "TQ"
+					  : s->ld[k] == LD_STREAM
+					      ? "TKV"
+					      : cg_expr_str(g, n->vars[k].extent);
 			size = arena_printf(g->a, "%s*%s", size, ext);
 		}
 		cg_line(g, "const long n_%d = %s;", t->id, size);
@@ -325,8 +306,7 @@ static void map_node(CGen *g, int i, const char *cls)
 	int local = g->st[n->out->id].kind == ST_LOCAL;
 	const Expr *dom = n->red == RED_NONE ? n->filter : n->out->domain;
 	if (out && dom) {
-		for (int k = 0; k < g->ind; k++)
-			fputc('\t', g->o);
+		cg_indent(g);
 		fputs("if (!(", g->o);
 		cg_expr(g, dom);
 		fputs(")) {\n", g->o);
@@ -380,8 +360,7 @@ static void emit_rho(CGen *g, int x, const char *name, const char *from, const c
 	const Running *run = &np(g, x)->run;
 	cg_line(g, "real %s = 1;", name);
 	for (int m = 0; m < run->nrefs; m++) {
-		for (int k = 0; k < g->ind; k++)
-			fputc('\t', g->o);
+		cg_indent(g);
 		fputs("{ real ra = ", g->o);
 		ref_value(g, x, run->ref[m], from);
 		fputs(", rb = ", g->o);
@@ -415,8 +394,7 @@ static void running_node(CGen *g, int i)
 	close_loops(g, inner);
 	g->ind--;
 	cg_line(g, "}");
-	for (int k = 0; k < g->ind; k++)
-		fputc('\t', g->o);
+	cg_indent(g);
 	fputs("real *st = &", g->o);
 	cg_addr(g, n->out, free_args(g, n), "b");
 	fputs(";\n", g->o);
@@ -497,8 +475,7 @@ static void merge_states(CGen *g)
 				opened += open_loop(g, i, v);
 			emit_rho(g, i, "rho_a", "tb", "b");
 			emit_rho(g, i, "rho_b", "rs", "b");
-			for (int k = 0; k < g->ind; k++)
-				fputc('\t', g->o);
+			cg_indent(g);
 			fputs("{ real *st = &", g->o);
 			cg_addr(g, n->out, free_args(g, n), "b");
 			fputs(", *pt = &", g->o);
@@ -525,8 +502,7 @@ static void write_running_outputs(CGen *g)
 		int opened = 0;
 		for (int v = 0; v < n->nfree; v++)
 			opened += open_loop(g, i, v);
-		for (int k = 0; k < g->ind; k++)
-			fputc('\t', g->o);
+		cg_indent(g);
 		fputs("real x = ", g->o);
 		if (n->out->domain) {
 			fputs("!(", g->o);
@@ -548,10 +524,10 @@ void cg_stream_kernel(CGen *g)
 	for (int k = 0; k < p->nclasses; k++)
 		if (p->classes[k].qtile)
 			qc = k;
-	const char *sext = extent(g, p->classes[p->stream].extent);
+	const char *sext = cg_expr_str(g, p->classes[p->stream].extent);
 	cg_line(g, "const long TQ = %d, TKV = %d;", qc >= 0 ? p->tile_q : 1, p->tile_kv);
 	cg_line(g, "const long S_EXT = %s;", sext);
-	cg_line(g, "const long Q_EXT = %s;", qc >= 0 ? extent(g, p->classes[qc].extent) : "1");
+	cg_line(g, "const long Q_EXT = %s;", qc >= 0 ? cg_expr_str(g, p->classes[qc].extent) : "1");
 	cg_line(g, "const long NQT = (Q_EXT + TQ - 1) / TQ;");
 	cg_line(g, "int failed = 0;");
 	cg_line(g, "#pragma omp parallel reduction(|:failed)");
@@ -566,7 +542,7 @@ void cg_stream_kernel(CGen *g)
 	for (int k = 0; k < p->nclasses; k++)
 		if (p->classes[k].grid && !p->classes[k].qtile) {
 			cg_line(g, "for (long g_%d = 0; g_%d < %s; g_%d++)", k, k,
-				extent(g, p->classes[k].extent), k);
+				cg_expr_str(g, p->classes[k].extent), k);
 		}
 	cg_line(g, "for (long qt = 0; qt < NQT; qt++) {");
 	g->ind++;
