@@ -95,6 +95,8 @@ typedef struct Gen {
 	/* -log2(e) * b for row values b, reused within one tile body */
 	PReg memo_in[16], memo_out[16];
 	int nmemo;
+	int mt; /* m16 row blocks per warp: 1 or 2 */
+	int bm; /* query rows per CTA: SM80_WARPS * 16 * mt */
 } Gen;
 
 /* sm80_expr.c */

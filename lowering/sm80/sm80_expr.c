@@ -374,7 +374,7 @@ static Ival ival(Gen *g, const Expr *e)
 		PReg lo = R(g, PC_B64), hi = R(g, PC_B64);
 		if (k == 'q') {
 			E2(PTX_MOV, ".b64", po_r(lo), po_r(g->q0));
-			E3(PTX_ADD, ".s64", po_r(hi), po_r(g->q0), po_i(SM80_BM));
+			E3(PTX_ADD, ".s64", po_r(hi), po_r(g->q0), po_i(g->bm));
 			E3(PTX_MIN, ".s64", po_r(hi), po_r(hi), po_r(g->qext));
 			E3(PTX_SUB, ".s64", po_r(hi), po_r(hi), po_i(1));
 		} else if (k == 's') {

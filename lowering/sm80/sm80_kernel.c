@@ -693,6 +693,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 {
 	Gen G = {0}, *g = &G;
 	g->a = a, g->p = p, g->c = p->c, g->s = s;
+	g->mt = 1, g->bm = SM80_BM;
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);
 	ptx_func_init(f, a, arena_printf(a, "%s_fwd", p->c->name), SM80_THREADS);
 	g->f = f;
