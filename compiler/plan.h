@@ -9,7 +9,9 @@
 **             and the streamed one
 **   passes    FuseMax's pass analysis: how many traversals of the streamed
 **             index the cascade needs, and which statement forces each one
-**   rewrite   CSE, R1 defer (a normalisation moved past its contraction),
+**   rewrite   reindex (a temporary read only as T[.., x / G, x % G, ..]
+**             is computed over x: one index space for the grid), CSE,
+**             R1 defer (a normalisation moved past its contraction),
 **             R3 fission over +/- (several running states), R2 rebase (a
 **             reduction that depends on a completed max becomes a running
 **             one with a rescale rho), R4 (j-independent terms of the
@@ -100,6 +102,10 @@ int plan_passes(Arena *a, Plan *p, int rebase);
 void plan_rewrite(Arena *a, Plan *p);
 void plan_note(Plan *p, Arena *a, SrcLoc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* compiler/reindex.c: a temporary that every reader reads as
+** T[.., x / G, x % G, ..] is computed over x instead (one grid index space
+** for GQA written as O[b, hk*G+g, ..]); called first by plan_rewrite. */
+void plan_reindex(Arena *a, Plan *p);
 
 /* compiler/cascade_clone.c: a deep copy whose tensors and nodes can be
 ** changed without touching the original (dims and params are shared). */
@@ -110,7 +116,10 @@ Cascade *cascade_clone(Arena *a, const Cascade *c);
 typedef enum MaskKind {
 	MASK_AFFINE,  /* affine in indices, dims, params: interval test per tile */
 	MASK_RUNTIME, /* also reads data indexed by grid indices only (kv_len[b]) */
-	MASK_ELEMENT, /* reads data per query/key position (doc[b,i]): per element */
+	MASK_RANGE,   /* also reads i32 data along one query or key index (doc[b,i]):
+		      ** the interval test uses the data's min and max over the tile
+		      ** (GPU targets; the C back end decides it per element) */
+	MASK_ELEMENT, /* anything else: per element */
 } MaskKind;
 MaskKind plan_mask_kind(const Plan *p, int node, const Expr *conj);
 /* Calls f for each conjunct of a node's filter. */

@@ -2,6 +2,9 @@
 ** compiler/rewrite.c: the algebraic rewrites that bring a cascade to one pass
 ** (research/einsum.md §3), applied to the plan's copy of the cascade.
 **
+**   reindex a temporary read only as T[.., x / G, x % G, ..] is computed
+**           over x (compiler/reindex.c): GQA written with O[b, hk*G+g, ..]
+**           gets one index space for its heads, as the kernel's grid needs.
 **   CSE     identical reductions are computed once (logsumexp and softmax
 **           of the same scores share their max).
 **   R1      defer: in sum[j](c * h_j) a factor c that does not depend on j
@@ -837,6 +840,7 @@ void plan_rewrite(Arena *a, Plan *p)
 {
 	if (p->stream < 0)
 		return;
+	plan_reindex(a, p);
 	cse(a, p);
 	plan_classes(a, p);
 	defer_all(a, p);
