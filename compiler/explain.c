@@ -34,9 +34,12 @@ static void print_state_size(FILE *out, const Plan *p, int i)
 		fputs("1", out);
 }
 
-static const char *mask_text[] = {"affine: tiles classified by interval test",
-				  "data per grid point: tiles classified at run time",
-				  "per element: no tile skipping"};
+/* Indexed by MaskKind. */
+static const char *mask_text[] = {
+    [MASK_AFFINE] = "affine: tiles classified by interval test",
+    [MASK_RUNTIME] = "data per grid point: tiles classified at run time",
+    [MASK_RANGE] = "data per position: tiles classified at run time by the data's min and max",
+    [MASK_ELEMENT] = "per element: no tile skipping"};
 
 typedef struct MaskCtx {
 	FILE *out;

@@ -3,9 +3,14 @@
 ** Floats are f32, integers s64 (b64 registers), booleans predicates. The
 ** element in scope (query row, key column or value index, tile element)
 ** is set by the kernel before each evaluation. exp and log go through
-** ex2/lg2 with log2(e) folded in, as FlashAttention does.
+** ex2/lg2 with log2(e) folded in, as FlashAttention does. Tile classes
+** test masks by interval arithmetic over the tile; reads of i32 data along
+** the query rows or the keys (doc[b, i], document masking) enter it as the
+** data's min and max over the tile, computed by each warp at run time.
 */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "sm80.h"
 
@@ -26,6 +31,13 @@ static void E(Gen *g, PtxOpcode op, const char *m, int n, PtxOpnd a, PtxOpnd b, 
 #define E2(op, m, a, b)       E(g, op, m, 2, a, b, (PtxOpnd){0}, (PtxOpnd){0})
 #define E3(op, m, a, b, c)    E(g, op, m, 3, a, b, c, (PtxOpnd){0})
 #define E4(op, m, a, b, c, d) E(g, op, m, 4, a, b, c, d)
+
+/* shfl.sync.bfly needs five operands, one more than E takes. */
+static void shfl_bfly(Gen *g, PReg d, PReg x, int lanemask)
+{
+	PtxOpnd o[5] = {po_r(d), po_r(x), po_i(lanemask), po_i(31), po_i(-1)};
+	ptx_emit(g->f, PTX_SHFL, ".b32", 5, o);
+}
 
 static PReg fconst(Gen *g, float v)
 {
@@ -173,8 +185,34 @@ static const char *cmp_name(Op op)
 	}
 }
 
+/* An i32 input read, not widened. */
+static int is_i32_read(const Expr *e)
+{
+	return e->kind == EX_ACCESS && !e->tensor->def && e->tensor->dtype == DT_I32;
+}
+
+/* Comparisons of two i32 reads (doc[b, i] == doc[b, j]) compare the loaded
+** words: sign extension keeps order and equality, and the masked path then
+** holds a tile's key data in one register per key instead of two. */
+static PReg cmp_i32(Gen *g, const Expr *e)
+{
+	PReg w[2];
+	for (int k = 0; k < 2; k++) {
+		const Expr *x = e->args[k];
+		PReg a = sm80_addr(g, x->tensor, x->args);
+		w[k] = R(g, PC_B32);
+		E2(PTX_LD, ".global.nc.s32", po_r(w[k]), po_mem(a, 0));
+	}
+	PReg d = R(g, PC_PRED);
+	E3(PTX_SETP, arena_printf(g->a, ".%s.s32", cmp_name((Op)e->op)), po_r(d), po_r(w[0]),
+	   po_r(w[1]));
+	return d;
+}
+
 static PReg binop(Gen *g, const Expr *e)
 {
+	if (e->op >= OP_LT && e->op <= OP_NE && is_i32_read(e->args[0]) && is_i32_read(e->args[1]))
+		return cmp_i32(g, e);
 	PReg l = sm80_expr(g, e->args[0]), r = sm80_expr(g, e->args[1]);
 	VType t = e->args[0]->type;
 	Op op = (Op)e->op;
@@ -279,6 +317,23 @@ static PReg call(Gen *g, const Expr *e)
 	return d;
 }
 
+/* An index, or a sum or difference of two indices or of an index and a
+** constant below 2^20: with every dim below 2^31 - 2^20 (the generated
+** launcher checks it) its value fits in 32 signed bits. */
+static int fits_s32(const Expr *e)
+{
+	if (e->kind == EX_INDEX)
+		return 1;
+	if (e->kind == EX_INT)
+		return e->ival > -(1L << 20) && e->ival < (1L << 20);
+	if (e->kind != EX_BINOP || (e->op != OP_ADD && e->op != OP_SUB))
+		return 0;
+	const Expr *a = e->args[0], *b = e->args[1];
+	int ai = a->kind == EX_INDEX, bi = b->kind == EX_INDEX;
+	int ac = a->kind == EX_INT && fits_s32(a), bc = b->kind == EX_INT && fits_s32(b);
+	return (ai && (bi || bc)) || (bi && ac);
+}
+
 PReg sm80_expr(Gen *g, const Expr *e)
 {
 	PReg d;
@@ -333,7 +388,13 @@ PReg sm80_expr(Gen *g, const Expr *e)
 		d = R(g, PC_F32);
 		if (e->args[0]->type == VT_BOOL)
 			E4(PTX_SELP, ".f32", po_r(d), po_f(1.0f), po_f(0.0f), po_r(x));
-		else if (e->args[0]->type == VT_INT)
+		else if (e->args[0]->type == VT_INT && fits_s32(e->args[0])) {
+			/* float(j - i): the low word converts exactly, and I2F from
+			** 32 bits is several times cheaper than from 64 */
+			PReg lo = R(g, PC_B32);
+			E2(PTX_CVT, ".u32.u64", po_r(lo), po_r(x));
+			E2(PTX_CVT, ".rn.f32.s32", po_r(d), po_r(lo));
+		} else if (e->args[0]->type == VT_INT)
 			E2(PTX_CVT, ".rn.f32.s64", po_r(d), po_r(x));
 		else
 			return x;
@@ -348,28 +409,376 @@ PReg sm80_expr(Gen *g, const Expr *e)
 typedef struct Ival {
 	PReg lo, hi;
 	int ok;
+	int w32; /* lo and hi are s32 (a data range), else s64 */
 } Ival;
+
+/* x with s64 bounds, for arithmetic and for comparison with s64 bounds. */
+static Ival wide(Gen *g, Ival x)
+{
+	if (!x.ok || !x.w32)
+		return x;
+	PReg lo = R(g, PC_B64), hi = R(g, PC_B64);
+	E2(PTX_CVT, ".s64.s32", po_r(lo), po_r(x.lo));
+	E2(PTX_CVT, ".s64.s32", po_r(hi), po_r(x.hi));
+	return (Ival){lo, hi, 1, 0};
+}
 
 static int positive(const Expr *e)
 {
 	return (e->kind == EX_INT && e->ival > 0) || e->kind == EX_DIM;
 }
 
+/* ---- data ranges ----------------------------------------------------------
+** A read like doc[b, i] (or doc[b, j]) takes one value per query row (key)
+** of the tile; its interval over the tile is [min, max] of the data over
+** the CTA's rows [q0, min(q0 + bm, qext)) or the tile's keys [j0, j1). Each
+** warp computes it on its own (no shared memory, no barrier): lane l loads
+** the elements l, l + 32, ... of the range that exist, and a butterfly of
+** shfl.sync.bfly leaves the min and max in every lane. Callers run it from
+** uniform control flow with all 32 lanes active (sm80_tile_class). */
+
+/* The kind ('q' or 's') of the one range a read's subscripts run over: 0
+** when they are fixed on the tile (grid indices, dims, params, literals),
+** -1 when they are not plain index arithmetic over one range. The same
+** rule as compiler/masks.c's MASK_RANGE. */
+static int subscript_range(Gen *g, const Expr *e, int k)
+{
+	switch (e->kind) {
+	case EX_INT:
+	case EX_DIM:
+	case EX_PARAM: return k;
+	case EX_INDEX: {
+		int v = kind_of(g, e->var);
+		if (v == 'g')
+			return k;
+		if ((v != 'q' && v != 's') || (k && k != v))
+			return -1;
+		return v;
+	}
+	case EX_UNOP: return e->op == OP_NEG ? subscript_range(g, e->args[0], k) : -1;
+	case EX_BINOP:
+		switch (e->op) {
+		case OP_ADD:
+		case OP_SUB:
+		case OP_MUL:
+		case OP_DIV:
+		case OP_MOD:
+		case OP_MAX:
+		case OP_MIN:
+			k = subscript_range(g, e->args[0], k);
+			return k < 0 ? k : subscript_range(g, e->args[1], k);
+		default: return -1;
+		}
+	default: return -1;
+	}
+}
+
+/* The range kind of a read over all its subscripts: a read whose
+** subscripts run over the rows and the keys at once (pos[b, i - j]) has no
+** range per tile and stays per element. */
+static int read_range(Gen *g, const Expr *e)
+{
+	int k = 0;
+	for (int i = 0; i < e->nargs && k >= 0; i++)
+		k = subscript_range(g, e->args[i], k);
+	return k;
+}
+
+/* Reads a of node na and b of node nb have the same value at every point of
+** the tile: the same tree, with indices of the same classes (the scope
+** gives one value or one range per class). */
+static int same_read(Gen *g, int na, const Expr *a, int nb, const Expr *b)
+{
+	if (a->kind != b->kind || a->nargs != b->nargs || a->op != b->op)
+		return 0;
+	switch (a->kind) {
+	case EX_INT:
+		if (a->ival != b->ival)
+			return 0;
+		break;
+	case EX_INDEX:
+		if (g->p->cls[na][a->var] != g->p->cls[nb][b->var])
+			return 0;
+		break;
+	case EX_DIM:
+		if (a->dim != b->dim)
+			return 0;
+		break;
+	case EX_PARAM:
+		if (a->param != b->param)
+			return 0;
+		break;
+	case EX_ACCESS:
+		if (a->tensor != b->tensor)
+			return 0;
+		break;
+	default: break;
+	}
+	for (int i = 0; i < a->nargs; i++)
+		if (!same_read(g, na, a->args[i], nb, b->args[i]))
+			return 0;
+	return 1;
+}
+
+/* Registers are named by class and number; both must agree. */
+static int same_preg(PReg a, PReg b)
+{
+	return a.n == b.n && a.cls == b.cls;
+}
+
+/* Whether instruction in writes r: the instructions attnc emits put their
+** destination first (stores and copies start with a memory operand). */
+static int writes(const PtxInst *in, PReg r)
+{
+	const PtxOpnd *d = &in->a[0];
+	if (!in->n)
+		return 0;
+	if (d->k == PO_REG)
+		return same_preg(d->r, r);
+	for (int v = 0; d->k == PO_VEC && v < d->nvec; v++)
+		if (same_preg(d->vec[v], r))
+			return 1;
+	return 0;
+}
+
+/* Whether instructions code[from, to) hold a label (a point control can
+** reach from elsewhere) or write register r1 or r2 (those that are set). */
+static int code_has(const PtxFunc *f, int from, int to, PReg r1, PReg r2)
+{
+	for (int i = from; i < to; i++) {
+		const PtxInst *in = &f->code[i];
+		if (in->op == PTX_LABEL)
+			return 1;
+		if ((r1.n && writes(in, r1)) || (r2.n && writes(in, r2)))
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether code[from, to) writes r. */
+static int written(const PtxFunc *f, int from, int to, PReg r)
+{
+	for (int i = from; i < to; i++)
+		if (writes(&f->code[i], r))
+			return 1;
+	return 0;
+}
+
+/* The end of the kernel's straight-line prologue: the first label, branch
+** or ret. Code before it runs once, in every thread, converged, and
+** dominates all code after it. */
+static int prologue_end(const PtxFunc *f)
+{
+	int i = 0;
+	while (i < f->ncode && f->code[i].op != PTX_LABEL && f->code[i].op != PTX_BRA &&
+	       f->code[i].op != PTX_RET)
+		i++;
+	return i;
+}
+
+/* The registers instruction in reads (at most 16): every register operand
+** but a destination, memory bases, and the guard; a guarded instruction
+** also keeps its destination's old value. */
+static int reads(const PtxInst *in, PReg *r)
+{
+	int n = 0;
+	for (int k = 0; k < in->n && n < 12; k++) {
+		const PtxOpnd *o = &in->a[k];
+		int dest = k == 0 && (o->k == PO_REG || o->k == PO_VEC);
+		if (dest && !in->guard.n)
+			continue;
+		if (o->k == PO_REG || o->k == PO_MEM)
+			r[n++] = o->r;
+		for (int v = 0; o->k == PO_VEC && v < o->nvec; v++)
+			r[n++] = o->vec[v];
+	}
+	if (in->guard.n)
+		r[n++] = in->guard;
+	return n;
+}
+
+/* Moves the code just emitted, code[s, ncode), to the end of the prologue
+** when that keeps its meaning: the registers it sets are used nowhere in
+** between, and no register it reads from outside is written between the
+** prologue and s (so each holds there the value it holds at s:
+** set in the prologue, or never set, like the destination of a predicated
+** load). The CTA's row range is then computed once even when the kernel
+** first classifies a tile inside a loop. Returns the new end of the moved
+** code, or -1. */
+static int hoist(Gen *g, int s)
+{
+	PtxFunc *f = g->f;
+	int p = prologue_end(f), n = f->ncode - s;
+	if (p > s || n <= 0)
+		return -1;
+	for (int i = s; i < f->ncode; i++) {
+		PReg r[16];
+		int nr = reads(&f->code[i], r);
+		for (int k = 0; k < nr; k++) {
+			if (!r[k].n || written(f, s, i, r[k]))
+				continue; /* set by the moved code itself */
+			if (written(f, p, s, r[k]))
+				return -1; /* set, or changed, after the prologue */
+		}
+		/* what it sets must be its own: not used by the code it moves over */
+		const PtxOpnd *d = &f->code[i].a[0];
+		for (int j = p; j < s && d->k == PO_REG; j++) {
+			PReg u[16];
+			int nu = reads(&f->code[j], u);
+			for (int k = 0; k < nu; k++)
+				if (same_preg(u[k], d->r))
+					return -1;
+			if (writes(&f->code[j], d->r))
+				return -1;
+		}
+	}
+	PtxInst *tmp = malloc(sizeof *tmp * (size_t)n);
+	if (!tmp)
+		return -1;
+	memcpy(tmp, f->code + s, sizeof *tmp * (size_t)n);
+	memmove(f->code + p + n, f->code + p, sizeof *tmp * (size_t)(s - p));
+	memcpy(f->code + p, tmp, sizeof *tmp * (size_t)n);
+	free(tmp);
+	for (int i = 0; i < g->nrng; i++)
+		if (g->rng[i].end > p)
+			g->rng[i].end += n;
+	return p + n;
+}
+
+/* A range computed earlier whose value holds here: the same read, and its
+** code dominates this point with unchanged inputs. The CTA's row range
+** depends only on registers set once before the stream (q0, qext, grid
+** indices, pointers, strides), so code in the straight-line prologue (no
+** label or branch before it) dominates every later point; otherwise, and
+** always for key ranges (j0 and j1 change in the stream loop, and a back
+** edge could bring a new j0 in), only code in the same basic block with
+** j0 and j1 not written since counts. */
+static int range_cached(Gen *g, const Expr *e, int k, PReg *mn, PReg *mx)
+{
+	PReg none = {0, 0};
+	for (int i = 0; i < g->nrng; i++) {
+		const struct Sm80Range *c = &g->rng[i];
+		if (c->kind != k || !same_read(g, c->node, c->e, g->node, e))
+			continue;
+		if (k == 'q' && !c->in_prologue && code_has(g->f, c->end, g->f->ncode, none, none))
+			continue;
+		if (k == 's' && (!same_preg(c->j0, g->j0) || !same_preg(c->j1, g->j1) ||
+				 code_has(g->f, c->end, g->f->ncode, g->j0, g->j1)))
+			continue;
+		*mn = c->mn, *mx = c->mx;
+		return 1;
+	}
+	return 0;
+}
+
+/* [min, max] of read e over range k of the tile, as s32 registers (the
+** data is i32; the caller widens them). An empty range gives min > max. A
+** range longer than the lanes cover (not made by the kernel) gives the
+** whole i32 range, which is sound. */
+static void range_compute(Gen *g, const Expr *e, int k, PReg *mn, PReg *mx)
+{
+	int span = k == 'q' ? g->bm : SM80_BN;
+	PReg first = k == 'q' ? g->q0 : g->j0, end = g->j1;
+	*mn = R(g, PC_B32), *mx = R(g, PC_B32);
+	E2(PTX_MOV, ".b32", po_r(*mn), po_i(INT32_MAX));
+	E2(PTX_MOV, ".b32", po_r(*mx), po_i(INT32_MIN));
+	if (k == 'q') {
+		end = R(g, PC_B64);
+		E3(PTX_ADD, ".s64", po_r(end), po_r(g->q0), po_i(g->bm));
+		E3(PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->qext));
+	}
+	PReg row = g->row, col = g->col, x = R(g, PC_B64);
+	E3(PTX_ADD, ".s64", po_r(x), po_r(first), po_r(g->lane));
+	for (int t = 0; t < span; t += 32) {
+		/* element x = first + lane + t, when x < end: the load is predicated,
+		** so no address past the range is read, and lanes past it keep the
+		** identities of min and max */
+		PReg xt = x;
+		if (t) {
+			xt = R(g, PC_B64);
+			E3(PTX_ADD, ".s64", po_r(xt), po_r(x), po_i(t));
+		}
+		PReg in = R(g, PC_PRED), w = R(g, PC_B32);
+		E3(PTX_SETP, ".lt.s64", po_r(in), po_r(xt), po_r(end));
+		if (k == 'q')
+			g->row = xt;
+		else
+			g->col = xt;
+		PReg a = sm80_addr(g, e->tensor, e->args);
+		E2(PTX_LD, ".global.nc.s32", po_r(w), po_mem(a, 0));
+		ptx_guard(g->f, in, 0);
+		E3(PTX_MIN, ".s32", po_r(*mn), po_r(*mn), po_r(w));
+		ptx_guard(g->f, in, 0);
+		E3(PTX_MAX, ".s32", po_r(*mx), po_r(*mx), po_r(w));
+		ptx_guard(g->f, in, 0);
+	}
+	g->row = row, g->col = col;
+	for (int m = 16; m >= 1; m >>= 1) {
+		PReg a = R(g, PC_B32), b = R(g, PC_B32);
+		shfl_bfly(g, a, *mn, m);
+		shfl_bfly(g, b, *mx, m);
+		E3(PTX_MIN, ".s32", po_r(*mn), po_r(*mn), po_r(a));
+		E3(PTX_MAX, ".s32", po_r(*mx), po_r(*mx), po_r(b));
+	}
+	PReg n = R(g, PC_B64), big = R(g, PC_PRED);
+	E3(PTX_SUB, ".s64", po_r(n), po_r(end), po_r(first));
+	E3(PTX_SETP, ".gt.s64", po_r(big), po_r(n), po_i(span));
+	E4(PTX_SELP, ".b32", po_r(*mn), po_i(INT32_MIN), po_r(*mn), po_r(big));
+	E4(PTX_SELP, ".b32", po_r(*mx), po_i(INT32_MAX), po_r(*mx), po_r(big));
+}
+
+/* A free cache slot, else the oldest entry outside the prologue (key
+** ranges stop being valid at the next label anyway), else the oldest. */
+static int range_slot(Gen *g)
+{
+	int n = sizeof g->rng / sizeof g->rng[0], best = -1;
+	if (g->nrng < n)
+		return g->nrng++;
+	for (int pass = 0; pass < 2 && best < 0; pass++)
+		for (int i = 0; i < n; i++)
+			if ((pass || !g->rng[i].in_prologue) &&
+			    (best < 0 || g->rng[i].end < g->rng[best].end))
+				best = i;
+	return best;
+}
+
+/* The interval of an i32 read over range k of the tile, with s32 bounds
+** (callers widen them where needed): computed once where it can be reused
+** (see range_cached). */
+static Ival range_read(Gen *g, const Expr *e, int k)
+{
+	PReg mn, mx;
+	if (!range_cached(g, e, k, &mn, &mx)) {
+		int start = g->f->ncode, end;
+		range_compute(g, e, k, &mn, &mx);
+		end = g->f->ncode;
+		int pro = start <= prologue_end(g->f);
+		if (!pro && k == 'q' && (end = hoist(g, start)) >= 0)
+			pro = 1;
+		else if (!pro)
+			end = g->f->ncode;
+		struct Sm80Range *c = &g->rng[range_slot(g)];
+		c->e = e, c->node = g->node, c->kind = k, c->mn = mn, c->mx = mx;
+		c->j0 = g->j0, c->j1 = g->j1, c->end = end, c->in_prologue = pro;
+	}
+	return (Ival){mn, mx, 1, 1};
+}
+
 static Ival ival(Gen *g, const Expr *e)
 {
-	Ival none = {{0, 0}, {0, 0}, 0};
+	Ival none = {{0, 0}, {0, 0}, 0, 0};
 	switch (e->kind) {
 	case EX_INT:
 	case EX_DIM:
 	case EX_PARAM: {
 		PReg v = sm80_expr(g, e);
-		return (Ival){v, v, 1};
+		return (Ival){v, v, 1, 0};
 	}
 	case EX_INDEX: {
 		int k = kind_of(g, e->var);
 		if (k == 'g') {
 			PReg v = index_value(g, e->var);
-			return (Ival){v, v, 1};
+			return (Ival){v, v, 1, 0};
 		}
 		PReg lo = R(g, PC_B64), hi = R(g, PC_B64);
 		if (k == 'q') {
@@ -383,34 +792,37 @@ static Ival ival(Gen *g, const Expr *e)
 		} else {
 			return none;
 		}
-		return (Ival){lo, hi, 1};
+		return (Ival){lo, hi, 1, 0};
 	}
 	case EX_ACCESS: {
+		if (e->type != VT_INT || e->tensor->def)
+			return none;
+		int k = read_range(g, e);
+		if (k == 'q' || k == 's')
+			return range_read(g, e, k);
 		for (int i = 0; i < e->nargs; i++) {
 			Ival x = ival(g, e->args[i]);
 			if (!x.ok || x.lo.n != x.hi.n || x.lo.cls != x.hi.cls)
 				return none;
 		}
-		if (e->type != VT_INT || e->tensor->def)
-			return none;
 		PReg v = sm80_load(g, e->tensor, e->args);
-		return (Ival){v, v, 1};
+		return (Ival){v, v, 1, 0};
 	}
 	case EX_UNOP: {
 		if (e->op != OP_NEG)
 			return none;
-		Ival x = ival(g, e->args[0]);
+		Ival x = wide(g, ival(g, e->args[0]));
 		if (!x.ok)
 			return none;
 		PReg lo = R(g, PC_B64), hi = R(g, PC_B64);
 		E2(PTX_NEG, ".s64", po_r(lo), po_r(x.hi));
 		E2(PTX_NEG, ".s64", po_r(hi), po_r(x.lo));
-		return (Ival){lo, hi, 1};
+		return (Ival){lo, hi, 1, 0};
 	}
 	case EX_BINOP: {
 		if (e->type != VT_INT)
 			return none;
-		Ival l = ival(g, e->args[0]), r = ival(g, e->args[1]);
+		Ival l = wide(g, ival(g, e->args[0])), r = wide(g, ival(g, e->args[1]));
 		if (!l.ok || !r.ok)
 			return none;
 		PReg lo = R(g, PC_B64), hi = R(g, PC_B64);
@@ -460,13 +872,20 @@ static Ival ival(Gen *g, const Expr *e)
 			break;
 		default: return none;
 		}
-		return (Ival){lo, hi, 1};
+		return (Ival){lo, hi, 1, 0};
 	}
 	default: return none;
 	}
 }
 
-/* always/never predicates of a condition over the tile box. */
+/* setp.CMP.TY d, x, y: tri's comparisons, in the width of their operands. */
+static void setp(Gen *g, PReg d, const char *cmp, const char *ty, PReg x, PReg y)
+{
+	E3(PTX_SETP, arena_printf(g->a, ".%s.%s", cmp, ty), po_r(d), po_r(x), po_r(y));
+}
+
+/* always/never predicates of a condition over the tile box. Two data
+** ranges compare in s32 (the i32 data's own width), anything else in s64. */
 static void tri(Gen *g, const Expr *e, PReg *al, PReg *ne)
 {
 	if (e->kind == EX_BINOP && (e->op == OP_AND || e->op == OP_OR)) {
@@ -486,23 +905,26 @@ static void tri(Gen *g, const Expr *e, PReg *al, PReg *ne)
 	if (e->kind == EX_BINOP && e->op >= OP_LT && e->op <= OP_NE && e->args[0]->type == VT_INT) {
 		Ival a = ival(g, e->args[0]), b = ival(g, e->args[1]);
 		if (a.ok && b.ok) {
+			const char *ty = "s32";
+			if (!a.w32 || !b.w32)
+				a = wide(g, a), b = wide(g, b), ty = "s64";
 			*al = R(g, PC_PRED), *ne = R(g, PC_PRED);
 			switch (e->op) {
 			case OP_LT: /* always a.hi < b.lo, never a.lo >= b.hi */
-				E3(PTX_SETP, ".lt.s64", po_r(*al), po_r(a.hi), po_r(b.lo));
-				E3(PTX_SETP, ".ge.s64", po_r(*ne), po_r(a.lo), po_r(b.hi));
+				setp(g, *al, "lt", ty, a.hi, b.lo);
+				setp(g, *ne, "ge", ty, a.lo, b.hi);
 				return;
 			case OP_LE:
-				E3(PTX_SETP, ".le.s64", po_r(*al), po_r(a.hi), po_r(b.lo));
-				E3(PTX_SETP, ".gt.s64", po_r(*ne), po_r(a.lo), po_r(b.hi));
+				setp(g, *al, "le", ty, a.hi, b.lo);
+				setp(g, *ne, "gt", ty, a.lo, b.hi);
 				return;
 			case OP_GT:
-				E3(PTX_SETP, ".gt.s64", po_r(*al), po_r(a.lo), po_r(b.hi));
-				E3(PTX_SETP, ".le.s64", po_r(*ne), po_r(a.hi), po_r(b.lo));
+				setp(g, *al, "gt", ty, a.lo, b.hi);
+				setp(g, *ne, "le", ty, a.hi, b.lo);
 				return;
 			case OP_GE:
-				E3(PTX_SETP, ".ge.s64", po_r(*al), po_r(a.lo), po_r(b.hi));
-				E3(PTX_SETP, ".lt.s64", po_r(*ne), po_r(a.hi), po_r(b.lo));
+				setp(g, *al, "ge", ty, a.lo, b.hi);
+				setp(g, *ne, "lt", ty, a.hi, b.lo);
 				return;
 			case OP_EQ:
 			case OP_NE: {
@@ -510,12 +932,12 @@ static void tri(Gen *g, const Expr *e, PReg *al, PReg *ne)
 				** are the same single point */
 				PReg d1 = R(g, PC_PRED), d2 = R(g, PC_PRED), s1 = R(g, PC_PRED),
 				     s2 = R(g, PC_PRED), s3 = R(g, PC_PRED);
-				E3(PTX_SETP, ".lt.s64", po_r(d1), po_r(a.hi), po_r(b.lo));
-				E3(PTX_SETP, ".lt.s64", po_r(d2), po_r(b.hi), po_r(a.lo));
+				setp(g, d1, "lt", ty, a.hi, b.lo);
+				setp(g, d2, "lt", ty, b.hi, a.lo);
 				E3(PTX_OR, ".pred", po_r(d1), po_r(d1), po_r(d2));
-				E3(PTX_SETP, ".eq.s64", po_r(s1), po_r(a.lo), po_r(a.hi));
-				E3(PTX_SETP, ".eq.s64", po_r(s2), po_r(b.lo), po_r(b.hi));
-				E3(PTX_SETP, ".eq.s64", po_r(s3), po_r(a.lo), po_r(b.lo));
+				setp(g, s1, "eq", ty, a.lo, a.hi);
+				setp(g, s2, "eq", ty, b.lo, b.hi);
+				setp(g, s3, "eq", ty, a.lo, b.lo);
 				E3(PTX_AND, ".pred", po_r(s1), po_r(s1), po_r(s2));
 				E3(PTX_AND, ".pred", po_r(s1), po_r(s1), po_r(s3));
 				if (e->op == OP_EQ)
