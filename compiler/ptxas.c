@@ -80,8 +80,35 @@ static int slurp(const char *path, unsigned char **out, size_t *n)
 	return 0;
 }
 
+/* Spill-store bytes ptxas -v reported for entry `func`, from its log:
+** "Compiling entry function 'F'" ... "N bytes spill stores". */
+static long spill_of(const char *log, const char *func)
+{
+	char key[512];
+	snprintf(key, sizeof key, "entry function '%s'", func);
+	const char *p = strstr(log, key);
+	if (!p)
+		return -1;
+	const char *q = strstr(p, "bytes spill stores");
+	const char *next = strstr(p + 1, "entry function '");
+	if (!q || (next && next < q))
+		return 0;
+	while (q > p && q[-1] == ' ')
+		q--;
+	while (q > p && q[-1] >= '0' && q[-1] <= '9')
+		q--;
+	return strtol(q, NULL, 10);
+}
+
 int ptxas_assemble(const char *ptxas, const char *ptx, size_t n, const char *arch,
 		   unsigned char **cubin, size_t *cubin_size, char *err, size_t errlen)
+{
+	return ptxas_assemble_v(ptxas, ptx, n, arch, cubin, cubin_size, err, errlen, NULL, NULL, 0);
+}
+
+int ptxas_assemble_v(const char *ptxas, const char *ptx, size_t n, const char *arch,
+		     unsigned char **cubin, size_t *cubin_size, char *err, size_t errlen,
+		     const char *const *funcs, long *spills, int nfuncs)
 {
 	const char *tmp = getenv("TMPDIR");
 	char dir[4096], in[4200], out[4200], log[4200];
@@ -98,7 +125,7 @@ int ptxas_assemble(const char *ptxas, const char *ptx, size_t n, const char *arc
 	if (f && fwrite(ptx, 1, n, f) == n && !fclose(f)) {
 		char archopt[64];
 		snprintf(archopt, sizeof archopt, "-arch=%s", arch);
-		char *argv[] = {(char *)ptxas, archopt, "-O3", in, "-o", out, NULL};
+		char *argv[] = {(char *)ptxas, archopt, "-O3", "-v", in, "-o", out, NULL};
 		posix_spawn_file_actions_t fa;
 		posix_spawn_file_actions_init(&fa);
 		posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -109,6 +136,20 @@ int ptxas_assemble(const char *ptxas, const char *ptx, size_t n, const char *arc
 		    waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
 		    slurp(out, cubin, cubin_size) == 0) {
 			rc = 0;
+			unsigned char *l = NULL;
+			size_t ln = 0;
+			for (int i = 0; i < nfuncs; i++)
+				spills[i] = -1;
+			if (nfuncs && slurp(log, &l, &ln) == 0) {
+				char *text = realloc(l, ln + 1);
+				if (text) {
+					text[ln] = 0;
+					for (int i = 0; i < nfuncs; i++)
+						spills[i] = spill_of(text, funcs[i]);
+					l = (unsigned char *)text;
+				}
+				free(l);
+			}
 		} else {
 			unsigned char *l = NULL;
 			size_t ln = 0;

@@ -11,6 +11,11 @@
 const char *ptxas_find(const char *explicit_path, char *err, size_t errlen);
 /* Assembles PTX text for arch (e.g. "sm_80") into a malloc'd cubin; on
 ** failure returns nonzero with ptxas's own first error lines in err. */
+/* The same, also reporting per entry function funcs[i] the spill-store
+** bytes of ptxas -v in spills[i] (-1 when not reported). */
+int ptxas_assemble_v(const char *ptxas, const char *ptx, size_t n, const char *arch,
+		     unsigned char **cubin, size_t *cubin_size, char *err, size_t errlen,
+		     const char *const *funcs, long *spills, int nfuncs);
 int ptxas_assemble(const char *ptxas, const char *ptx, size_t n, const char *arch,
 		   unsigned char **cubin, size_t *cubin_size, char *err, size_t errlen);
 

@@ -112,7 +112,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	fprintf(o,
 		"\nstatic AttnrtKernel %s_kernel = {\"%s_fwd\", attn_images, sizeof attn_images / "
 		"sizeof attn_images[0], %uu, %d, NULL};\n",
-		n, n, im->smem[idx], SM80_THREADS);
+		n, n, im->info[idx].smem, SM80_THREADS);
 	fprintf(o,
 		"\nvoid %s_shape(int tensor, const long *dims, int64_t *shape)\n{\n\tswitch "
 		"(tensor) {\n",
@@ -152,6 +152,13 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 				"return rc;\n",
 				n, d->name, i, d->fixed);
 	}
+	/* the kernels convert index differences to float through 32 bits */
+	for (int i = 0; i < c->dims.n; i++)
+		fprintf(o,
+			"\tif (dims[%d] < 0 || dims[%d] > 2147483647L - (1L << 20))\n\t\treturn "
+			"attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: %s = %%ld is out of "
+			"range (0 to 2^31 - 2^20)\", dims[%d]);\n",
+			i, i, n, ((const Dim *)c->dims.v[i])->name, i);
 	/* pointers first, then strides, then dims, then params: the kernel ABI */
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];
@@ -228,7 +235,22 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		dim_expr(o, p->classes[qc].extent);
 	else
 		fputs("1", o);
-	fprintf(o, ";\n\tlong gx = (qext + %d - 1) / %d;\n", SM80_BM, SM80_BM);
+	unsigned bm = im->info[idx].block_m;
+	long pk = im->info[idx].pack;
+	if (pk) {
+		/* GQA packing: each group of G rows (one K/V head) in its own tiles */
+		if (pk > 0)
+			fprintf(o, ";\n\tlong grp = %ldL", pk);
+		else
+			fprintf(o, ";\n\tlong grp = dims[%ld]", -pk - 1);
+		fprintf(o,
+			";\n\tif (grp < 1)\n\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, "
+			"\"attnrt: %s: the query heads per K/V head must be positive\");\n"
+			"\tlong gx = (qext + grp - 1) / grp * ((grp + %u - 1) / %u);\n",
+			n, bm, bm);
+	} else {
+		fprintf(o, ";\n\tlong gx = (qext + %u - 1) / %u;\n", bm, bm);
+	}
 	fprintf(o,
 		"\tif (gy > 65535 || gx > 2147483647L)\n\t\treturn "
 		"attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: the grid (%%ld x %%ld blocks) "

@@ -18,7 +18,7 @@ typedef struct GpuImages {
 	const char *ptx;
 	size_t ptx_size;
 	Blob cubin80, cubin90; /* the whole module, assembled by ptxas */
-	unsigned *smem;        /* per cascade: dynamic shared memory bytes */
+	struct Sm80Info *info; /* per cascade: shared memory, rows per CTA, packing */
 } GpuImages;
 
 void gpu_iface_header(FILE *out, const Program *prog);

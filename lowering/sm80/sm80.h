@@ -11,7 +11,7 @@
 **   params: per TK_IN/TK_OUT tensor in cascade order a .u64 pointer; then
 **   per such tensor its rank strides (.s64, elements); then each dim (.s64);
 **   then each param (.f32, or .s32 for i32 params).
-**   grid: x = query tiles of SM80_BM rows, y = the other grid indices,
+**   grid: x = query tiles of 64 * sm80_row_blocks rows (64 or 128), y = the other grid indices,
 **   flattened in class order (first fastest); block: SM80_THREADS threads.
 */
 #ifndef ATTN_SM80_H
@@ -20,7 +20,7 @@
 #include "../../compiler/plan.h"
 #include "../ptx/ptx.h"
 
-enum { SM80_BM = 64, SM80_BN = 64, SM80_WARPS = 4, SM80_THREADS = 128, SM80_MAXG = 2 };
+enum { SM80_BN = 64, SM80_WARPS = 4, SM80_THREADS = 128, SM80_MAXG = 2 };
 
 typedef enum SNodeKind {
 	SN_GEMM1,   /* S[i, j] = sum[d] A[.., i, .., d] * B[.., j, .., d]: tensor cores */
@@ -63,6 +63,10 @@ typedef struct Shape {
 	const Expr *vt[SM80_MAXG]; /* distinct V reads */
 	int nvt;
 	long DV;
+	int mt_cap; /* 1: at most one m16 row block per warp */
+	/* GQA packing: K/V read head q / pack; a CTA's rows lie in one group of
+	** pack consecutive query rows (NULL: no packing) */
+	const Expr *pack;
 } Shape;
 
 /* sm80_shape.c: fills s or returns a reason the plan does not fit. */
@@ -76,11 +80,12 @@ typedef struct Gen {
 	const Cascade *c;
 	Shape *s;
 	/* parameters loaded into registers */
-	PReg *tptr;     /* [ntensors] base pointers (b64) */
-	PReg **tstride; /* [ntensors][rank] (b64) */
-	PReg *dim;      /* [ndims] (b64) */
-	PReg *param;    /* [nparams] (f32 or b32) */
-	PReg *grid;     /* [nclasses] grid index values (b64) */
+	PReg *tptr;                         /* [ntensors] base pointers (b64) */
+	PReg **tstride;                     /* [ntensors][rank] (b64) */
+	PReg *dim;                          /* [ndims] (b64) */
+	PReg *param;                        /* [nparams] (f32 or b32) */
+	PReg *grid;                         /* [nclasses] grid index values (b64) */
+	const char **pn, ***sn, **dn, **qn; /* parameter names: pointers, strides, dims, params */
 	PReg lane, warp, q0, j0, j1, qext, sext;
 	/* the element being evaluated */
 	int node;      /* the plan node whose variables are in scope */
@@ -97,6 +102,20 @@ typedef struct Gen {
 	int nmemo;
 	int mt; /* m16 row blocks per warp: 1 or 2 */
 	int bm; /* query rows per CTA: SM80_WARPS * 16 * mt */
+	/* sm80_expr.c: min and max (s32) of data reads over the CTA's query rows
+	** or a tile's keys, reused where the code that computed them dominates
+	** and its inputs are unchanged (see range_cached) */
+	struct Sm80Range {
+		const Expr *e; /* the read, in node's variables */
+		int node;
+		int kind;        /* 'q' or 's' */
+		PReg mn, mx;     /* b32 */
+		PReg j0, j1;     /* the key range registers it was computed from ('s') */
+		int end;         /* code[end]: the first instruction after its code */
+		int in_prologue; /* its code is in the straight-line prologue (computed or
+				 ** moved there): it dominates all that follows */
+	} rng[8];
+	int nrng;
 } Gen;
 
 /* sm80_expr.c */
@@ -108,9 +127,20 @@ void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
 
 /* sm80_kernel.c */
 PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s);
+int sm80_row_blocks(const Shape *s);        /* m16 row blocks per warp */
+int sm80_q_in_regs(const Shape *s, int mt); /* Q fragments kept in registers */
 
 /* The entry point: PTX for every cascade of a program, or NULL after
 ** reporting through d why a cascade cannot be lowered. */
-int sm80_emit_program(FILE *out, const Program *prog, Diag *d, unsigned *smem_bytes_out);
+/* What the generated C interface needs of each kernel. */
+typedef struct Sm80Info {
+	unsigned smem;    /* dynamic shared memory bytes */
+	unsigned block_m; /* query rows per CTA */
+	long pack;        /* GQA packing: 0 none, > 0 rows per group, < 0 -(dim index + 1) */
+} Sm80Info;
+
+/* info (NULL or per cascade) is filled; cap (NULL or per cascade): 1 forces
+** 64-row tiles. */
+int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, const int *cap);
 
 #endif

@@ -5,7 +5,7 @@
 */
 #include "sm80.h"
 
-int sm80_emit_program(FILE *out, const Program *prog, Diag *d, unsigned *smem_bytes_out)
+int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, const int *cap)
 {
 	Arena a;
 	arena_init(&a);
@@ -22,9 +22,17 @@ int sm80_emit_program(FILE *out, const Program *prog, Diag *d, unsigned *smem_by
 			rc = 1;
 			break;
 		}
+		s.mt_cap = cap ? cap[i] : 0;
 		fs[i] = sm80_kernel(&a, p, &s);
-		if (smem_bytes_out)
-			smem_bytes_out[i] = fs[i]->smem_bytes;
+		if (info) {
+			info[i].smem = fs[i]->smem_bytes;
+			info[i].block_m = (unsigned)(SM80_WARPS * 16 * sm80_row_blocks(&s));
+			info[i].pack = 0;
+			if (s.pack && s.pack->kind == EX_INT)
+				info[i].pack = s.pack->ival;
+			else if (s.pack)
+				info[i].pack = -(long)(s.pack->dim->id + 1);
+		}
 	}
 	if (!rc)
 		ptx_print_module(out, "sm_80", "7.8", fs, n);

@@ -1,10 +1,12 @@
 /*
 ** lowering/sm80/sm80_kernel.c: the sm_80 one-pass attention kernel.
 **
-** A CTA of 4 warps owns SM80_BM query rows (16 per warp) of one grid point
-** and walks the KV index in tiles of SM80_BN keys. Q tiles are loaded once
-** (cp.async, zero-filled past the end) and kept as ldmatrix fragments in
-** registers; each KV tile is classified from the masks (empty: skipped;
+** A CTA of 4 warps owns 64 * mt query rows (16 * mt per warp: mt m16 row
+** blocks, so that each K and V fragment read from shared memory feeds mt
+** mma's) of one grid point and walks the KV index in tiles of SM80_BN keys.
+** Q tiles are loaded once (cp.async, zero-filled past the end) and kept as
+** ldmatrix fragments in registers when they fit, else re-read from shared
+** memory per k-step; each KV tile is classified from the masks (empty: skipped;
 ** full: no per-element mask; partial: masked), K and V tiles are loaded,
 ** S = Q K^T runs on mma.sync.m16n8k16 with f32 accumulators, the plan's
 ** element-wise values, running maxes (quad shuffles), rescales rho and row
@@ -18,8 +20,10 @@
 
 #include "sm80.h"
 
-#define NT  (SM80_BN / 8) /* n-tiles of a score tile */
-#define NEL (NT * 4)      /* score elements per thread */
+#define NT    (SM80_BN / 8) /* n-tiles of a score tile */
+#define NEL   (NT * 4)      /* score elements per thread and m16 row block */
+#define MAXMT 2
+#define MAXRS (2 * MAXMT) /* row slots per thread: (row block, half) */
 
 static PReg R(Gen *g, PtxCls c)
 {
@@ -54,13 +58,12 @@ static PReg fmov(Gen *g, float v)
 
 /* ---- parameters and indices ---------------------------------------------- */
 
-static void load_params(Gen *g)
+/* Parameter names, declared once; load_params reads them into registers. */
+static void declare_params(Gen *g)
 {
 	const Cascade *c = g->c;
 	PtxFunc *f = g->f;
 	int nt = c->tensors.n;
-	g->tptr = ARENA_ARRAY(g->a, PReg, nt + 1);
-	g->tstride = ARENA_ARRAY(g->a, PReg *, nt + 1);
 	const char **pn = ARENA_ARRAY(g->a, const char *, nt + 1);
 	for (int i = 0; i < nt; i++) {
 		const Tensor *t = c->tensors.v[i];
@@ -85,6 +88,18 @@ static void load_params(Gen *g)
 		qn[i] =
 		    ptx_param(f, arena_printf(g->a, "p%d", i), p->type == VT_INT ? ".s32" : ".f32");
 	}
+	g->pn = pn, g->sn = sn, g->dn = dn, g->qn = qn;
+}
+
+/* Parameters into registers: at entry, and again for the epilogue, so that
+** values the stream does not use are not held in registers across it. */
+static void load_params(Gen *g)
+{
+	const Cascade *c = g->c;
+	int nt = c->tensors.n;
+	const char **pn = g->pn, ***sn = g->sn, **dn = g->dn, **qn = g->qn;
+	g->tptr = ARENA_ARRAY(g->a, PReg, nt + 1);
+	g->tstride = ARENA_ARRAY(g->a, PReg *, nt + 1);
 	for (int i = 0; i < nt; i++) {
 		const Tensor *t = c->tensors.v[i];
 		if (t->kind == TK_TEMP)
@@ -128,6 +143,16 @@ static PReg class_extent(Gen *g, int cls)
 	return sm80_expr(g, g->p->classes[cls].extent);
 }
 
+/* Lane and warp as b64, re-read from %tid.x where a tile needs them, so
+** that they are not held in registers across the contractions. */
+static void lane_ids(Gen *g)
+{
+	PReg tid = special(g, "%tid.x");
+	g->lane = R(g, PC_B64), g->warp = R(g, PC_B64);
+	E3(PTX_AND, ".b64", po_r(g->lane), po_r(tid), po_i(31));
+	E3(PTX_SHR, ".u64", po_r(g->warp), po_r(tid), po_i(5));
+}
+
 static void decode_grid(Gen *g)
 {
 	const Plan *p = g->p;
@@ -136,8 +161,32 @@ static void decode_grid(Gen *g)
 	/* grid.x = query tiles (consecutive CTAs share K and V in L2) */
 	PReg t = qt;
 	qt = rest, rest = t;
+	/* the last query tiles first: under a causal mask they are the longest,
+	** and starting them early shortens the tail of the launch */
+	{
+		PReg nx = special(g, "%nctaid.x"), r = R(g, PC_B64);
+		E3(PTX_SUB, ".s64", po_r(r), po_r(nx), po_r(qt));
+		E3(PTX_SUB, ".s64", po_r(r), po_r(r), po_i(1));
+		qt = r;
+	}
 	g->q0 = R(g, PC_B64);
-	E3(PTX_MUL, ".lo.s64", po_r(g->q0), po_r(qt), po_i(SM80_BM));
+	E3(PTX_MUL, ".lo.s64", po_r(g->q0), po_r(qt), po_i(g->bm));
+	PReg gend = {0};
+	if (g->s->pack) {
+		/* x = group * tiles per group + tile: rows group*X + tile*bm, up to
+		** the group's end (its K/V head is row / X for every row) */
+		g->node = 0;
+		PReg X = sm80_expr(g, g->s->pack), tpg = R(g, PC_B64), grp = R(g, PC_B64),
+		     tl = R(g, PC_B64);
+		E3(PTX_ADD, ".s64", po_r(tpg), po_r(X), po_i(g->bm - 1));
+		E3(PTX_DIV, ".u64", po_r(tpg), po_r(tpg), po_i(g->bm));
+		E3(PTX_DIV, ".u64", po_r(grp), po_r(qt), po_r(tpg));
+		E3(PTX_REM, ".u64", po_r(tl), po_r(qt), po_r(tpg));
+		E3(PTX_MUL, ".lo.s64", po_r(tl), po_r(tl), po_i(g->bm));
+		E4(PTX_MAD, ".lo.s64", po_r(g->q0), po_r(grp), po_r(X), po_r(tl));
+		gend = R(g, PC_B64);
+		E4(PTX_MAD, ".lo.s64", po_r(gend), po_r(grp), po_r(X), po_r(X));
+	}
 	for (int k = 0; k < p->nclasses; k++) {
 		if (!p->classes[k].grid || p->classes[k].qtile)
 			continue;
@@ -149,11 +198,10 @@ static void decode_grid(Gen *g)
 		rest = r2;
 	}
 	g->qext = class_extent(g, g->s->qcls);
+	if (gend.n) /* the CTA's rows end with its group */
+		E3(PTX_MIN, ".s64", po_r(g->qext), po_r(g->qext), po_r(gend));
 	g->sext = class_extent(g, g->s->scls);
-	PReg tid = special(g, "%tid.x");
-	g->lane = R(g, PC_B64), g->warp = R(g, PC_B64);
-	E3(PTX_AND, ".b64", po_r(g->lane), po_r(tid), po_i(31));
-	E3(PTX_SHR, ".u64", po_r(g->warp), po_r(tid), po_i(5));
+	lane_ids(g);
 }
 
 /* ---- shared memory and loads --------------------------------------------- */
@@ -167,12 +215,12 @@ typedef struct Smem {
 
 /* Row strides are padded by 16 bytes so ldmatrix's eight rows hit eight
 ** different bank groups. */
-static void plan_smem(const Shape *s, Smem *m)
+static void plan_smem(const Shape *s, Smem *m, int bm)
 {
 	uint32_t off = 0;
 	for (int i = 0; i < s->ng1; i++) {
 		m->qs[i] = m->ks[i] = (uint32_t)(s->g1[i].D * 2 + 16);
-		m->q[i] = off, off += SM80_BM * m->qs[i];
+		m->q[i] = off, off += (uint32_t)bm * m->qs[i];
 		m->k[i] = off, m->kbuf[i] = SM80_BN * m->ks[i], off += 2 * m->kbuf[i];
 	}
 	m->vs = (uint32_t)(s->DV * 2 + 16);
@@ -206,6 +254,10 @@ typedef struct TileLoad {
 	long cpr;
 	PReg tid32, sbase; /* for the general case */
 	uint32_t soff;
+	PReg baseoff;      /* b64 base + loff: the thread's first chunk of row 0 */
+	const char *pname; /* the tensor's pointer parameter: a valid address */
+	int stepshift;     /* log2(step) */
+	int aligned;       /* tile starts are multiples of step (K and V tiles) */
 } TileLoad;
 
 /* Position of the subscript that runs over the tile's rows (class rowcls). */
@@ -234,6 +286,8 @@ static void tile_load_setup(Gen *g, TileLoad *L, int gnode, const Expr *acc, int
 	PReg saverow = g->row, savecol = g->col, zero = R(g, PC_B64);
 	E2(PTX_MOV, ".b64", po_r(zero), po_i(0));
 	g->row = g->col = zero;
+	if (rowcls != g->s->qcls)
+		g->row = g->q0; /* a packed K/V head is q0 / X for all the CTA's rows */
 	L->base = sm80_addr(g, acc->tensor, acc->args);
 	g->row = saverow, g->col = savecol;
 	PReg col = R(g, PC_B64);
@@ -244,6 +298,12 @@ static void tile_load_setup(Gen *g, TileLoad *L, int gnode, const Expr *acc, int
 	E3(PTX_MUL, ".lo.s64", po_r(L->loff), po_r(L->row0), po_r(L->rowstride));
 	E4(PTX_MAD, ".lo.s64", po_r(L->loff), po_r(col), po_i(16), po_r(L->loff));
 	E3(PTX_MUL, ".lo.s64", po_r(L->stepbytes), po_r(L->rowstride), po_i(L->step));
+	L->baseoff = R(g, PC_B64);
+	E3(PTX_ADD, ".s64", po_r(L->baseoff), po_r(L->base), po_r(L->loff));
+	L->pname = g->pn[acc->tensor->id];
+	L->stepshift = 0, L->aligned = rowcls == g->s->scls && SM80_BN % L->step == 0;
+	while ((1 << L->stepshift) < L->step)
+		L->stepshift++;
 	E4(PTX_MAD, ".lo.u32", po_r(L->saddr), po_r(u32of(g, L->row0)), po_i(sstride), po_r(sbase));
 	E4(PTX_MAD, ".lo.u32", po_r(L->saddr), po_r(u32of(g, col)), po_i(16), po_r(L->saddr));
 	E3(PTX_ADD, ".u32", po_r(L->saddr), po_r(L->saddr), po_i(soff));
@@ -287,10 +347,21 @@ static void tile_load(Gen *g, const TileLoad *L, PReg first, PReg ext, uint32_t 
 		tile_load_general(g, L, first, ext, d);
 		return;
 	}
-	PReg tile = R(g, PC_B64), src = R(g, PC_B64), grow = R(g, PC_B64);
-	E4(PTX_MAD, ".lo.s64", po_r(tile), po_r(first), po_r(L->rowstride), po_r(L->base));
-	E3(PTX_ADD, ".s64", po_r(src), po_r(tile), po_r(L->loff));
+	/* src = first * rowstride + baseoff, with first a multiple of step (and
+	** zero-filled chunks read from the tensor's own first element), so that
+	** only baseoff, stepbytes and row0 stay in registers across the stream */
+	PReg src = R(g, PC_B64), grow = R(g, PC_B64), q = R(g, PC_B64), p = R(g, PC_B64),
+	     tile = R(g, PC_B64);
+	if (L->aligned) {
+		E3(PTX_SHR, ".s64", po_r(q), po_r(first), po_i(L->stepshift));
+		E4(PTX_MAD, ".lo.s64", po_r(src), po_r(q), po_r(L->stepbytes), po_r(L->baseoff));
+	} else {
+		E4(PTX_MAD, ".lo.s64", po_r(src), po_r(first), po_r(L->rowstride),
+		   po_r(L->baseoff));
+	}
 	E3(PTX_ADD, ".s64", po_r(grow), po_r(first), po_r(L->row0));
+	E2(PTX_LD, ".param.u64", po_r(p), po_memsym(L->pname, 0));
+	E2(PTX_CVTA, ".to.global.u64", po_r(tile), po_r(p));
 	for (int it = 0; it < L->n; it++) {
 		PReg ok = R(g, PC_PRED), a = R(g, PC_B64), bytes = R(g, PC_B32);
 		E3(PTX_SETP, ".lt.s64", po_r(ok), po_r(grow), po_r(ext));
@@ -344,18 +415,75 @@ static PReg lm_addr(Gen *g, PReg sbase, uint32_t soff, uint32_t stride, PReg row
 /* ---- per-tile work ------------------------------------------------------ */
 
 typedef struct Tile {
-	PReg rows[2];      /* b64 query row of each half */
-	PReg cols[NT][2];  /* b64 key index of each column */
-	PReg crows[2];     /* the same, clamped into range: padding evaluates */
-	PReg ccols[NT][2]; /* in-bounds loads, and its results are never used */
-	PReg **prev;       /* [nodes][2]: reference values before this tile */
+	PReg rows[MAXRS];      /* b64 query row of each row slot */
+	PReg cbase;            /* b64 key index of the thread's column 0: j0 + 2 (lane % 4) */
+	PReg clast;            /* b64 last key of the stream: columns are clamped to it */
+	PReg crows[MAXRS];     /* the same, clamped into range: padding evaluates */
+	PReg **prev;           /* [nodes][row slots]: reference values before this tile */
+	PReg **okw;            /* [nodes][words]: masked path predicates as bits (shared) */
+	unsigned char **okset; /* [nodes][score elements]: bit computed */
 } Tile;
+
+/* Score element el of a thread: row block el / NEL, n-tile (el % NEL) / 4,
+** row half (el >> 1) & 1, column el & 1 (the mma C fragment layout). The
+** row slot 2 * block + half indexes per-row values. */
+static int el_rs(int el)
+{
+	return el / NEL * 2 + ((el >> 1) & 1);
+}
+
+static int el_nt(int el)
+{
+	return el % NEL / 4;
+}
+
+/* Query rows of the thread's row slots (block h / 2, half h % 2), and the
+** same clamped into range. Recomputed where used (each tile body, the
+** epilogue) so that they are not live, in registers, across the contraction. */
+static void tile_rows(Gen *g, Tile *t)
+{
+	PReg q4 = R(g, PC_B64), base = R(g, PC_B64), last = R(g, PC_B64);
+	E3(PTX_SHR, ".u64", po_r(q4), po_r(g->lane), po_i(2));
+	E4(PTX_MAD, ".lo.s64", po_r(base), po_r(g->warp), po_i(16 * g->mt), po_r(q4));
+	E3(PTX_ADD, ".s64", po_r(base), po_r(base), po_r(g->q0));
+	E3(PTX_SUB, ".s64", po_r(last), po_r(g->qext), po_i(1));
+	for (int h = 0; h < 2 * g->mt; h++) {
+		t->rows[h] = R(g, PC_B64), t->crows[h] = R(g, PC_B64);
+		E3(PTX_ADD, ".s64", po_r(t->rows[h]), po_r(base), po_i(h / 2 * 16 + h % 2 * 8));
+		E3(PTX_MIN, ".s64", po_r(t->crows[h]), po_r(t->rows[h]), po_r(last));
+	}
+}
+
+/* Key index of score element el (clamped: padding evaluates in-bounds
+** loads whose results are never used), computed where needed rather than
+** kept per column in registers. */
+static PReg key_of(Gen *g, Tile *t, int el, int clamp)
+{
+	PReg k = R(g, PC_B64);
+	E3(PTX_ADD, ".s64", po_r(k), po_r(t->cbase), po_i(el_nt(el) * 8 + (el & 1)));
+	if (clamp)
+		E3(PTX_MIN, ".s64", po_r(k), po_r(k), po_r(t->clast));
+	return k;
+}
 
 static void scope_elem(Gen *g, Tile *t, int i, int el)
 {
-	int nt = el / 4, h = (el >> 1) & 1, c = el & 1;
-	g->node = i, g->elem = el, g->half = h;
-	g->row = t->crows[h], g->col = t->ccols[nt][c];
+	g->node = i, g->elem = el, g->half = el_rs(el);
+	g->row = t->crows[g->half], g->col = key_of(g, t, el, 1);
+}
+
+/* Nodes k and i test the same condition of the same (row, key) point: equal
+** filters whose variables are numbered alike and lie in the same classes. */
+static int same_filter(Gen *g, int k, int i)
+{
+	const Expr *a = node(g, k)->filter, *b = node(g, i)->filter;
+	if (!expr_equal(a, b))
+		return 0;
+	unsigned long long vars = a ? expr_vars(a) : 0;
+	for (int v = 0; v < 64; v++)
+		if ((vars >> v & 1) && g->p->cls[k][v] != g->p->cls[i][v])
+			return 0;
+	return 1;
 }
 
 /* An element's contribution to a reduction: masked points give identity. */
@@ -366,13 +494,33 @@ static PReg masked_value(Gen *g, Tile *t, int i, int el, const Expr *body, int m
 	PReg v = sm80_expr(g, body);
 	if (!masked)
 		return v;
-	/* keys past the end of the stream are zero padding, never data */
+	/* keys past the end of the stream are zero padding, never data; nodes
+	** with the same filter (softmax's max, sum and P V) share one predicate,
+	** kept as a bit (64 live predicates would take 64 registers) */
 	PReg ok = R(g, PC_PRED);
-	E3(PTX_SETP, ".lt.s64", po_r(ok), po_r(t->cols[el / 4][el & 1]), po_r(g->sext));
-	if (node(g, i)->filter) {
-		scope_elem(g, t, i, el);
-		PReg f = sm80_expr(g, node(g, i)->filter);
-		E3(PTX_AND, ".pred", po_r(ok), po_r(ok), po_r(f));
+	int w = el / 32, bit = el % 32, src = -1;
+	for (int k = 0; k < i && src < 0; k++)
+		if (t->okset[k][el] && same_filter(g, k, i))
+			src = k;
+	if (src >= 0) {
+		PReg b = R(g, PC_B32);
+		E3(PTX_AND, ".b32", po_r(b), po_r(t->okw[src][w]), po_i((int64_t)1 << bit));
+		E3(PTX_SETP, ".ne.b32", po_r(ok), po_r(b), po_i(0));
+	} else {
+		E3(PTX_SETP, ".lt.s64", po_r(ok), po_r(key_of(g, t, el, 0)), po_r(g->sext));
+		if (node(g, i)->filter) {
+			scope_elem(g, t, i, el);
+			PReg f = sm80_expr(g, node(g, i)->filter);
+			E3(PTX_AND, ".pred", po_r(ok), po_r(ok), po_r(f));
+		}
+		if (!t->okw[i][w].n) {
+			t->okw[i][w] = R(g, PC_B32);
+			E2(PTX_MOV, ".b32", po_r(t->okw[i][w]), po_i(0));
+		}
+		PReg b = R(g, PC_B32);
+		E4(PTX_SELP, ".b32", po_r(b), po_i((int64_t)1 << bit), po_i(0), po_r(ok));
+		E3(PTX_OR, ".b32", po_r(t->okw[i][w]), po_r(t->okw[i][w]), po_r(b));
+		t->okset[i][el] = 1;
 	}
 	PReg r = R(g, PC_F32);
 	E4(PTX_SELP, ".f32", po_r(r), po_r(v), po_f(identity), po_r(ok));
@@ -416,29 +564,30 @@ static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Sme
 	const SGemm2 *g2 = &g->s->g2[g->s->n[i].g];
 	int net = (int)(g2->DV / 8);
 	if (g->p->np[i].run.nrefs)
-		for (int h = 0; h < 2; h++) {
-			PReg r = rho(g, t, i, h);
+		for (int rs = 0; rs < 2 * g->mt; rs++) {
+			PReg r = rho(g, t, i, rs);
 			for (int et = 0; et < net; et++)
 				for (int c = 0; c < 2; c++) {
-					PReg a = g->acc[i][et * 4 + h * 2 + c];
+					PReg a =
+					    g->acc[i][rs / 2 * net * 4 + et * 4 + rs % 2 * 2 + c];
 					E3(PTX_MUL, ".f32", po_r(a), po_r(a), po_r(r));
 				}
 		}
-	PReg x[NEL];
-	for (int el = 0; el < NEL; el++)
+	PReg x[MAXMT * NEL];
+	for (int el = 0; el < g->mt * NEL; el++)
 		x[el] = masked_value(g, t, i, el, g2->x, masked, 0.0f);
 	int f16 = g2->v->tensor->dtype == DT_F16;
 	const char *cvt = f16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32";
 	const char *mma = f16 ? ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 			      : ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
 	for (int kk = 0; kk < SM80_BN / 16; kk++) {
-		PReg a[4];
-		for (int q = 0; q < 4; q++) {
-			int nt = 2 * kk + (q >> 1), h = q & 1;
-			a[q] = R(g, PC_B32);
-			E3(PTX_CVT, cvt, po_r(a[q]), po_r(x[nt * 4 + h * 2 + 1]),
-			   po_r(x[nt * 4 + h * 2]));
-		}
+		PReg a[MAXMT][4];
+		for (int m = 0; m < g->mt; m++)
+			for (int q = 0; q < 4; q++) {
+				int el = m * NEL + (2 * kk + (q >> 1)) * 4 + (q & 1) * 2;
+				a[m][q] = R(g, PC_B32);
+				E3(PTX_CVT, cvt, po_r(a[m][q]), po_r(x[el + 1]), po_r(x[el]));
+			}
 		/* V fragments by ldmatrix.trans: row j = kk*16 + (mi&1)*8 + r, col e = ep*16 + (mi>>1)*8 */
 		for (int ep = 0; ep < net / 2; ep++) {
 			int32_t off = (int32_t)(kk * 16 * sm->vs + ep * 32);
@@ -447,13 +596,14 @@ static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Sme
 				b[q] = R(g, PC_B32);
 			E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.trans.shared.b16", po_vec(b, 4),
 			   po_mem(g->vaddr[g2->vslot], off));
-			for (int half = 0; half < 2; half++) {
-				int et = 2 * ep + half;
-				PReg *d = &g->acc[i][et * 4];
-				PReg bb[2] = {b[half * 2], b[half * 2 + 1]};
-				E4(PTX_MMA, mma, po_vec(d, 4), po_vec(a, 4), po_vec(bb, 2),
-				   po_vec(d, 4));
-			}
+			for (int m = 0; m < g->mt; m++)
+				for (int half = 0; half < 2; half++) {
+					int et = 2 * ep + half;
+					PReg *d = &g->acc[i][m * net * 4 + et * 4];
+					PReg bb[2] = {b[half * 2], b[half * 2 + 1]};
+					E4(PTX_MMA, mma, po_vec(d, 4), po_vec(a[m], 4),
+					   po_vec(bb, 2), po_vec(d, 4));
+				}
 		}
 	}
 }
@@ -462,21 +612,27 @@ static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Sme
 static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 {
 	const Cascade *c = g->c;
+	int nel = g->mt * NEL, nrs = 2 * g->mt;
 	g->nmemo = 0;
+	tile_rows(g, t);
+	for (int i = 0; i < c->nodes.n; i++) {
+		memset(t->okw[i], 0, sizeof(PReg) * (size_t)(nel / 32));
+		memset(t->okset[i], 0, (size_t)nel);
+	}
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = node(g, i);
 		switch (g->s->n[i].kind) {
 		case SN_MAP:
-			for (int el = 0; el < NEL; el++) {
+			for (int el = 0; el < nel; el++) {
 				scope_elem(g, t, i, el);
 				g->tile[i][el] = sm80_expr(g, n->body);
 			}
 			break;
 		case SN_RMAX:
-			for (int h = 0; h < 2; h++) {
+			for (int h = 0; h < nrs; h++) {
 				PReg m = fmov(g, -INFINITY);
-				for (int el = 0; el < NEL; el++) {
-					if (((el >> 1) & 1) != h)
+				for (int el = 0; el < nel; el++) {
+					if (el_rs(el) != h)
 						continue;
 					PReg v =
 					    masked_value(g, t, i, el, n->body, masked, -INFINITY);
@@ -488,21 +644,21 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 			}
 			break;
 		case SN_REF:
-			for (int h = 0; h < 2; h++) {
+			for (int h = 0; h < nrs; h++) {
 				g->node = i, g->half = h, g->row = t->crows[h];
 				PReg v = sm80_expr(g, n->body);
 				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(v));
 			}
 			break;
 		case SN_RSUM:
-			for (int h = 0; h < 2; h++) {
+			for (int h = 0; h < nrs; h++) {
 				PReg acc = g->rowv[i][h];
 				if (g->p->np[i].run.nrefs) {
 					PReg r = rho(g, t, i, h);
 					E3(PTX_MUL, ".f32", po_r(acc), po_r(acc), po_r(r));
 				}
-				for (int el = 0; el < NEL; el++) {
-					if (((el >> 1) & 1) != h)
+				for (int el = 0; el < nel; el++) {
+					if (el_rs(el) != h)
 						continue;
 					PReg v = masked_value(g, t, i, el, n->body, masked, 0.0f);
 					E3(PTX_ADD, ".f32", po_r(acc), po_r(acc), po_r(v));
@@ -531,13 +687,33 @@ static PReg lane_addr(Gen *g, PReg sbase, uint32_t soff, uint32_t stride, int tr
 	return lm_addr(g, sbase, soff, stride, u32of(g, row), u32of(g, cb));
 }
 
-/* S = Q K^T for one contraction, from Q fragments in registers. */
-static void gemm1_tile(Gen *g, int i, PReg **qf, PReg sbase, const Smem *sm)
+/* Q fragments of one contraction: in registers (qf[m][kk], loaded once), or
+** re-read per k-step from shared memory at qaddr[m] (too many registers). */
+typedef struct QFrag {
+	PReg **qf[MAXMT];
+	PReg qaddr[MAXMT];
+	int inregs;
+} QFrag;
+
+static void q_frag(Gen *g, const QFrag *q, int m, int kk, PReg out[4])
+{
+	if (q->inregs) {
+		memcpy(out, q->qf[m][kk], 4 * sizeof(PReg));
+		return;
+	}
+	for (int k = 0; k < 4; k++)
+		out[k] = R(g, PC_B32);
+	E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16", po_vec(out, 4),
+	   po_mem(q->qaddr[m], kk * 32));
+}
+
+/* S = Q K^T for one contraction: each K fragment feeds mt row blocks. */
+static void gemm1_tile(Gen *g, int i, const QFrag *qf, PReg sbase, const Smem *sm)
 {
 	const SGemm1 *g1 = &g->s->g1[g->s->n[i].g];
 	int gi = g->s->n[i].g;
 	PReg *acc = g->tile[i];
-	for (int el = 0; el < NEL; el++) {
+	for (int el = 0; el < g->mt * NEL; el++) {
 		acc[el] = R(g, PC_F32);
 		E2(PTX_MOV, ".f32", po_r(acc[el]), po_f(0.0f));
 	}
@@ -545,7 +721,11 @@ static void gemm1_tile(Gen *g, int i, PReg **qf, PReg sbase, const Smem *sm)
 	const char *mma = f16 ? ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 			      : ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
 	PReg base = g->kaddr[gi];
-	for (int kk = 0; kk < g1->D / 16; kk++)
+	(void)sbase;
+	for (int kk = 0; kk < g1->D / 16; kk++) {
+		PReg a[MAXMT][4];
+		for (int m = 0; m < g->mt; m++)
+			q_frag(g, qf, m, kk, a[m]);
 		for (int np = 0; np < NT / 2; np++) {
 			/* K rows j = np*16 + lane part, d = kk*16 + lane part */
 			int32_t off = (int32_t)(np * 16 * sm->ks[gi] + kk * 32);
@@ -554,13 +734,15 @@ static void gemm1_tile(Gen *g, int i, PReg **qf, PReg sbase, const Smem *sm)
 				b[q] = R(g, PC_B32);
 			E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16", po_vec(b, 4),
 			   po_mem(base, off));
-			for (int half = 0; half < 2; half++) {
-				PReg *d = &acc[(2 * np + half) * 4];
-				PReg bb[2] = {b[half * 2], b[half * 2 + 1]};
-				E4(PTX_MMA, mma, po_vec(d, 4), po_vec(qf[kk], 4), po_vec(bb, 2),
-				   po_vec(d, 4));
-			}
+			for (int m = 0; m < g->mt; m++)
+				for (int half = 0; half < 2; half++) {
+					PReg *d = &acc[m * NEL + (2 * np + half) * 4];
+					PReg bb[2] = {b[half * 2], b[half * 2 + 1]};
+					E4(PTX_MMA, mma, po_vec(d, 4), po_vec(a[m], 4),
+					   po_vec(bb, 2), po_vec(d, 4));
+				}
 		}
+	}
 }
 
 /* ---- epilogue ------------------------------------------------------------- */
@@ -596,17 +778,19 @@ static void epilogue(Gen *g, Tile *t)
 	const Cascade *c = g->c;
 	g->nmemo = 0;
 	g->stage = 1;
-	PReg q = R(g, PC_B64), lead = R(g, PC_PRED), okr[2], okl[2];
+	tile_rows(g, t);
+	int nrs = 2 * g->mt;
+	PReg q = R(g, PC_B64), lead = R(g, PC_PRED), okr[MAXRS], okl[MAXRS];
 	E3(PTX_AND, ".b64", po_r(q), po_r(g->lane), po_i(3));
 	E3(PTX_SETP, ".eq.s64", po_r(lead), po_r(q), po_i(0));
-	for (int h = 0; h < 2; h++) {
+	for (int h = 0; h < nrs; h++) {
 		okr[h] = R(g, PC_PRED), okl[h] = R(g, PC_PRED);
 		E3(PTX_SETP, ".lt.s64", po_r(okr[h]), po_r(t->rows[h]), po_r(g->qext));
 		E3(PTX_AND, ".pred", po_r(okl[h]), po_r(okr[h]), po_r(lead));
 	}
 	for (int i = 0; i < c->nodes.n; i++)
 		if (g->s->n[i].kind == SN_RSUM)
-			for (int h = 0; h < 2; h++) {
+			for (int h = 0; h < nrs; h++) {
 				PReg s = quad_reduce(g, g->rowv[i][h], 0);
 				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(s));
 			}
@@ -616,7 +800,7 @@ static void epilogue(Gen *g, Tile *t)
 		SNodeKind k = g->s->n[i].kind;
 		int out = n->out->kind == TK_OUT;
 		if (k == SN_EPI_ROW || k == SN_REF || ((k == SN_RMAX || k == SN_RSUM) && out)) {
-			for (int h = 0; h < 2; h++) {
+			for (int h = 0; h < nrs; h++) {
 				g->node = i, g->half = h, g->row = t->crows[h];
 				if (k == SN_EPI_ROW || k == SN_REF) {
 					PReg v = sm80_expr(g, n->body);
@@ -628,8 +812,9 @@ static void epilogue(Gen *g, Tile *t)
 					store(g, i, g->rowv[i][h], okl[h]);
 			}
 		} else if (k == SN_EPI_ELEM || (k == SN_GEMM2 && out)) {
-			for (int el = 0; el < net * 4; el++) {
-				int et = el / 4, h = (el >> 1) & 1, cc = el & 1;
+			for (int el = 0; el < g->mt * net * 4; el++) {
+				int et = el % (net * 4) / 4, cc = el & 1;
+				int h = el / (net * 4) * 2 + ((el >> 1) & 1);
 				g->node = i, g->elem = el, g->half = h, g->row = t->crows[h];
 				PReg e = R(g, PC_B64);
 				E4(PTX_MAD, ".lo.s64", po_r(e), po_r(q), po_i(2),
@@ -672,6 +857,31 @@ static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg a
 	g->j0 = sj0, g->j1 = sj1;
 }
 
+/* The first tile at or after `from` whose masks are true somewhere, into
+** out (>= sext when there is none), and any = out < sext: a loop of class
+** tests with no loads or barriers, so that the stream visits only the tiles
+** it computes (a window or a causal band skips the rest at the cost of an
+** interval test each). */
+static void scan_tiles(Gen *g, const Shape *s, PReg from, PReg out, PReg any)
+{
+	int Lscan = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
+	PReg end = R(g, PC_B64), al = R(g, PC_PRED), a = R(g, PC_PRED), past = R(g, PC_PRED);
+	E2(PTX_MOV, ".b64", po_r(out), po_r(from));
+	ptx_label(g->f, Lscan);
+	E3(PTX_SETP, ".ge.s64", po_r(past), po_r(out), po_r(g->sext));
+	E1(PTX_BRA, ".uni", po_label(Ldone));
+	ptx_guard(g->f, past, 0);
+	E3(PTX_ADD, ".s64", po_r(end), po_r(out), po_i(SM80_BN));
+	E3(PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
+	class_flags(g, s, out, end, a, al);
+	E1(PTX_BRA, ".uni", po_label(Ldone));
+	ptx_guard(g->f, a, 0);
+	E3(PTX_ADD, ".s64", po_r(out), po_r(out), po_i(SM80_BN));
+	E1(PTX_BRA, ".uni", po_label(Lscan));
+	ptx_label(g->f, Ldone);
+	E3(PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->sext));
+}
+
 /* Copies the K and V tiles starting at key j into buffer buf (0 or 1) when
 ** `when` holds, then commits a group (empty otherwise), so that waiting for
 ** all but the newest group always means the current tile has arrived. */
@@ -693,54 +903,46 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 {
 	Gen G = {0}, *g = &G;
 	g->a = a, g->p = p, g->c = p->c, g->s = s;
-	g->mt = 1, g->bm = SM80_BM;
+	g->mt = sm80_row_blocks(s), g->bm = SM80_WARPS * 16 * g->mt;
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);
 	ptx_func_init(f, a, arena_printf(a, "%s_fwd", p->c->name), SM80_THREADS);
 	g->f = f;
 	Smem sm = {0};
-	plan_smem(s, &sm);
+	plan_smem(s, &sm, g->bm);
 	f->smem_bytes = sm.total;
 	int n = p->c->nodes.n;
 	g->tile = ARENA_ARRAY(a, PReg *, n + 1);
 	g->rowv = ARENA_ARRAY(a, PReg *, n + 1);
 	g->acc = ARENA_ARRAY(a, PReg *, n + 1);
 	for (int i = 0; i < n; i++) {
-		g->tile[i] = ARENA_ARRAY(a, PReg, NEL);
-		g->rowv[i] = ARENA_ARRAY(a, PReg, 2);
-		g->acc[i] = ARENA_ARRAY(a, PReg, s->DV / 8 * 4 + 1);
+		g->tile[i] = ARENA_ARRAY(a, PReg, MAXMT * NEL);
+		g->rowv[i] = ARENA_ARRAY(a, PReg, MAXRS);
+		g->acc[i] = ARENA_ARRAY(a, PReg, MAXMT * s->DV / 8 * 4 + 1);
 	}
+	declare_params(g);
 	load_params(g);
 	decode_grid(g);
 	PReg sbase = R(g, PC_B32), tid = special(g, "%tid.x");
 	E2(PTX_MOV, ".u32", po_r(sbase), po_sym("smem"));
 	Tile t = {0};
+	int nrs = 2 * g->mt;
 	t.prev = ARENA_ARRAY(a, PReg *, n + 1);
-	for (int h = 0; h < 2; h++) {
-		t.rows[h] = R(g, PC_B64);
-		PReg q4 = R(g, PC_B64);
-		E3(PTX_SHR, ".u64", po_r(q4), po_r(g->lane), po_i(2));
-		E4(PTX_MAD, ".lo.s64", po_r(t.rows[h]), po_r(g->warp), po_i(16), po_r(q4));
-		E3(PTX_ADD, ".s64", po_r(t.rows[h]), po_r(t.rows[h]), po_r(g->q0));
-		if (h)
-			E3(PTX_ADD, ".s64", po_r(t.rows[h]), po_r(t.rows[h]), po_i(8));
+	t.okw = ARENA_ARRAY(a, PReg *, n + 1);
+	t.okset = ARENA_ARRAY(a, unsigned char *, n + 1);
+	for (int i = 0; i < n; i++) {
+		t.okw[i] = ARENA_ARRAY(a, PReg, MAXMT * NEL / 32);
+		t.okset[i] = ARENA_ARRAY(a, unsigned char, MAXMT *NEL);
 	}
-	{
-		PReg last = R(g, PC_B64);
-		E3(PTX_SUB, ".s64", po_r(last), po_r(g->qext), po_i(1));
-		for (int h = 0; h < 2; h++) {
-			t.crows[h] = R(g, PC_B64);
-			E3(PTX_MIN, ".s64", po_r(t.crows[h]), po_r(t.rows[h]), po_r(last));
-		}
-	}
+	tile_rows(g, &t);
 	/* Q tiles and their fragments */
-	PReg **qf[SM80_MAXG];
+	QFrag qf[SM80_MAXG];
 	TileLoad lq[SM80_MAXG], lk[SM80_MAXG], lv[SM80_MAXG];
 	for (int k = 0; k < s->ng1; k++) {
 		int node = -1;
 		for (int i = 0; i < n; i++)
 			if (s->n[i].kind == SN_GEMM1 && s->n[i].g == k)
 				node = i;
-		tile_load_setup(g, &lq[k], node, s->g1[k].a, s->qcls, SM80_BM, s->g1[k].D, sm.q[k],
+		tile_load_setup(g, &lq[k], node, s->g1[k].a, s->qcls, g->bm, s->g1[k].D, sm.q[k],
 				sm.qs[k], sbase, tid);
 		tile_load(g, &lq[k], g->q0, g->qext, 0);
 		tile_load_setup(g, &lk[k], node, s->g1[k].b, s->scls, SM80_BN, s->g1[k].D, sm.k[k],
@@ -759,47 +961,57 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	wait_all(g);
 	for (int k = 0; k < s->ng1; k++) {
 		long nk = s->g1[k].D / 16;
-		qf[k] = ARENA_ARRAY(a, PReg *, nk + 1);
-		for (long kk = 0; kk < nk; kk++) {
-			/* A rows: warp*16 + (lane & 15), cols kk*16 + (lane >> 4)*8 */
+		qf[k].inregs = sm80_q_in_regs(s, g->mt);
+		for (int m = 0; m < g->mt; m++) {
+			/* A rows: warp*16*mt + m*16 + (lane & 15), cols (lane >> 4)*8 */
 			PReg row = R(g, PC_B64), cb = R(g, PC_B64), l15 = R(g, PC_B64),
 			     l4 = R(g, PC_B64);
 			E3(PTX_AND, ".b64", po_r(l15), po_r(g->lane), po_i(15));
 			E3(PTX_SHR, ".u64", po_r(l4), po_r(g->lane), po_i(4));
-			E4(PTX_MAD, ".lo.s64", po_r(row), po_r(g->warp), po_i(16), po_r(l15));
-			E4(PTX_MAD, ".lo.s64", po_r(cb), po_r(l4), po_i(16), po_i(kk * 32));
-			PReg addr =
+			E4(PTX_MAD, ".lo.s64", po_r(row), po_r(g->warp), po_i(16 * g->mt),
+			   po_r(l15));
+			E3(PTX_ADD, ".s64", po_r(row), po_r(row), po_i(16 * m));
+			E3(PTX_MUL, ".lo.s64", po_r(cb), po_r(l4), po_i(16));
+			/* one register per row block: an immediate offset from one base
+			** made ptxas spill more (tried) */
+			qf[k].qaddr[m] =
 			    lm_addr(g, sbase, sm.q[k], sm.qs[k], u32of(g, row), u32of(g, cb));
-			qf[k][kk] = ARENA_ARRAY(a, PReg, 4);
-			for (int q = 0; q < 4; q++)
-				qf[k][kk][q] = R(g, PC_B32);
-			E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16", po_vec(qf[k][kk], 4),
-			   po_mem(addr, 0));
+			if (!qf[k].inregs)
+				continue;
+			qf[k].qf[m] = ARENA_ARRAY(a, PReg *, nk + 1);
+			for (long kk = 0; kk < nk; kk++) {
+				qf[k].qf[m][kk] = ARENA_ARRAY(a, PReg, 4);
+				for (int q = 0; q < 4; q++)
+					qf[k].qf[m][kk][q] = R(g, PC_B32);
+				E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16",
+				   po_vec(qf[k].qf[m][kk], 4),
+				   po_mem(qf[k].qaddr[m], (int32_t)kk * 32));
+			}
 		}
 	}
 	/* running state */
 	for (int i = 0; i < n; i++) {
 		SNodeKind k = s->n[i].kind;
 		if (k == SN_RMAX || k == SN_RSUM || k == SN_REF)
-			for (int h = 0; h < 2; h++) {
+			for (int h = 0; h < nrs; h++) {
 				g->rowv[i][h] = R(g, PC_F32);
 				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]),
 				   po_f(k == SN_RMAX ? -INFINITY : 0.0f));
 			}
 		if (k == SN_GEMM2)
-			for (int el = 0; el < s->DV / 8 * 4; el++) {
+			for (int el = 0; el < g->mt * s->DV / 8 * 4; el++) {
 				g->acc[i][el] = R(g, PC_F32);
 				E2(PTX_MOV, ".f32", po_r(g->acc[i][el]), po_f(0.0f));
 			}
 		if (p->np[i].is_ref) {
-			t.prev[i] = ARENA_ARRAY(a, PReg, 2);
-			for (int h = 0; h < 2; h++)
+			t.prev[i] = ARENA_ARRAY(a, PReg, MAXRS);
+			for (int h = 0; h < nrs; h++)
 				t.prev[i][h] = R(g, PC_F32);
 		}
 	}
 	for (int i = 0; i < n; i++)
 		if (s->n[i].kind == SN_REF)
-			for (int h = 0; h < 2; h++) {
+			for (int h = 0; h < nrs; h++) {
 				g->node = i, g->half = h, g->row = t.crows[h];
 				PReg v = sm80_expr(g, node(g, i)->body);
 				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(v));
@@ -817,10 +1029,12 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	g->j0 = R(g, PC_B64), g->j1 = R(g, PC_B64);
 	PReg j0 = g->j0, j1 = g->j1, nxt = R(g, PC_B64), nxt1 = R(g, PC_B64);
 	PReg buf = R(g, PC_B32), any = R(g, PC_PRED), all = R(g, PC_PRED), anyn = R(g, PC_PRED);
-	E2(PTX_MOV, ".b64", po_r(j0), po_i(0));
+	{
+		PReg zero = R(g, PC_B64);
+		E2(PTX_MOV, ".b64", po_r(zero), po_i(0));
+		scan_tiles(g, s, zero, j0, any);
+	}
 	E2(PTX_MOV, ".b32", po_r(buf), po_i(0));
-	E3(PTX_MIN, ".s64", po_r(j1), po_r(g->sext), po_i(SM80_BN));
-	class_flags(g, s, j0, j1, any, all);
 	issue_kv(g, s, lk, lv, &sm, j0, buf, any);
 	ptx_label(f, Lloop);
 	PReg fin = R(g, PC_PRED);
@@ -830,14 +1044,10 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	E3(PTX_ADD, ".s64", po_r(j1), po_r(j0), po_i(SM80_BN));
 	E3(PTX_MIN, ".s64", po_r(j1), po_r(j1), po_r(g->sext));
 	/* prefetch the next non-empty tile into the other buffer */
-	E3(PTX_ADD, ".s64", po_r(nxt), po_r(j0), po_i(SM80_BN));
-	E3(PTX_ADD, ".s64", po_r(nxt1), po_r(nxt), po_i(SM80_BN));
-	E3(PTX_MIN, ".s64", po_r(nxt1), po_r(nxt1), po_r(g->sext));
+	E3(PTX_ADD, ".s64", po_r(nxt1), po_r(j0), po_i(SM80_BN));
+	scan_tiles(g, s, nxt1, nxt, anyn);
 	{
-		PReg alln = R(g, PC_PRED), inr = R(g, PC_PRED), nbuf = R(g, PC_B32);
-		class_flags(g, s, nxt, nxt1, anyn, alln);
-		E3(PTX_SETP, ".lt.s64", po_r(inr), po_r(nxt), po_r(g->sext));
-		E3(PTX_AND, ".pred", po_r(anyn), po_r(anyn), po_r(inr));
+		PReg nbuf = R(g, PC_B32);
 		E3(PTX_XOR, ".b32", po_r(nbuf), po_r(buf), po_i(1));
 		issue_kv(g, s, lk, lv, &sm, nxt, nbuf, anyn);
 	}
@@ -865,24 +1075,20 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	}
 	for (int i = 0; i < n; i++)
 		if (p->np[i].is_ref)
-			for (int h = 0; h < 2; h++)
+			for (int h = 0; h < nrs; h++)
 				E2(PTX_MOV, ".f32", po_r(t.prev[i][h]), po_r(g->rowv[i][h]));
-	for (int nt = 0; nt < NT; nt++)
-		for (int c = 0; c < 2; c++) {
-			PReg q = R(g, PC_B64);
-			t.cols[nt][c] = R(g, PC_B64);
-			E3(PTX_AND, ".b64", po_r(q), po_r(g->lane), po_i(3));
-			E4(PTX_MAD, ".lo.s64", po_r(t.cols[nt][c]), po_r(q), po_i(2), po_r(j0));
-			E3(PTX_ADD, ".s64", po_r(t.cols[nt][c]), po_r(t.cols[nt][c]),
-			   po_i(nt * 8 + c));
-			PReg last = R(g, PC_B64);
-			E3(PTX_SUB, ".s64", po_r(last), po_r(g->sext), po_i(1));
-			t.ccols[nt][c] = R(g, PC_B64);
-			E3(PTX_MIN, ".s64", po_r(t.ccols[nt][c]), po_r(t.cols[nt][c]), po_r(last));
-		}
 	for (int i = 0; i < n; i++)
 		if (s->n[i].kind == SN_GEMM1)
-			gemm1_tile(g, i, qf[s->n[i].g], sbase, &sm);
+			gemm1_tile(g, i, &qf[s->n[i].g], sbase, &sm);
+	/* key indices after the contraction: they are not live across it */
+	lane_ids(g);
+	{
+		PReg q = R(g, PC_B64);
+		t.cbase = R(g, PC_B64), t.clast = R(g, PC_B64);
+		E3(PTX_AND, ".b64", po_r(q), po_r(g->lane), po_i(3));
+		E4(PTX_MAD, ".lo.s64", po_r(t.cbase), po_r(q), po_i(2), po_r(j0));
+		E3(PTX_SUB, ".s64", po_r(t.clast), po_r(g->sext), po_i(1));
+	}
 	E1(PTX_BRA, ".uni", po_label(Lfull));
 	ptx_guard(f, all, 0);
 	tile_body(g, &t, 1, sbase, &sm);
@@ -898,7 +1104,31 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	E2(PTX_MOV, ".pred", po_r(any), po_r(anyn));
 	E1(PTX_BRA, ".uni", po_label(Lloop));
 	ptx_label(f, Lend);
+	/* fresh parameters and grid indices: not held across the stream */
+	load_params(g);
+	decode_grid(g);
 	epilogue(g, &t);
 	E(g, PTX_RET, "", 0, Z, Z, Z, Z, Z);
 	return f;
+}
+
+/* Two m16 row blocks per warp (128-row CTAs) halve the shared-memory reads
+** per mma, the limit of 64-row tiles on the H100; they need the registers of
+** one contraction pair with head dims up to 128. */
+int sm80_row_blocks(const Shape *s)
+{
+	if (s->mt_cap == 1 || s->pack)
+		return 1;
+	return s->ng1 == 1 && s->ng2 == 1 && s->g1[0].D <= 128 && s->DV <= 128 ? 2 : 1;
+}
+
+/* Q fragments stay in registers when they, the output accumulators and the
+** score tile fit in about 192 registers; otherwise they are re-read. */
+int sm80_q_in_regs(const Shape *s, int mt)
+{
+	long regs = 0;
+	for (int k = 0; k < s->ng1; k++)
+		regs += mt * s->g1[k].D / 16 * 4 + mt * NEL;
+	regs += (long)s->ng2 * mt * s->DV / 8 * 4;
+	return regs <= 192;
 }

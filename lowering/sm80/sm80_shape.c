@@ -21,10 +21,28 @@ static int cls_kind(const Plan *p, int node, int v, int qcls, int scls)
 	return 'x';
 }
 
+/* `q / X` with q a query-row variable and X a dim or a positive constant:
+** a K/V head shared by X consecutive query rows (GQA decode). All such
+** subscripts of a kernel must use the same X, recorded in *pack. */
+static int packed_head(const Plan *p, int node, const Expr *x, int qcls, const Expr **pack)
+{
+	if (!pack || x->kind != EX_BINOP || x->op != OP_DIV || x->args[0]->kind != EX_INDEX ||
+	    p->cls[node][x->args[0]->var] != qcls)
+		return 0;
+	const Expr *d = x->args[1];
+	if (!(d->kind == EX_DIM || (d->kind == EX_INT && d->ival > 0)))
+		return 0;
+	if (*pack && !expr_equal(*pack, d))
+		return 0;
+	*pack = d;
+	return 1;
+}
+
 /* An input read whose subscripts are grid expressions except one plain
-** `want` index and, last and plain, `last`. */
+** `want` index and, last and plain, `last` (K and V reads may also take a
+** packed head q / X, see packed_head). */
 static int operand(const Plan *p, int node, const Expr *e, int want_cls, int last_var, int qcls,
-		   int scls)
+		   int scls, const Expr **pack)
 {
 	if (e->kind != EX_ACCESS || e->tensor->def || e->tensor->type != VT_FLOAT || e->nargs < 2)
 		return 0;
@@ -40,6 +58,8 @@ static int operand(const Plan *p, int node, const Expr *e, int want_cls, int las
 			seen++;
 			continue;
 		}
+		if (packed_head(p, node, x, qcls, pack))
+			continue;
 		unsigned long long vs = expr_vars(x);
 		for (int v = 0; v < 64; v++)
 			if ((vs >> v & 1) && cls_kind(p, node, v, qcls, scls) != 'g')
@@ -95,7 +115,7 @@ static const char *gemm2(Arena *a, const Plan *p, int i, Shape *s)
 			evar = v;
 	for (int side = 0; side < 2; side++) {
 		const Expr *v = strip(b->args[side]), *x = b->args[!side];
-		if (!operand(p, i, v, p->cls[i][sv], evar, s->qcls, s->scls))
+		if (!operand(p, i, v, p->cls[i][sv], evar, s->qcls, s->scls, &s->pack))
 			continue;
 		if (expr_vars(x) & (1ull << evar))
 			continue;
@@ -149,8 +169,8 @@ static const char *gemm1(Arena *a, const Plan *p, int i, Shape *s)
 		    n->out->name);
 	for (int side = 0; side < 2; side++) {
 		const Expr *qa = strip(b->args[side]), *kb = strip(b->args[!side]);
-		if (operand(p, i, qa, s->qcls, d, s->qcls, s->scls) &&
-		    operand(p, i, kb, s->scls, d, s->qcls, s->scls)) {
+		if (operand(p, i, qa, s->qcls, d, s->qcls, s->scls, NULL) &&
+		    operand(p, i, kb, s->scls, d, s->qcls, s->scls, &s->pack)) {
 			if (s->ng1 == SM80_MAXG)
 				return "more than two contractions with K";
 			s->g1[s->ng1] = (SGemm1){qa, kb, d, D};
@@ -161,8 +181,8 @@ static const char *gemm1(Arena *a, const Plan *p, int i, Shape *s)
 	return arena_printf(
 	    a,
 	    "%s: the operands must be bf16/f16 inputs read as Q[.., i, .., d] and K[.., j, .., d] "
-	    "with d last and the other subscripts from grid indices (batch, heads); a K head that "
-	    "depends on the query row (decode with GQA packing) is not supported yet",
+	    "with d last and the other subscripts from grid indices (batch, heads) or, for K, a "
+	    "head i / G shared by G consecutive query rows (one G for the whole kernel)",
 	    n->out->name);
 }
 

@@ -25,6 +25,8 @@ sink gpt_oss_sink B=2,H=3,N=140 B=1,H=1,N=1
 sigmoid sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1
 diff diff_attn B=2,H=2,N=120 B=1,H=1,N=1
 mla mla B=2,H=2,N=140 B=1,H=1,N=1
+decode decode B=2,HKV=2,G=4,M=300 B=1,HKV=3,G=8,M=1 B=3,HKV=1,G=1,M=70 B=1,HKV=2,G=80,M=130 --int kv_len=0:300
+multi gqa_groups B=2,HKV=2,G=4,N=130 B=1,HKV=1,G=8,N=1 B=1,HKV=3,G=1,N=65
 CASES
 while read -r file casc rest; do
 	if ! "$ATTNC" --target=sm_80 "examples/$file.attn" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
