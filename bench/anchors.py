@@ -131,7 +131,7 @@ def main():
                 ("sliding1024", None, lambda b, h, i, j: (i >= j) & (i - j < W), win, [q, k, v, o], [scale]),
                 ("document1024", None, lambda b, h, i, j: (i // W) == (j // W), min(1.0, W / N),
                  [q, k, v, doc, o], [scale]),
-                ("prefixlm1024", None, lambda b, h, i, j: (j < W) | (i >= j), 0.5 + 0.5 * min(1.0, W / N),
+                ("prefixlm1024", None, lambda b, h, i, j: (j < W) | (i >= j), 0.5 + 0.5 * min(1.0, W / N) ** 2,
                  [q, k, v, o], [scale]),
                 ("alibi", lambda s, b, h, i, j: s + slopes[h] * (j - i), None, 1.0, [q, k, v, slopes, o], [scale]),
                 ("softcap30", lambda s, b, h, i, j: 30.0 * torch.tanh(s / 30.0), None, 1.0, [q, k, v, o],

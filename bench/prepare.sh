@@ -1,8 +1,10 @@
 #!/bin/sh
 # Runs here: compiles every bench/attn variant for head dims 128 and 64 into
 # GPU interfaces (.c with embedded cubins) in DIR (default .carry/bench),
-# with the runtime sources and the benchmark script, and times attnc itself
-# (compile-time benchmark: attnc's own time and ptxas's, per variant).
+# with the runtime sources, the anchors script (anchors.py), the C benchmark
+# (bench.c, build-bench.sh, device.sh: `OUT=... sh DIR/device.sh` there),
+# and times attnc itself (compile-time benchmark: attnc's own time and
+# ptxas's, per variant).
 set -eu
 cd "$(dirname "$0")/.."
 ATTNC=${ATTNC:-build/bin/attnc}
@@ -25,6 +27,6 @@ for f in "$DIR"/attn/*.attn; do
 	printf "%-22s %10.3f %10.3f %10.3f\n" "$n" "$(echo "$t2 - $t1" | bc)" "$(echo "$t1 - $t0" | bc)" \
 		"$(echo "($t2 - $t1) - ($t1 - $t0)" | bc)" >> "$DIR/compile_time.txt"
 done
-cp bench/anchors.py "$DIR/"
+cp bench/anchors.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
 cp -r runtime "$DIR/runtime"
 cat "$DIR/compile_time.txt"

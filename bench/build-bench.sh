@@ -1,0 +1,53 @@
+#!/bin/sh
+# Builds bin/bench, the C benchmark, in the folder bench/prepare.sh filled
+# (.carry/bench): bench.c, the generated GPU interfaces gen/NAME.c (kernels
+# embedded) and the runtime sources, compiled with gcc as test/gpu/device.sh
+# builds its harness, and linked with the CUDA driver (-lcuda; the toolkit's
+# stub library when no libcuda.so is on the linker's path). No cudart.
+#   sh build-bench.sh [NAME ...]    (default: every gen/*.c)
+# Env: CC (gcc), CUDA_PATH (/usr/local/cuda), for cuda.h and the stubs.
+set -eu
+cd "$(dirname "$0")"
+CC=${CC:-gcc}
+CUDA=${CUDA_PATH:-/usr/local/cuda}
+CFLAGS="-O2 -std=c11 -D_GNU_SOURCE"
+if [ $# -eq 0 ]; then
+	for f in gen/*.c; do
+		[ -f "$f" ] || { echo "build-bench.sh: no gen/*.c (run bench/prepare.sh first)" >&2; exit 1; }
+		set -- "$@" "$(basename "$f" .c)"
+	done
+fi
+mkdir -p bin
+# The kernels bench.c links: each generated header (they share one include
+# guard, hence the #undef), and the X-macro list bench.c expands.
+{
+	echo "/* Written by build-bench.sh: the kernels linked into bench. */"
+	for n; do
+		printf '#include "%s.h"\n#undef ATTN_GEN_GPU_H\n' "$n"
+	done
+	printf '#define BENCH_KERNELS(X)'
+	for n; do printf ' X(%s)' "$n"; done
+	echo
+} > bin/bench_kernels.h
+# The generated files are mostly embedded cubins: compile them in parallel.
+pids=""
+for n; do
+	$CC $CFLAGS -Iruntime -c "gen/$n.c" -o "bin/$n.o" &
+	pids="$pids $!"
+done
+for p in $pids; do wait "$p"; done
+objs=""
+for n; do objs="$objs bin/$n.o"; done
+for f in driver module launch check; do
+	$CC $CFLAGS -Iruntime -c "runtime/$f.c" -o "bin/rt_$f.o"
+	objs="$objs bin/rt_$f.o"
+done
+$CC $CFLAGS -Wall -Wextra -I"$CUDA/include" -Iruntime -Igen -Ibin -c bench.c -o bin/bench.o
+link() {
+	$CC bin/bench.o $objs "$@" -lcuda -ldl -lpthread -lm -o bin/bench
+}
+if ! link 2> bin/link.err; then
+	echo "build-bench.sh: no libcuda.so on the linker's path; linking with the CUDA stubs"
+	link -L"$CUDA/lib64/stubs" || link -L"$CUDA/targets/x86_64-linux/lib/stubs"
+fi
+echo "built bin/bench with $# kernels: $*"
