@@ -422,6 +422,12 @@ typedef struct Tile {
 	PReg **prev;           /* [nodes][row slots]: reference values before this tile */
 	PReg **okw;            /* [nodes][words]: masked path predicates as bits (shared) */
 	unsigned char **okset; /* [nodes][score elements]: bit computed */
+	/* per node, in the masked path: key bounds per row slot from the filter's
+	** conjuncts that are linear in the key (b32, lo <= j < hi), and the rest */
+	signed char *kb;  /* [nodes] 0: not yet, 1: bounds, -1: none */
+	PReg **klo, **khi;
+	const Expr **kres;
+	PReg cbase32;
 } Tile;
 
 /* Score element el of a thread: row block el / NEL, n-tile (el % NEL) / 4,
@@ -486,6 +492,110 @@ static int same_filter(Gen *g, int k, int i)
 	return 1;
 }
 
+/* e as coef * j + rest (rest free of j, the node's key variable sv), with
+** coef in {-1, 0, 1}; 0 when e is not of that form. */
+static int key_linear(Gen *g, int sv, const Expr *e, int *coef, Expr **rest)
+{
+	if (sv >= 64)
+		return 0;
+	if (!(expr_vars(e) >> sv & 1)) {
+		*coef = 0, *rest = (Expr *)e;
+		return 1;
+	}
+	if (e->kind == EX_INDEX && e->var == sv) {
+		*coef = 1, *rest = expr_int(g->a, 0);
+		return 1;
+	}
+	if (e->kind == EX_BINOP && (e->op == OP_ADD || e->op == OP_SUB)) {
+		int c1, c2;
+		Expr *r1, *r2;
+		if (!key_linear(g, sv, e->args[0], &c1, &r1) ||
+		    !key_linear(g, sv, e->args[1], &c2, &r2))
+			return 0;
+		*coef = e->op == OP_ADD ? c1 + c2 : c1 - c2;
+		*rest = expr_binop(g->a, e->op, r1, r2);
+		return *coef >= -1 && *coef <= 1;
+	}
+	return 0;
+}
+
+/* Splits node i's filter into key bounds lo <= j < hi, each an expression of
+** the row (conjuncts j < e, e - j >= w, ...), and the rest. */
+typedef struct KeyBounds {
+	Gen *g;
+	int sv;
+	Expr *lo, *hi;
+	const Expr *rest;
+} KeyBounds;
+
+static void key_bound(const Expr *c, void *ud)
+{
+	KeyBounds *kb = ud;
+	Gen *g = kb->g;
+	int cl, cr;
+	Expr *rl, *rr;
+	if (c->kind != EX_BINOP || c->op < OP_LT || c->op > OP_GE || c->args[0]->type != VT_INT ||
+	    !key_linear(g, kb->sv, c->args[0], &cl, &rl) ||
+	    !key_linear(g, kb->sv, c->args[1], &cr, &rr) || (cl - cr != 1 && cl - cr != -1)) {
+		kb->rest = expr_and(g->a, (Expr *)kb->rest, (Expr *)c);
+		return;
+	}
+	/* (cl - cr) j op b */
+	Expr *b = expr_binop(g->a, OP_SUB, rr, rl), *one = expr_int(g->a, 1);
+	Op op = c->op;
+	if (cl - cr == -1) {
+		b = expr_binop(g->a, OP_SUB, expr_int(g->a, 0), b);
+		op = op == OP_LT ? OP_GT : op == OP_LE ? OP_GE : op == OP_GT ? OP_LT : OP_LE;
+	}
+	Expr *lo = NULL, *hi = NULL;
+	switch (op) {
+	case OP_LT: hi = b; break;
+	case OP_LE: hi = expr_binop(g->a, OP_ADD, b, one); break;
+	case OP_GT: lo = expr_binop(g->a, OP_ADD, b, one); break;
+	default: lo = b; break;
+	}
+	if (lo)
+		kb->lo = kb->lo ? expr_binop(g->a, OP_MAX, kb->lo, lo) : lo;
+	if (hi)
+		kb->hi = kb->hi ? expr_binop(g->a, OP_MIN, kb->hi, hi) : hi;
+}
+
+/* Key bounds of node i per row slot, computed once per masked tile body
+** (affine masks: causal, windows, kv_len), clamped into [0, sext] so that
+** 32-bit compares of the tile's keys decide them: two compares per score
+** instead of the filter's 64-bit arithmetic. */
+static int key_bounds(Gen *g, Tile *t, int i)
+{
+	if (t->kb[i])
+		return t->kb[i] > 0;
+	const Node *n = node(g, i);
+	KeyBounds kb = {g, g->p->np[i].svar, NULL, NULL, NULL};
+	t->kb[i] = -1;
+	if (kb.sv < 0)
+		return 0;
+	plan_conjuncts(n->filter, key_bound, &kb);
+	t->kres[i] = kb.rest;
+	t->klo[i] = ARENA_ARRAY(g->a, PReg, MAXRS);
+	t->khi[i] = ARENA_ARRAY(g->a, PReg, MAXRS);
+	PReg zero = R(g, PC_B64);
+	E2(PTX_MOV, ".b64", po_r(zero), po_i(0));
+	for (int h = 0; h < 2 * g->mt; h++) {
+		g->node = i, g->half = h, g->row = t->crows[h], g->col = t->cbase, g->elem = -1;
+		PReg lo = zero, hi = g->sext, l = R(g, PC_B64), u = R(g, PC_B64);
+		if (kb.lo)
+			lo = sm80_expr(g, kb.lo);
+		if (kb.hi)
+			hi = sm80_expr(g, kb.hi);
+		E3(PTX_MAX, ".s64", po_r(l), po_r(lo), po_r(zero));
+		E3(PTX_MIN, ".s64", po_r(l), po_r(l), po_r(g->sext));
+		E3(PTX_MIN, ".s64", po_r(u), po_r(hi), po_r(g->sext));
+		E3(PTX_MAX, ".s64", po_r(u), po_r(u), po_r(zero));
+		t->klo[i][h] = u32of(g, l), t->khi[i][h] = u32of(g, u);
+	}
+	t->kb[i] = 1;
+	return 1;
+}
+
 /* An element's contribution to a reduction: masked points give identity. */
 static PReg masked_value(Gen *g, Tile *t, int i, int el, const Expr *body, int masked,
 			 float identity)
@@ -506,6 +616,18 @@ static PReg masked_value(Gen *g, Tile *t, int i, int el, const Expr *body, int m
 		PReg b = R(g, PC_B32);
 		E3(PTX_AND, ".b32", po_r(b), po_r(t->okw[src][w]), po_i((int64_t)1 << bit));
 		E3(PTX_SETP, ".ne.b32", po_r(ok), po_r(b), po_i(0));
+	} else if (key_bounds(g, t, i)) {
+		PReg k = R(g, PC_B32), hi = R(g, PC_PRED);
+		int rs = el_rs(el);
+		E3(PTX_ADD, ".u32", po_r(k), po_r(t->cbase32), po_i(el_nt(el) * 8 + (el & 1)));
+		E3(PTX_SETP, ".ge.s32", po_r(ok), po_r(k), po_r(t->klo[i][rs]));
+		E3(PTX_SETP, ".lt.s32", po_r(hi), po_r(k), po_r(t->khi[i][rs]));
+		E3(PTX_AND, ".pred", po_r(ok), po_r(ok), po_r(hi));
+		if (t->kres[i]) {
+			scope_elem(g, t, i, el);
+			PReg f = sm80_expr(g, t->kres[i]);
+			E3(PTX_AND, ".pred", po_r(ok), po_r(ok), po_r(f));
+		}
 	} else {
 		E3(PTX_SETP, ".lt.s64", po_r(ok), po_r(key_of(g, t, el, 0)), po_r(g->sext));
 		if (node(g, i)->filter) {
@@ -618,7 +740,10 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 	for (int i = 0; i < c->nodes.n; i++) {
 		memset(t->okw[i], 0, sizeof(PReg) * (size_t)(nel / 32));
 		memset(t->okset[i], 0, (size_t)nel);
+		t->kb[i] = 0;
 	}
+	if (masked)
+		t->cbase32 = u32of(g, t->cbase);
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = node(g, i);
 		switch (g->s->n[i].kind) {
@@ -927,6 +1052,10 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	Tile t = {0};
 	int nrs = 2 * g->mt;
 	t.prev = ARENA_ARRAY(a, PReg *, n + 1);
+	t.kb = ARENA_ARRAY(a, signed char, n + 1);
+	t.klo = ARENA_ARRAY(a, PReg *, n + 1);
+	t.khi = ARENA_ARRAY(a, PReg *, n + 1);
+	t.kres = ARENA_ARRAY(a, const Expr *, n + 1);
 	t.okw = ARENA_ARRAY(a, PReg *, n + 1);
 	t.okset = ARENA_ARRAY(a, unsigned char *, n + 1);
 	for (int i = 0; i < n; i++) {
