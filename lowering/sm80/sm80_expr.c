@@ -252,7 +252,12 @@ static PReg binop(Gen *g, const Expr *e)
 	case OP_ADD: E3(PTX_ADD, ".f32", po_r(d), po_r(l), po_r(r)); break;
 	case OP_SUB: E3(PTX_SUB, ".f32", po_r(d), po_r(l), po_r(r)); break;
 	case OP_MUL: E3(PTX_MUL, ".f32", po_r(d), po_r(l), po_r(r)); break;
-	case OP_DIV: E3(PTX_DIV, ".rn.f32", po_r(d), po_r(l), po_r(r)); break;
+	case OP_DIV:
+		/* per score (in the stream): div.full, 2 ulp, a few instructions
+		** instead of IEEE division's tens (softcap's s / cap); the
+		** epilogue's divisions stay correctly rounded */
+		E3(PTX_DIV, g->stage ? ".rn.f32" : ".full.f32", po_r(d), po_r(l), po_r(r));
+		break;
 	case OP_MAX: E3(PTX_MAX, ".f32", po_r(d), po_r(l), po_r(r)); break;
 	case OP_MIN: E3(PTX_MIN, ".f32", po_r(d), po_r(l), po_r(r)); break;
 	default: break;

@@ -984,24 +984,57 @@ static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg a
 
 /* The first tile at or after `from` whose masks are true somewhere, into
 ** out (>= sext when there is none), and any = out < sext: a loop of class
-** tests with no loads or barriers, so that the stream visits only the tiles
-** it computes (a window or a causal band skips the rest at the cost of an
-** interval test each). */
+** tests with no loads of K or V and no barriers, so that the stream visits
+** only the tiles it computes. With masks that read data (document ids),
+** four tiles are tested per iteration so that their loads overlap instead
+** of queueing (affine masks test one: the unrolled loop cost registers). */
+enum { SCAN_UNROLL = 4 };
+
+static void data_mask(const Expr *c, void *ud)
+{
+	struct {
+		const Plan *p;
+		int node, any;
+	} *d = ud;
+	d->any |= plan_mask_kind(d->p, d->node, c) >= MASK_RUNTIME;
+}
+
+static int scan_unroll(Gen *g)
+{
+	struct {
+		const Plan *p;
+		int node, any;
+	} d = {g->p, 0, 0};
+	for (int i = 0; i < g->c->nodes.n; i++)
+		d.node = i, plan_conjuncts(node(g, i)->filter, data_mask, &d);
+	return d.any ? SCAN_UNROLL : 1;
+}
+
 static void scan_tiles(Gen *g, const Shape *s, PReg from, PReg out, PReg any)
 {
-	int Lscan = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
-	PReg end = R(g, PC_B64), al = R(g, PC_PRED), a = R(g, PC_PRED), past = R(g, PC_PRED);
+	int Lscan = ptx_new_label(g->f), Ldone = ptx_new_label(g->f), nu = scan_unroll(g);
+	PReg past = R(g, PC_PRED), a[SCAN_UNROLL];
 	E2(PTX_MOV, ".b64", po_r(out), po_r(from));
 	ptx_label(g->f, Lscan);
 	E3(PTX_SETP, ".ge.s64", po_r(past), po_r(out), po_r(g->sext));
 	E1(PTX_BRA, ".uni", po_label(Ldone));
 	ptx_guard(g->f, past, 0);
-	E3(PTX_ADD, ".s64", po_r(end), po_r(out), po_i(SM80_BN));
-	E3(PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
-	class_flags(g, s, out, end, a, al);
-	E1(PTX_BRA, ".uni", po_label(Ldone));
-	ptx_guard(g->f, a, 0);
-	E3(PTX_ADD, ".s64", po_r(out), po_r(out), po_i(SM80_BN));
+	for (int u = 0; u < nu; u++) {
+		PReg st = R(g, PC_B64), end = R(g, PC_B64), al = R(g, PC_PRED),
+		     in = R(g, PC_PRED);
+		a[u] = R(g, PC_PRED);
+		E3(PTX_ADD, ".s64", po_r(st), po_r(out), po_i(u * SM80_BN));
+		E3(PTX_ADD, ".s64", po_r(end), po_r(st), po_i(SM80_BN));
+		E3(PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
+		class_flags(g, s, st, end, a[u], al);
+		E3(PTX_SETP, ".lt.s64", po_r(in), po_r(st), po_r(g->sext));
+		E3(PTX_AND, ".pred", po_r(a[u]), po_r(a[u]), po_r(in));
+	}
+	for (int u = 0; u < nu; u++) {
+		E1(PTX_BRA, ".uni", po_label(Ldone));
+		ptx_guard(g->f, a[u], 0);
+		E3(PTX_ADD, ".s64", po_r(out), po_r(out), po_i(SM80_BN));
+	}
 	E1(PTX_BRA, ".uni", po_label(Lscan));
 	ptx_label(g->f, Ldone);
 	E3(PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->sext));
