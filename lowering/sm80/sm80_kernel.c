@@ -424,7 +424,7 @@ typedef struct Tile {
 	unsigned char **okset; /* [nodes][score elements]: bit computed */
 	/* per node, in the masked path: key bounds per row slot from the filter's
 	** conjuncts that are linear in the key (b32, lo <= j < hi), and the rest */
-	signed char *kb;  /* [nodes] 0: not yet, 1: bounds, -1: none */
+	signed char *kb; /* [nodes] 0: not yet, 1: bounds, -1: none */
 	PReg **klo, **khi;
 	const Expr **kres;
 	PReg cbase32;
@@ -1020,8 +1020,7 @@ static void scan_tiles(Gen *g, const Shape *s, PReg from, PReg out, PReg any)
 	E1(PTX_BRA, ".uni", po_label(Ldone));
 	ptx_guard(g->f, past, 0);
 	for (int u = 0; u < nu; u++) {
-		PReg st = R(g, PC_B64), end = R(g, PC_B64), al = R(g, PC_PRED),
-		     in = R(g, PC_PRED);
+		PReg st = R(g, PC_B64), end = R(g, PC_B64), al = R(g, PC_PRED), in = R(g, PC_PRED);
 		a[u] = R(g, PC_PRED);
 		E3(PTX_ADD, ".s64", po_r(st), po_r(out), po_i(u * SM80_BN));
 		E3(PTX_ADD, ".s64", po_r(end), po_r(st), po_i(SM80_BN));
