@@ -163,13 +163,23 @@ static int put_c(FILE *o, void *ctx)
 ** (184 bytes) 10% slower. */
 enum { SPILL_OK = 128 };
 
+/* ptxas's errors for arch, reported with the kernel file's context. */
+static int ptxas_failed(const char *arch, const char *err)
+{
+	fprintf(stderr, "attnc: error: ptxas -arch=%s rejected the kernels of this file: %.1500s\n",
+		arch, err);
+	return EXIT_TOOL;
+}
+
 /* PTX for every cascade, with ptxas's feedback when px is given: a kernel
 ** of 128-row tiles that ptxas spills more than SPILL_OK bytes of is
 ** generated again with 64-row tiles (fewer registers). The sm_90 cubin of
-** the final PTX is returned in cubin90 when px is given. */
+** the final PTX is returned in cubin90 when px is given; ptxas's errors are
+** reported here. */
 static int emit_ptx_tuned(const Program *p, Diag *d, const char *px, char **buf, size_t *n,
-			  Sm80Info *info, Blob *cubin90, char *err, size_t errlen)
+			  Sm80Info *info, Blob *cubin90)
 {
+	char err[2048];
 	int nc = p->cascades.n, rc = 0;
 	int *cap = calloc((size_t)nc + 1, sizeof *cap);
 	const char **funcs = calloc((size_t)nc + 1, sizeof *funcs);
@@ -198,8 +208,8 @@ static int emit_ptx_tuned(const Program *p, Diag *d, const char *px, char **buf,
 			break;
 		free(cubin90->data), cubin90->data = NULL;
 		if (ptxas_assemble_v(px, *buf, *n, "sm_90", &cubin90->data, &cubin90->size, err,
-				     errlen, funcs, spills, nc)) {
-			rc = -1; /* reported by the caller */
+				     sizeof err, funcs, spills, nc)) {
+			rc = ptxas_failed("sm_90", err);
 			break;
 		}
 		int again = 0;
@@ -233,24 +243,13 @@ static int compile_gpu(const char *outbase, const Program *p, Diag *d, const cha
 		fprintf(stderr, "attnc: error: %s\n", err);
 		rc = EXIT_TOOL;
 	}
-	int k0 = 0;
-	if (!rc) {
-		rc = emit_ptx_tuned(p, d, px, &buf, &n, im.info, &im.cubin90, err, sizeof err);
-		if (rc == -1)
-			k0 = 1, rc = 0; /* report sm_90's error below */
-	}
+	/* the sm_90 cubin comes from the tuning's last ptxas run */
+	if (!rc)
+		rc = emit_ptx_tuned(p, d, px, &buf, &n, im.info, &im.cubin90);
 	im.ptx = buf, im.ptx_size = n;
-	const char *arch[2] = {"sm_80", "sm_90"};
-	Blob *blob[2] = {&im.cubin80, &im.cubin90};
-	for (int k = 0; k < 2 && !rc; k++)
-		if ((k == 0 || k0) && ptxas_assemble(px, buf, n, arch[k], &blob[k]->data,
-						     &blob[k]->size, err, sizeof err)) {
-			fprintf(stderr,
-				"attnc: error: ptxas -arch=%s rejected the kernels of this file: "
-				"%.1500s\n",
-				arch[k], err);
-			rc = EXIT_TOOL;
-		}
+	if (!rc && ptxas_assemble(px, buf, n, "sm_80", &im.cubin80.data, &im.cubin80.size, err,
+				  sizeof err))
+		rc = ptxas_failed("sm_80", err);
 	if (!rc) {
 		const char *slash = strrchr(outbase, '/');
 		GpuOut g = {p, &im, arena_printf(&a, "%s.h", slash ? slash + 1 : outbase)};
@@ -317,13 +316,7 @@ static int emit_to(const char *path, Emit emit, const Program *p, int f64, const
 		if (!info)
 			rc = EXIT_TOOL;
 		else
-			rc = emit_ptx_tuned(p, diag, px, &buf, &n, info, &c90, err, sizeof err);
-		if (rc == -1) {
-			fprintf(stderr,
-				"attnc: error: ptxas -arch=sm_90 rejected the kernels: %.1500s\n",
-				err);
-			rc = EXIT_TOOL;
-		}
+			rc = emit_ptx_tuned(p, diag, px, &buf, &n, info, &c90);
 		if (!rc && fwrite(buf, 1, n, out) != n)
 			rc = EXIT_TOOL;
 		free(buf), free(info), free(c90.data);

@@ -124,9 +124,16 @@ Expr *expr_and(Arena *a, Expr *l, Expr *r)
 /* Structural equality: same operators, literals, variables and tensors. */
 int expr_equal(const Expr *a, const Expr *b)
 {
-	if (a == b)
+	return expr_equal_by(a, b, NULL, NULL);
+}
+
+int expr_equal_by(const Expr *a, const Expr *b, int (*same_var)(int, int, void *), void *ud)
+{
+	if (a == b && !same_var)
 		return 1;
-	if (!a || !b || a->kind != b->kind || a->nargs != b->nargs)
+	if (!a || !b)
+		return a == b;
+	if (a->kind != b->kind || a->nargs != b->nargs)
 		return 0;
 	switch (a->kind) {
 	case EX_FLOAT:
@@ -139,7 +146,7 @@ int expr_equal(const Expr *a, const Expr *b)
 			return 0;
 		break;
 	case EX_INDEX:
-		if (a->var != b->var)
+		if (same_var ? !same_var(a->var, b->var, ud) : a->var != b->var)
 			return 0;
 		break;
 	case EX_DIM:
@@ -160,7 +167,7 @@ int expr_equal(const Expr *a, const Expr *b)
 		break;
 	}
 	for (int i = 0; i < a->nargs; i++)
-		if (!expr_equal(a->args[i], b->args[i]))
+		if (!expr_equal_by(a->args[i], b->args[i], same_var, ud))
 			return 0;
 	return 1;
 }

@@ -127,8 +127,7 @@ void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
 
 /* sm80_kernel.c */
 PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s);
-int sm80_row_blocks(const Shape *s);        /* m16 row blocks per warp */
-int sm80_q_in_regs(const Shape *s, int mt); /* Q fragments kept in registers */
+int sm80_row_blocks(const Shape *s); /* m16 row blocks per warp */
 
 /* The entry point: PTX for every cascade of a program, or NULL after
 ** reporting through d why a cascade cannot be lowered. */

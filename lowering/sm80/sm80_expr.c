@@ -489,40 +489,25 @@ static int read_range(Gen *g, const Expr *e)
 	return k;
 }
 
+/* Variables of nodes na and nb in the same class take one value (or one
+** range) in the tile's scope. */
+typedef struct NodePair {
+	const Plan *p;
+	int na, nb;
+} NodePair;
+
+static int same_class(int va, int vb, void *ud)
+{
+	const NodePair *np = ud;
+	return np->p->cls[np->na][va] == np->p->cls[np->nb][vb];
+}
+
 /* Reads a of node na and b of node nb have the same value at every point of
-** the tile: the same tree, with indices of the same classes (the scope
-** gives one value or one range per class). */
+** the tile: the same tree, with indices of the same classes. */
 static int same_read(Gen *g, int na, const Expr *a, int nb, const Expr *b)
 {
-	if (a->kind != b->kind || a->nargs != b->nargs || a->op != b->op)
-		return 0;
-	switch (a->kind) {
-	case EX_INT:
-		if (a->ival != b->ival)
-			return 0;
-		break;
-	case EX_INDEX:
-		if (g->p->cls[na][a->var] != g->p->cls[nb][b->var])
-			return 0;
-		break;
-	case EX_DIM:
-		if (a->dim != b->dim)
-			return 0;
-		break;
-	case EX_PARAM:
-		if (a->param != b->param)
-			return 0;
-		break;
-	case EX_ACCESS:
-		if (a->tensor != b->tensor)
-			return 0;
-		break;
-	default: break;
-	}
-	for (int i = 0; i < a->nargs; i++)
-		if (!same_read(g, na, a->args[i], nb, b->args[i]))
-			return 0;
-	return 1;
+	NodePair np = {g->p, na, nb};
+	return expr_equal_by(a, b, same_class, &np);
 }
 
 /* Registers are named by class and number; both must agree. */

@@ -480,16 +480,21 @@ static void scope_elem(Gen *g, Tile *t, int i, int el)
 
 /* Nodes k and i test the same condition of the same (row, key) point: equal
 ** filters whose variables are numbered alike and lie in the same classes. */
+typedef struct NodePair {
+	const Plan *p;
+	int k, i;
+} NodePair;
+
+static int same_var(int va, int vb, void *ud)
+{
+	const NodePair *np = ud;
+	return va == vb && np->p->cls[np->k][va] == np->p->cls[np->i][vb];
+}
+
 static int same_filter(Gen *g, int k, int i)
 {
-	const Expr *a = node(g, k)->filter, *b = node(g, i)->filter;
-	if (!expr_equal(a, b))
-		return 0;
-	unsigned long long vars = a ? expr_vars(a) : 0;
-	for (int v = 0; v < 64; v++)
-		if ((vars >> v & 1) && g->p->cls[k][v] != g->p->cls[i][v])
-			return 0;
-	return 1;
+	NodePair np = {g->p, k, i};
+	return expr_equal_by(node(g, k)->filter, node(g, i)->filter, same_var, &np);
 }
 
 /* e as coef * j + rest (rest free of j, the node's key variable sv), with
@@ -833,7 +838,7 @@ static void q_frag(Gen *g, const QFrag *q, int m, int kk, PReg out[4])
 }
 
 /* S = Q K^T for one contraction: each K fragment feeds mt row blocks. */
-static void gemm1_tile(Gen *g, int i, const QFrag *qf, PReg sbase, const Smem *sm)
+static void gemm1_tile(Gen *g, int i, const QFrag *qf, const Smem *sm)
 {
 	const SGemm1 *g1 = &g->s->g1[g->s->n[i].g];
 	int gi = g->s->n[i].g;
@@ -846,7 +851,6 @@ static void gemm1_tile(Gen *g, int i, const QFrag *qf, PReg sbase, const Smem *s
 	const char *mma = f16 ? ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 			      : ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
 	PReg base = g->kaddr[gi];
-	(void)sbase;
 	for (int kk = 0; kk < g1->D / 16; kk++) {
 		PReg a[MAXMT][4];
 		for (int m = 0; m < g->mt; m++)
@@ -990,21 +994,20 @@ static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg a
 ** of queueing (affine masks test one: the unrolled loop cost registers). */
 enum { SCAN_UNROLL = 4 };
 
+typedef struct DataMask {
+	const Plan *p;
+	int node, any;
+} DataMask;
+
 static void data_mask(const Expr *c, void *ud)
 {
-	struct {
-		const Plan *p;
-		int node, any;
-	} *d = ud;
+	DataMask *d = ud;
 	d->any |= plan_mask_kind(d->p, d->node, c) >= MASK_RUNTIME;
 }
 
 static int scan_unroll(Gen *g)
 {
-	struct {
-		const Plan *p;
-		int node, any;
-	} d = {g->p, 0, 0};
+	DataMask d = {g->p, 0, 0};
 	for (int i = 0; i < g->c->nodes.n; i++)
 		d.node = i, plan_conjuncts(node(g, i)->filter, data_mask, &d);
 	return d.any ? SCAN_UNROLL : 1;
@@ -1054,6 +1057,17 @@ static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const S
 		tile_load_buf(g, &lv[v], j, g->sext, buf, sm->vbuf[v]);
 	ptx_label(g->f, skip);
 	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
+}
+
+/* Q fragments stay in registers when they, the output accumulators and the
+** score tile fit in about 192 registers; otherwise they are re-read. */
+static int q_in_regs(const Shape *s, int mt)
+{
+	long regs = 0;
+	for (int k = 0; k < s->ng1; k++)
+		regs += mt * s->g1[k].D / 16 * 4 + mt * NEL;
+	regs += (long)s->ng2 * mt * s->DV / 8 * 4;
+	return regs <= 192;
 }
 
 PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
@@ -1122,7 +1136,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	wait_all(g);
 	for (int k = 0; k < s->ng1; k++) {
 		long nk = s->g1[k].D / 16;
-		qf[k].inregs = sm80_q_in_regs(s, g->mt);
+		qf[k].inregs = q_in_regs(s, g->mt);
 		for (int m = 0; m < g->mt; m++) {
 			/* A rows: warp*16*mt + m*16 + (lane & 15), cols (lane >> 4)*8 */
 			PReg row = R(g, PC_B64), cb = R(g, PC_B64), l15 = R(g, PC_B64),
@@ -1240,7 +1254,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 				E2(PTX_MOV, ".f32", po_r(t.prev[i][h]), po_r(g->rowv[i][h]));
 	for (int i = 0; i < n; i++)
 		if (s->n[i].kind == SN_GEMM1)
-			gemm1_tile(g, i, &qf[s->n[i].g], sbase, &sm);
+			gemm1_tile(g, i, &qf[s->n[i].g], &sm);
 	/* key indices after the contraction: they are not live across it */
 	lane_ids(g);
 	{
@@ -1281,15 +1295,4 @@ int sm80_row_blocks(const Shape *s)
 	if (s->mt_cap == 1 || s->pack)
 		return 1;
 	return s->ng1 == 1 && s->ng2 == 1 && s->g1[0].D <= 128 && s->DV <= 128 ? 2 : 1;
-}
-
-/* Q fragments stay in registers when they, the output accumulators and the
-** score tile fit in about 192 registers; otherwise they are re-read. */
-int sm80_q_in_regs(const Shape *s, int mt)
-{
-	long regs = 0;
-	for (int k = 0; k < s->ng1; k++)
-		regs += mt * s->g1[k].D / 16 * 4 + mt * NEL;
-	regs += (long)s->ng2 * mt * s->DV / 8 * 4;
-	return regs <= 192;
 }
