@@ -127,6 +127,19 @@ int expr_equal(const Expr *a, const Expr *b)
 	return expr_equal_by(a, b, NULL, NULL);
 }
 
+/* Whether e (NULL: no) reads tensor t anywhere. */
+int expr_reads(const Expr *e, const Tensor *t)
+{
+	if (!e)
+		return 0;
+	if (e->kind == EX_ACCESS && e->tensor == t)
+		return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (expr_reads(e->args[i], t))
+			return 1;
+	return 0;
+}
+
 int expr_equal_by(const Expr *a, const Expr *b, int (*same_var)(int, int, void *), void *ud)
 {
 	if (a == b && !same_var)

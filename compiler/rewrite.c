@@ -54,18 +54,6 @@ static void redirect_expr(Expr *e, Tensor *from, Tensor *to)
 		redirect_expr(e->args[i], from, to);
 }
 
-static int expr_reads(const Expr *e, const Tensor *t)
-{
-	if (!e)
-		return 0;
-	if (e->kind == EX_ACCESS && e->tensor == t)
-		return 1;
-	for (int i = 0; i < e->nargs; i++)
-		if (expr_reads(e->args[i], t))
-			return 1;
-	return 0;
-}
-
 static int tensor_used(const Cascade *c, const Tensor *t)
 {
 	for (int i = 0; i < c->nodes.n; i++) {

@@ -97,8 +97,10 @@ typedef struct Gen {
 	PReg **acc;    /* [nodes][DV/8*4] f32 GEMM2 / epilogue element values */
 	int stage;     /* 0: in the stream; 1: epilogue */
 	PReg kaddr[SM80_MAXG], vaddr[SM80_MAXG]; /* lane parts of ldmatrix addresses */
-	/* -log2(e) * b for row values b, reused within one tile body */
+	/* -log2(e) * b ('l') or 1 / b ('r', epilogue) for row values b, reused
+	** within one tile body or the epilogue */
 	PReg memo_in[16], memo_out[16];
+	char memo_kind[16];
 	int nmemo;
 	int mt; /* m16 row blocks per warp: 1 or 2 */
 	int bm; /* query rows per CTA: SM80_WARPS * 16 * mt */

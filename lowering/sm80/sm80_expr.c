@@ -209,6 +209,48 @@ static PReg cmp_i32(Gen *g, const Expr *e)
 	return d;
 }
 
+/* The memo of a value derived from register b ('l': b * -log2(e), 'r':
+** 1 / b), or an empty register. */
+static PReg memo_find(const Gen *g, PReg b, char kind)
+{
+	for (int i = 0; i < g->nmemo; i++)
+		if (g->memo_in[i].n == b.n && g->memo_in[i].cls == b.cls && g->memo_kind[i] == kind)
+			return g->memo_out[i];
+	return (PReg){0};
+}
+
+static void memo_add(Gen *g, PReg b, char kind, PReg r)
+{
+	if (g->nmemo < 16)
+		g->memo_in[g->nmemo] = b, g->memo_out[g->nmemo] = r,
+		g->memo_kind[g->nmemo++] = kind;
+}
+
+/* b * -log2(e), once per row value within a tile body (the kernel clears
+** the memo where row values change). */
+static PReg neg_log2e(Gen *g, PReg b)
+{
+	PReg r = memo_find(g, b, 'l');
+	if (r.n)
+		return r;
+	r = R(g, PC_F32);
+	E3(PTX_MUL, ".f32", po_r(r), po_r(b), po_f(-LOG2E));
+	memo_add(g, b, 'l', r);
+	return r;
+}
+
+/* 1 / b, correctly rounded, once per register b in the epilogue. */
+static PReg recip(Gen *g, PReg b)
+{
+	PReg r = memo_find(g, b, 'r');
+	if (r.n)
+		return r;
+	r = R(g, PC_F32);
+	E2(PTX_RCP, ".rn.f32", po_r(r), po_r(b));
+	memo_add(g, b, 'r', r);
+	return r;
+}
+
 static PReg binop(Gen *g, const Expr *e)
 {
 	if (e->op >= OP_LT && e->op <= OP_NE && is_i32_read(e->args[0]) && is_i32_read(e->args[1]))
@@ -254,29 +296,21 @@ static PReg binop(Gen *g, const Expr *e)
 	case OP_MUL: E3(PTX_MUL, ".f32", po_r(d), po_r(l), po_r(r)); break;
 	case OP_DIV:
 		/* per score (in the stream): div.full, 2 ulp, a few instructions
-		** instead of IEEE division's tens (softcap's s / cap); the
-		** epilogue's divisions stay correctly rounded */
-		E3(PTX_DIV, g->stage ? ".rn.f32" : ".full.f32", po_r(d), po_r(l), po_r(r));
+		** instead of IEEE division's tens (softcap's s / cap); in the
+		** epilogue, a correctly rounded reciprocal of each row value
+		** (softmax's sum) times each element: one IEEE division per row
+		** instead of one per output element (128 per thread at D = 128) */
+		if (g->stage) {
+			E3(PTX_MUL, ".f32", po_r(d), po_r(l), po_r(recip(g, r)));
+			break;
+		}
+		E3(PTX_DIV, ".full.f32", po_r(d), po_r(l), po_r(r));
 		break;
 	case OP_MAX: E3(PTX_MAX, ".f32", po_r(d), po_r(l), po_r(r)); break;
 	case OP_MIN: E3(PTX_MIN, ".f32", po_r(d), po_r(l), po_r(r)); break;
 	default: break;
 	}
 	return d;
-}
-
-/* b * -log2(e), once per row value within a tile body (the kernel clears
-** the memo where row values change). */
-static PReg neg_log2e(Gen *g, PReg b)
-{
-	for (int i = 0; i < g->nmemo; i++)
-		if (g->memo_in[i].n == b.n && g->memo_in[i].cls == b.cls)
-			return g->memo_out[i];
-	PReg r = R(g, PC_F32);
-	E3(PTX_MUL, ".f32", po_r(r), po_r(b), po_f(-LOG2E));
-	if (g->nmemo < 16)
-		g->memo_in[g->nmemo] = b, g->memo_out[g->nmemo++] = r;
-	return r;
 }
 
 static PReg call(Gen *g, const Expr *e)

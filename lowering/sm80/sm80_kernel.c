@@ -153,6 +153,25 @@ static void lane_ids(Gen *g)
 	E3(PTX_SHR, ".u64", po_r(g->warp), po_r(tid), po_i(5));
 }
 
+/* q = a / b and r = a % b of non-negative values below 2^32 (grid indices
+** and extents: the launcher keeps grid.y and its factors below 65536 and
+** every dim below 2^31), through 32-bit division: the 64-bit one is a
+** subroutine of some hundred instructions. */
+static PReg u32of(Gen *g, PReg x);
+
+static void divrem32(Gen *g, PReg a, PReg b, PReg q, PReg r)
+{
+	PReg a32 = u32of(g, a), b32 = u32of(g, b), q32 = R(g, PC_B32), r32 = R(g, PC_B32);
+	if (q.n) {
+		E3(PTX_DIV, ".u32", po_r(q32), po_r(a32), po_r(b32));
+		E2(PTX_CVT, ".u64.u32", po_r(q), po_r(q32));
+	}
+	if (r.n) {
+		E3(PTX_REM, ".u32", po_r(r32), po_r(a32), po_r(b32));
+		E2(PTX_CVT, ".u64.u32", po_r(r), po_r(r32));
+	}
+}
+
 static void decode_grid(Gen *g)
 {
 	const Plan *p = g->p;
@@ -180,8 +199,7 @@ static void decode_grid(Gen *g)
 		     tl = R(g, PC_B64);
 		E3(PTX_ADD, ".s64", po_r(tpg), po_r(X), po_i(g->bm - 1));
 		E3(PTX_DIV, ".u64", po_r(tpg), po_r(tpg), po_i(g->bm));
-		E3(PTX_DIV, ".u64", po_r(grp), po_r(qt), po_r(tpg));
-		E3(PTX_REM, ".u64", po_r(tl), po_r(qt), po_r(tpg));
+		divrem32(g, qt, tpg, grp, tl);
 		E3(PTX_MUL, ".lo.s64", po_r(tl), po_r(tl), po_i(g->bm));
 		E4(PTX_MAD, ".lo.s64", po_r(g->q0), po_r(grp), po_r(X), po_r(tl));
 		gend = R(g, PC_B64);
@@ -192,9 +210,8 @@ static void decode_grid(Gen *g)
 			continue;
 		PReg ext = class_extent(g, k);
 		g->grid[k] = R(g, PC_B64);
-		E3(PTX_REM, ".u64", po_r(g->grid[k]), po_r(rest), po_r(ext));
 		PReg r2 = R(g, PC_B64);
-		E3(PTX_DIV, ".u64", po_r(r2), po_r(rest), po_r(ext));
+		divrem32(g, rest, ext, r2, g->grid[k]);
 		rest = r2;
 	}
 	g->qext = class_extent(g, g->s->qcls);
@@ -338,8 +355,11 @@ static void tile_load_general(Gen *g, const TileLoad *L, PReg first, PReg ext, P
 }
 
 /* cp.async of the tile whose first row is `first` (rows past ext: zeros,
-** read from a valid address instead), into the buffer at soff_extra. */
-static void tile_load(Gen *g, const TileLoad *L, PReg first, PReg ext, uint32_t soff_extra)
+** read from a valid address instead), into the buffer at soff_extra; with
+** `whole` (the caller knows every row is below ext) without the per-chunk
+** bounds tests and selects. */
+static void tile_load(Gen *g, const TileLoad *L, PReg first, PReg ext, uint32_t soff_extra,
+		      int whole)
 {
 	if (L->general) {
 		PReg d = R(g, PC_B32);
@@ -359,7 +379,24 @@ static void tile_load(Gen *g, const TileLoad *L, PReg first, PReg ext, uint32_t 
 		E4(PTX_MAD, ".lo.s64", po_r(src), po_r(first), po_r(L->rowstride),
 		   po_r(L->baseoff));
 	}
-	E3(PTX_ADD, ".s64", po_r(grow), po_r(first), po_r(L->row0));
+	if (whole) {
+		for (int it = 0; it < L->n; it++) {
+			E3(PTX_CP_ASYNC, ".cg.shared.global",
+			   po_mem(L->saddr,
+				  (int32_t)(soff_extra +
+					    (uint32_t)it * (uint32_t)L->step * L->sstride)),
+			   po_mem(src, 0), po_i(16));
+			if (it + 1 < L->n)
+				E3(PTX_ADD, ".s64", po_r(src), po_r(src), po_r(L->stepbytes));
+		}
+		return;
+	}
+	/* the thread's first row, from %tid.x: not held across the stream */
+	PReg tid = R(g, PC_B32), r0 = R(g, PC_B32), r064 = R(g, PC_B64);
+	E2(PTX_MOV, ".u32", po_r(tid), po_sym("%tid.x"));
+	E3(PTX_DIV, ".u32", po_r(r0), po_r(tid), po_i(L->cpr));
+	E2(PTX_CVT, ".u64.u32", po_r(r064), po_r(r0));
+	E3(PTX_ADD, ".s64", po_r(grow), po_r(first), po_r(r064));
 	E2(PTX_LD, ".param.u64", po_r(p), po_memsym(L->pname, 0));
 	E2(PTX_CVTA, ".to.global.u64", po_r(tile), po_r(p));
 	for (int it = 0; it < L->n; it++) {
@@ -379,7 +416,8 @@ static void tile_load(Gen *g, const TileLoad *L, PReg first, PReg ext, uint32_t 
 }
 
 /* The same load into buffer buf of a double-buffered tile (bufbytes apart). */
-static void tile_load_buf(Gen *g, TileLoad *L, PReg first, PReg ext, PReg buf, uint32_t bufbytes)
+static void tile_load_buf(Gen *g, TileLoad *L, PReg first, PReg ext, PReg buf, uint32_t bufbytes,
+			  int whole)
 {
 	if (L->general) {
 		PReg d = R(g, PC_B32);
@@ -391,7 +429,7 @@ static void tile_load_buf(Gen *g, TileLoad *L, PReg first, PReg ext, PReg buf, u
 	PReg save = L->saddr, a = R(g, PC_B32);
 	E4(PTX_MAD, ".lo.u32", po_r(a), po_r(buf), po_i(bufbytes), po_r(L->saddr));
 	L->saddr = a;
-	tile_load(g, L, first, ext, 0);
+	tile_load(g, L, first, ext, 0, whole);
 	L->saddr = save;
 }
 
@@ -428,6 +466,15 @@ typedef struct Tile {
 	PReg **klo, **khi;
 	const Expr **kres;
 	PReg cbase32;
+	/* lazy rebasing (see lazy_plan): per node, 1 for a lazy reference and
+	** its threshold; whether a reference moved in this tile; the true
+	** running maxes where the epilogue reads them */
+	signed char *lazy;
+	float *tau;
+	PReg chg;
+	int rescaled; /* this tile's states are already rebased */
+	int lastref;  /* the last lazy reference (node), or -1 */
+	PReg **mtrue;
 } Tile;
 
 /* Score element el of a thread: row block el / NEL, n-tile (el % NEL) / 4,
@@ -686,20 +733,153 @@ static PReg quad_reduce(Gen *g, PReg x, int is_max)
 	return x;
 }
 
+/* acc *= rho per row: a P V accumulator rebased on its references. */
+static void rescale_gemm2(Gen *g, Tile *t, int i)
+{
+	int net = (int)(g->s->g2[g->s->n[i].g].DV / 8);
+	for (int rs = 0; rs < 2 * g->mt; rs++) {
+		PReg r = rho(g, t, i, rs);
+		for (int et = 0; et < net; et++)
+			for (int c = 0; c < 2; c++) {
+				PReg a = g->acc[i][rs / 2 * net * 4 + et * 4 + rs % 2 * 2 + c];
+				E3(PTX_MUL, ".f32", po_r(a), po_r(a), po_r(r));
+			}
+	}
+}
+
+/* Every running state rebased on references: from t->prev to rowv. */
+static void rescale_states(Gen *g, Tile *t)
+{
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		if (!g->p->np[i].run.nrefs)
+			continue;
+		if (g->s->n[i].kind == SN_GEMM2)
+			rescale_gemm2(g, t, i);
+		else if (g->s->n[i].kind == SN_RSUM)
+			for (int h = 0; h < 2 * g->mt; h++) {
+				PReg r = rho(g, t, i, h);
+				E3(PTX_MUL, ".f32", po_r(g->rowv[i][h]), po_r(g->rowv[i][h]),
+				   po_r(r));
+			}
+	}
+}
+
+/* Lazy rebasing. Any reference value keeps a rebased cascade exact (each
+** state is the same sum times exp(-k r), and rho moves all of them
+** together); the running max is only the choice that bounds exp(k (x - r))
+** by 1. A lazy reference moves only when the max passes it by more than
+** tau (exp(k tau) = 256: the values stay far from overflow, P's bf16
+** keeps its relative precision), so that in most tiles no row of a warp
+** moves and the O rescale (DV / 2 multiplies per row) and its rho are
+** skipped by a warp-uniform branch. FlashAttention-4 does the same. */
+static void lazy_max(Gen *g, Tile *t, int i, int h, PReg m)
+{
+	PReg *a = &g->rowv[i][h], mx = R(g, PC_F32), d = R(g, PC_F32), keep = R(g, PC_PRED);
+	if (t->mtrue[i]) {
+		E3(PTX_MAX, ".f32", po_r(t->mtrue[i][h]), po_r(t->mtrue[i][h]), po_r(m));
+		E2(PTX_MOV, ".f32", po_r(mx), po_r(t->mtrue[i][h]));
+	} else {
+		E3(PTX_MAX, ".f32", po_r(mx), po_r(*a), po_r(m));
+	}
+	/* false for NaN: -inf - -inf (rows with nothing yet) moves, as eagerly */
+	E3(PTX_SUB, ".f32", po_r(d), po_r(mx), po_r(*a));
+	E3(PTX_SETP, ".le.f32", po_r(keep), po_r(d), po_f(t->tau[i]));
+	E4(PTX_SELP, ".f32", po_r(*a), po_r(*a), po_r(mx), po_r(keep));
+	PReg mv = R(g, PC_PRED);
+	E2(PTX_NOT, ".pred", po_r(mv), po_r(keep));
+	E3(PTX_OR, ".pred", po_r(t->chg), po_r(t->chg), po_r(mv));
+}
+
+/* After the last lazy reference of a tile: rebase every state, unless no
+** row of the warp moved its reference. */
+static void lazy_rescale(Gen *g, Tile *t)
+{
+	PReg any = R(g, PC_PRED);
+	int skip = ptx_new_label(g->f);
+	E3(PTX_VOTE, ".any.pred", po_r(any), po_r(t->chg), po_i(-1));
+	E1(PTX_BRA, ".uni", po_label(skip));
+	ptx_guard(g->f, any, 1);
+	rescale_states(g, t);
+	ptx_label(g->f, skip);
+	t->rescaled = 1;
+}
+
+/* Which references are lazy: running maxes (not references built from
+** them, e.g. max(m, sink)) that every state rebases on with k > 0 and that
+** come before the first rebased state; the epilogue reading one needs its
+** true value (kept beside it, and every state rebased on it at the end). */
+static void lazy_plan(Gen *g, Tile *t)
+{
+	const Plan *p = g->p;
+	int n = g->c->nodes.n, first = n;
+	t->lazy = ARENA_ARRAY(g->a, signed char, n + 1);
+	t->tau = ARENA_ARRAY(g->a, float, n + 1);
+	t->mtrue = ARENA_ARRAY(g->a, PReg *, n + 1);
+	t->lastref = -1;
+	double kmax[64] = {0};
+	if (n > 64)
+		return;
+	for (int i = 0; i < n; i++) {
+		const Running *r = &p->np[i].run;
+		SNodeKind k = g->s->n[i].kind;
+		if (!r->nrefs || (k != SN_GEMM2 && k != SN_RSUM))
+			continue;
+		if (i < first)
+			first = i;
+		for (int m = 0; m < r->nrefs; m++) {
+			if (g->s->n[r->ref[m]].kind != SN_RMAX || r->k[m] <= 0 || r->ref[m] > first)
+				return;
+			if (r->k[m] > kmax[r->ref[m]])
+				kmax[r->ref[m]] = r->k[m];
+		}
+	}
+	for (int i = 0; i < n; i++)
+		if (g->s->n[i].kind == SN_REF)
+			return;
+	for (int i = 0; i < n; i++) {
+		if (kmax[i] <= 0)
+			continue;
+		t->lazy[i] = 1, t->lastref = i;
+		t->tau[i] = (float)(8.0 * 0.6931471805599453 / kmax[i]);
+		const Node *x = node(g, i);
+		int read = x->out->kind == TK_OUT;
+		for (int j = 0; j < n && !read; j++)
+			if (p->np[j].role == ROLE_EPILOGUE)
+				read = expr_reads(node(g, j)->body, x->out) ||
+				       expr_reads(node(g, j)->filter, x->out);
+		if (read) {
+			t->mtrue[i] = ARENA_ARRAY(g->a, PReg, MAXRS);
+			for (int h = 0; h < 2 * g->mt; h++) {
+				t->mtrue[i][h] = R(g, PC_F32);
+				E2(PTX_MOV, ".f32", po_r(t->mtrue[i][h]), po_f(-INFINITY));
+			}
+		}
+	}
+}
+
+/* At the end of the stream: tracked lazy references take their true value
+** and the states follow, so that the epilogue sees the eager result. */
+static void lazy_finish(Gen *g, Tile *t)
+{
+	int any = 0;
+	for (int i = 0; i < g->c->nodes.n; i++)
+		if (t->lazy[i] && t->mtrue[i]) {
+			any = 1;
+			for (int h = 0; h < 2 * g->mt; h++) {
+				E2(PTX_MOV, ".f32", po_r(t->prev[i][h]), po_r(g->rowv[i][h]));
+				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(t->mtrue[i][h]));
+			}
+		}
+	if (any)
+		rescale_states(g, t);
+}
+
 static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Smem *sm)
 {
 	const SGemm2 *g2 = &g->s->g2[g->s->n[i].g];
 	int net = (int)(g2->DV / 8);
-	if (g->p->np[i].run.nrefs)
-		for (int rs = 0; rs < 2 * g->mt; rs++) {
-			PReg r = rho(g, t, i, rs);
-			for (int et = 0; et < net; et++)
-				for (int c = 0; c < 2; c++) {
-					PReg a =
-					    g->acc[i][rs / 2 * net * 4 + et * 4 + rs % 2 * 2 + c];
-					E3(PTX_MUL, ".f32", po_r(a), po_r(a), po_r(r));
-				}
-		}
+	if (g->p->np[i].run.nrefs && !t->rescaled)
+		rescale_gemm2(g, t, i);
 	PReg x[MAXMT * NEL];
 	for (int el = 0; el < g->mt * NEL; el++)
 		x[el] = masked_value(g, t, i, el, g2->x, masked, 0.0f);
@@ -749,6 +929,14 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 	}
 	if (masked)
 		t->cbase32 = u32of(g, t->cbase);
+	t->rescaled = 0, t->chg = (PReg){0};
+	for (int i = 0; i < c->nodes.n; i++)
+		if (t->lazy[i] && !t->chg.n) {
+			PReg z = R(g, PC_B32);
+			t->chg = R(g, PC_PRED);
+			E2(PTX_MOV, ".b32", po_r(z), po_i(0));
+			E3(PTX_SETP, ".ne.s32", po_r(t->chg), po_r(z), po_i(0));
+		}
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = node(g, i);
 		switch (g->s->n[i].kind) {
@@ -769,9 +957,17 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 					E3(PTX_MAX, ".f32", po_r(m), po_r(m), po_r(v));
 				}
 				m = quad_reduce(g, m, 1);
+				if (t->lazy[i]) {
+					lazy_max(g, t, i, h, m);
+					continue;
+				}
 				E3(PTX_MAX, ".f32", po_r(g->rowv[i][h]), po_r(g->rowv[i][h]),
 				   po_r(m));
 			}
+			/* right after the last reference moves, while the scores
+			** are the only tile values live */
+			if (i == t->lastref)
+				lazy_rescale(g, t);
 			break;
 		case SN_REF:
 			for (int h = 0; h < nrs; h++) {
@@ -783,7 +979,7 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 		case SN_RSUM:
 			for (int h = 0; h < nrs; h++) {
 				PReg acc = g->rowv[i][h];
-				if (g->p->np[i].run.nrefs) {
+				if (g->p->np[i].run.nrefs && !t->rescaled) {
 					PReg r = rho(g, t, i, h);
 					E3(PTX_MUL, ".f32", po_r(acc), po_r(acc), po_r(r));
 				}
@@ -902,6 +1098,72 @@ static void store(Gen *g, int i, PReg v, PReg guard)
 	ptx_guard(g->f, guard, 0);
 }
 
+/* The column (e) of accumulator element el: 8 et + 2 (lane % 4) + (el & 1);
+** q = lane % 4. */
+static PReg elem_col(Gen *g, PReg q, int el)
+{
+	int net = (int)(g->s->DV / 8), et = el % (net * 4) / 4;
+	PReg e = R(g, PC_B64);
+	E4(PTX_MAD, ".lo.s64", po_r(e), po_r(q), po_i(2), po_i(et * 8 + (el & 1)));
+	return e;
+}
+
+/* The dimension of node i's 16-bit output indexed by the column alone, or
+** -1: then its elements are stored one by one. */
+static int pair_column(Gen *g, int i)
+{
+	const Node *n = node(g, i);
+	const Tensor *t = n->out;
+	if ((t->dtype != DT_BF16 && t->dtype != DT_F16) || t->domain || t->rank != n->nfree)
+		return -1;
+	int pc = -1;
+	for (int k = 0; k < n->nfree; k++)
+		if (g->p->cls[i][k] == g->s->ecls)
+			pc = pc < 0 ? k : -2;
+	return pc < 0 ? -1 : pc;
+}
+
+/* Stores of the output accumulators as bf16x2 / f16x2 pairs (adjacent
+** columns of one row), from one row address per row and immediate column
+** offsets: 64 32-bit stores per thread at D = 128 instead of 128 16-bit
+** stores with their address arithmetic, the larger part of the epilogue.
+** Needs the column dimension contiguous and every other stride even (each
+** pair 4-byte aligned: the runtime checks 16-byte base pointers); other
+** layouts branch to `slow`. */
+static void store_pairs(Gen *g, Tile *t, int i, int pc, PReg q, const PReg *okr, int slow)
+{
+	const Tensor *out = node(g, i)->out;
+	int net = (int)(g->s->DV / 8), f16 = out->dtype == DT_F16;
+	PReg odd = R(g, PC_B64), bad = R(g, PC_PRED), one = R(g, PC_PRED);
+	E2(PTX_MOV, ".b64", po_r(odd), po_i(0));
+	for (int k = 0; k < out->rank; k++)
+		if (k != pc)
+			E3(PTX_OR, ".b64", po_r(odd), po_r(odd), po_r(g->tstride[out->id][k]));
+	E3(PTX_AND, ".b64", po_r(odd), po_r(odd), po_i(1));
+	E3(PTX_SETP, ".ne.s64", po_r(bad), po_r(odd), po_i(0));
+	E3(PTX_SETP, ".ne.s64", po_r(one), po_r(g->tstride[out->id][pc]), po_i(1));
+	E3(PTX_OR, ".pred", po_r(bad), po_r(bad), po_r(one));
+	E1(PTX_BRA, ".uni", po_label(slow));
+	ptx_guard(g->f, bad, 0);
+	Expr **args = ARENA_ARRAY(g->a, Expr *, out->rank + 1);
+	for (int k = 0; k < out->rank; k++)
+		args[k] = expr_index(g->a, k);
+	for (int h = 0; h < 2 * g->mt; h++) {
+		PReg c0 = R(g, PC_B64);
+		E3(PTX_SHL, ".b64", po_r(c0), po_r(q), po_i(1));
+		g->node = i, g->row = t->crows[h], g->col = c0;
+		PReg a = sm80_addr(g, out, args);
+		for (int et = 0; et < net; et++) {
+			int el = h / 2 * net * 4 + et * 4 + h % 2 * 2;
+			PReg w = R(g, PC_B32);
+			E3(PTX_CVT, f16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32", po_r(w),
+			   po_r(g->acc[i][el + 1]), po_r(g->acc[i][el]));
+			E2(PTX_ST, ".global.b32", po_mem(a, et * 16), po_r(w));
+			ptx_guard(g->f, okr[h], 0);
+		}
+	}
+}
+
 static void epilogue(Gen *g, Tile *t)
 {
 	const Cascade *c = g->c;
@@ -941,23 +1203,27 @@ static void epilogue(Gen *g, Tile *t)
 					store(g, i, g->rowv[i][h], okl[h]);
 			}
 		} else if (k == SN_EPI_ELEM || (k == SN_GEMM2 && out)) {
-			for (int el = 0; el < g->mt * net * 4; el++) {
-				int et = el % (net * 4) / 4, cc = el & 1;
+			for (int el = 0; el < g->mt * net * 4 && k == SN_EPI_ELEM; el++) {
 				int h = el / (net * 4) * 2 + ((el >> 1) & 1);
 				g->node = i, g->elem = el, g->half = h, g->row = t->crows[h];
-				PReg e = R(g, PC_B64);
-				E4(PTX_MAD, ".lo.s64", po_r(e), po_r(q), po_i(2),
-				   po_i(et * 8 + cc));
-				g->col = e;
-				if (k == SN_EPI_ELEM) {
-					PReg v = sm80_expr(g, n->body);
-					g->acc[i][el] = v;
-				}
-				if (out) {
-					g->node = i, g->row = t->crows[h], g->col = e;
-					store(g, i, g->acc[i][el], okr[h]);
-				}
+				g->col = elem_col(g, q, el);
+				g->acc[i][el] = sm80_expr(g, n->body);
 			}
+			if (!out)
+				continue;
+			int pc = pair_column(g, i), slow = ptx_new_label(g->f),
+			    done = ptx_new_label(g->f);
+			if (pc >= 0) {
+				store_pairs(g, t, i, pc, q, okr, slow);
+				E1(PTX_BRA, ".uni", po_label(done));
+			}
+			ptx_label(g->f, slow);
+			for (int el = 0; el < g->mt * net * 4; el++) {
+				int h = el / (net * 4) * 2 + ((el >> 1) & 1);
+				g->node = i, g->row = t->crows[h], g->col = elem_col(g, q, el);
+				store(g, i, g->acc[i][el], okr[h]);
+			}
+			ptx_label(g->f, done);
 		}
 	}
 }
@@ -1048,13 +1314,25 @@ static void scan_tiles(Gen *g, const Shape *s, PReg from, PReg out, PReg any)
 static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const Smem *sm, PReg j,
 		     PReg buf, PReg when)
 {
-	int skip = ptx_new_label(g->f);
+	int skip = ptx_new_label(g->f), part = ptx_new_label(g->f);
 	E1(PTX_BRA, ".uni", po_label(skip));
 	ptx_guard(g->f, when, 1);
-	for (int k = 0; k < s->ng1; k++)
-		tile_load_buf(g, &lk[k], j, g->sext, buf, sm->kbuf[k]);
-	for (int v = 0; v < s->nvt; v++)
-		tile_load_buf(g, &lv[v], j, g->sext, buf, sm->vbuf[v]);
+	/* every tile but a ragged last one: no per-chunk bounds */
+	PReg end = R(g, PC_B64), p = R(g, PC_PRED);
+	E3(PTX_ADD, ".s64", po_r(end), po_r(j), po_i(SM80_BN));
+	E3(PTX_SETP, ".gt.s64", po_r(p), po_r(end), po_r(g->sext));
+	E1(PTX_BRA, ".uni", po_label(part));
+	ptx_guard(g->f, p, 0);
+	for (int whole = 1; whole >= 0; whole--) {
+		for (int k = 0; k < s->ng1; k++)
+			tile_load_buf(g, &lk[k], j, g->sext, buf, sm->kbuf[k], whole);
+		for (int v = 0; v < s->nvt; v++)
+			tile_load_buf(g, &lv[v], j, g->sext, buf, sm->vbuf[v], whole);
+		if (whole) {
+			E1(PTX_BRA, ".uni", po_label(skip));
+			ptx_label(g->f, part);
+		}
+	}
 	ptx_label(g->f, skip);
 	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
 }
@@ -1119,7 +1397,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 				node = i;
 		tile_load_setup(g, &lq[k], node, s->g1[k].a, s->qcls, g->bm, s->g1[k].D, sm.q[k],
 				sm.qs[k], sbase, tid);
-		tile_load(g, &lq[k], g->q0, g->qext, 0);
+		tile_load(g, &lq[k], g->q0, g->qext, 0, 0);
 		tile_load_setup(g, &lk[k], node, s->g1[k].b, s->scls, SM80_BN, s->g1[k].D, sm.k[k],
 				sm.ks[k], sbase, tid);
 		g->kaddr[k] = lane_addr(g, sbase, sm.k[k], sm.ks[k], 0);
@@ -1191,6 +1469,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 				PReg v = sm80_expr(g, node(g, i)->body);
 				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(v));
 			}
+	lazy_plan(g, &t);
 	/* the stream, software-pipelined: tile t+1's K and V are copied into the
 	** other buffer while tile t computes; a tile whose masks are false
 	** everywhere is neither loaded nor computed */
@@ -1279,6 +1558,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	E2(PTX_MOV, ".pred", po_r(any), po_r(anyn));
 	E1(PTX_BRA, ".uni", po_label(Lloop));
 	ptx_label(f, Lend);
+	lazy_finish(g, &t);
 	/* fresh parameters and grid indices: not held across the stream */
 	load_params(g);
 	decode_grid(g);

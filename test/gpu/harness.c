@@ -5,9 +5,11 @@
 ** embedded, launched through libattnrt) and gen/<file>_cpu.c (the portable
 ** C back end, itself checked against the MLIR reference in CI).
 **
-**   harness B=2,H=4,N=300 [seed] [--int NAME=lo:hi] [--time ITERS]
+**   harness B=2,H=4,N=300[,ramp=R] [seed] [--int NAME=lo:hi] [--time ITERS]
 **
-** Seeded random inputs (normal, rounded to bf16/f16 where declared), outputs
+** Seeded random inputs (normal, rounded to bf16/f16 where declared; with
+** ramp=R, element e of n is also scaled by 1 + R e / n, so that scores
+** grow along the keys and running maxes keep moving), outputs
 ** poisoned with NaN before the launch, then every output compared with the
 ** C back end: relative L2 error, NaN count, and the positions of infinities
 ** (logsumexp of empty rows is -inf). Prints one line per output, and
@@ -105,6 +107,7 @@ int main(int argc, char **argv)
 	long dims[32] = {0};
 	const char *ints[16];
 	int nints = 0, iters = 0;
+	double ramp = 0;
 	for (int i = 0; i < nd; i++)
 		dims[i] = F(_dim_fixed)(i);
 	for (int a = 1; a < argc; a++) {
@@ -114,12 +117,15 @@ int main(int argc, char **argv)
 			iters = atoi(argv[++a]);
 		else if (strchr(argv[a], '=')) {
 			char *s = strdup(argv[a]), *save = NULL;
-			for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				if (!strncmp(t, "ramp=", 5))
+					ramp = atof(t + 5);
 				for (int i = 0; i < nd; i++) {
 					size_t l = strlen(F(_dim_name)(i));
 					if (!strncmp(t, F(_dim_name)(i), l) && t[l] == '=')
 						dims[i] = atol(t + l + 1);
 				}
+			}
 			free(s);
 		} else
 			rng ^= (uint64_t)atoll(argv[a]) * 0x9E3779B97F4A7C15ull;
@@ -169,7 +175,8 @@ int main(int argc, char **argv)
 					uint8_t v = unit() < 0.75;
 					((uint8_t *)host_f[i])[e] = v, ((uint8_t *)hraw[i])[e] = v;
 				} else {
-					float v = (float)normal();
+					float v = (float)(normal() * (1 + ramp * (double)e /
+									      (double)numel[i]));
 					if (dt[i] == T_BF16) {
 						uint16_t h = to_bf16(v);
 						((uint16_t *)hraw[i])[e] = h, v = from_bf16(h);

@@ -9,23 +9,24 @@ ATTNC=${ATTNC:-build/bin/attnc}
 DIR=${1:-.carry/gpu}
 rm -rf "$DIR" && mkdir -p "$DIR/gen"
 : > "$DIR/cases.txt"
-# example  cascade  shape sets (ragged, N_q != N_kv, N = 1, GQA group 1/4/8)  [int ranges]
+# example  cascade  shape sets (ragged, N_q != N_kv, N = 1, GQA group 1/4/8;
+# ramp=R: scores that grow along the keys, so that running maxes move)  [int ranges]
 cat > "$DIR/plan.txt" <<'CASES'
-full full B=2,H=3,N=200,M=333 B=1,H=2,N=1,M=77 B=2,H=2,N=64,M=64
-causal causal B=2,H=4,N=257 B=1,H=1,N=1 B=3,H=2,N=64
-gqa gqa B=2,HKV=2,G=4,N=130,M=190 B=1,HKV=3,G=1,N=65,M=65 B=1,HKV=1,G=8,N=100,M=300
+full full B=2,H=3,N=200,M=333 B=1,H=2,N=1,M=77 B=2,H=2,N=64,M=64 B=1,H=2,N=300,M=900,ramp=8
+causal causal B=2,H=4,N=257 B=1,H=1,N=1 B=3,H=2,N=64 B=2,H=2,N=600,ramp=8
+gqa gqa B=2,HKV=2,G=4,N=130,M=190 B=1,HKV=3,G=1,N=65,M=65 B=1,HKV=1,G=8,N=100,M=300 B=1,HKV=2,G=4,N=200,M=700,ramp=8
 mqa mqa B=2,H=4,N=150 B=1,H=3,N=1
 sliding_window sliding_window B=2,H=2,N=700 B=1,H=1,N=33
-alibi alibi B=2,H=4,N=190 B=1,H=2,N=1
-softcap softcap B=2,H=2,N=150 B=1,H=1,N=1
-prefix_lm prefix_lm B=3,H=2,N=160 B=2,H=1,N=1 --int prefix_len=0:160
+alibi alibi B=2,H=4,N=190 B=1,H=2,N=1 B=1,H=2,N=500,ramp=6
+softcap softcap B=2,H=2,N=150 B=1,H=1,N=1 B=1,H=2,N=500,ramp=6
+prefix_lm prefix_lm B=3,H=2,N=160 B=2,H=1,N=1 B=1,H=2,N=400,ramp=8 --int prefix_len=0:160
 document document B=2,H=2,N=180 B=1,H=1,N=1 --int doc=0:3
 relpos_bias relpos_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1
 sink gpt_oss_sink B=2,H=3,N=140 B=1,H=1,N=1
 sigmoid sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1
 diff diff_attn B=2,H=2,N=120 B=1,H=1,N=1
 mla mla B=2,H=2,N=140 B=1,H=1,N=1
-decode decode B=2,HKV=2,G=4,M=300 B=1,HKV=3,G=8,M=1 B=3,HKV=1,G=1,M=70 B=1,HKV=2,G=80,M=130 --int kv_len=0:300
+decode decode B=2,HKV=2,G=4,M=300 B=1,HKV=2,G=8,M=900,ramp=8 B=1,HKV=3,G=8,M=1 B=3,HKV=1,G=1,M=70 B=1,HKV=2,G=80,M=130 --int kv_len=0:300
 multi gqa_groups B=2,HKV=2,G=4,N=130 B=1,HKV=1,G=8,N=1 B=1,HKV=3,G=1,N=65
 CASES
 while read -r file casc rest; do
