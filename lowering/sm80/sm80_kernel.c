@@ -433,13 +433,6 @@ static void tile_load_buf(Gen *g, TileLoad *L, PReg first, PReg ext, PReg buf, u
 	L->saddr = save;
 }
 
-static void wait_all(Gen *g)
-{
-	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
-	E1(PTX_CP_WAIT, "", po_i(0));
-	E1(PTX_BAR, "", po_i(0));
-}
-
 /* Shared-memory address (u32) of lane-dependent ldmatrix rows. */
 static PReg lm_addr(Gen *g, PReg sbase, uint32_t soff, uint32_t stride, PReg row, PReg colbytes)
 {
@@ -1411,37 +1404,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 				sbase, tid);
 		g->vaddr[v] = lane_addr(g, sbase, sm.v[v], sm.vs, 1);
 	}
-	wait_all(g);
-	for (int k = 0; k < s->ng1; k++) {
-		long nk = s->g1[k].D / 16;
-		qf[k].inregs = q_in_regs(s, g->mt);
-		for (int m = 0; m < g->mt; m++) {
-			/* A rows: warp*16*mt + m*16 + (lane & 15), cols (lane >> 4)*8 */
-			PReg row = R(g, PC_B64), cb = R(g, PC_B64), l15 = R(g, PC_B64),
-			     l4 = R(g, PC_B64);
-			E3(PTX_AND, ".b64", po_r(l15), po_r(g->lane), po_i(15));
-			E3(PTX_SHR, ".u64", po_r(l4), po_r(g->lane), po_i(4));
-			E4(PTX_MAD, ".lo.s64", po_r(row), po_r(g->warp), po_i(16 * g->mt),
-			   po_r(l15));
-			E3(PTX_ADD, ".s64", po_r(row), po_r(row), po_i(16 * m));
-			E3(PTX_MUL, ".lo.s64", po_r(cb), po_r(l4), po_i(16));
-			/* one register per row block: an immediate offset from one base
-			** made ptxas spill more (tried) */
-			qf[k].qaddr[m] =
-			    lm_addr(g, sbase, sm.q[k], sm.qs[k], u32of(g, row), u32of(g, cb));
-			if (!qf[k].inregs)
-				continue;
-			qf[k].qf[m] = ARENA_ARRAY(a, PReg *, nk + 1);
-			for (long kk = 0; kk < nk; kk++) {
-				qf[k].qf[m][kk] = ARENA_ARRAY(a, PReg, 4);
-				for (int q = 0; q < 4; q++)
-					qf[k].qf[m][kk][q] = R(g, PC_B32);
-				E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16",
-				   po_vec(qf[k].qf[m][kk], 4),
-				   po_mem(qf[k].qaddr[m], (int32_t)kk * 32));
-			}
-		}
-	}
+	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
 	/* running state */
 	for (int i = 0; i < n; i++) {
 		SNodeKind k = s->n[i].kind;
@@ -1490,6 +1453,39 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	}
 	E2(PTX_MOV, ".b32", po_r(buf), po_i(0));
 	issue_kv(g, s, lk, lv, &sm, j0, buf, any);
+	/* Q has arrived (the first K/V tile may still be in flight) */
+	E1(PTX_CP_WAIT, "", po_i(1));
+	E1(PTX_BAR, "", po_i(0));
+	for (int k = 0; k < s->ng1; k++) {
+		long nk = s->g1[k].D / 16;
+		qf[k].inregs = q_in_regs(s, g->mt);
+		for (int m = 0; m < g->mt; m++) {
+			/* A rows: warp*16*mt + m*16 + (lane & 15), cols (lane >> 4)*8 */
+			PReg row = R(g, PC_B64), cb = R(g, PC_B64), l15 = R(g, PC_B64),
+			     l4 = R(g, PC_B64);
+			E3(PTX_AND, ".b64", po_r(l15), po_r(g->lane), po_i(15));
+			E3(PTX_SHR, ".u64", po_r(l4), po_r(g->lane), po_i(4));
+			E4(PTX_MAD, ".lo.s64", po_r(row), po_r(g->warp), po_i(16 * g->mt),
+			   po_r(l15));
+			E3(PTX_ADD, ".s64", po_r(row), po_r(row), po_i(16 * m));
+			E3(PTX_MUL, ".lo.s64", po_r(cb), po_r(l4), po_i(16));
+			/* one register per row block: an immediate offset from one base
+			** made ptxas spill more (tried) */
+			qf[k].qaddr[m] =
+			    lm_addr(g, sbase, sm.q[k], sm.qs[k], u32of(g, row), u32of(g, cb));
+			if (!qf[k].inregs)
+				continue;
+			qf[k].qf[m] = ARENA_ARRAY(a, PReg *, nk + 1);
+			for (long kk = 0; kk < nk; kk++) {
+				qf[k].qf[m][kk] = ARENA_ARRAY(a, PReg, 4);
+				for (int q = 0; q < 4; q++)
+					qf[k].qf[m][kk][q] = R(g, PC_B32);
+				E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16",
+				   po_vec(qf[k].qf[m][kk], 4),
+				   po_mem(qf[k].qaddr[m], (int32_t)kk * 32));
+			}
+		}
+	}
 	ptx_label(f, Lloop);
 	PReg fin = R(g, PC_PRED);
 	E3(PTX_SETP, ".ge.s64", po_r(fin), po_r(j0), po_r(g->sext));
@@ -1517,15 +1513,26 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		E3(PTX_SETP, ".eq.s64", po_r(whole), po_r(w), po_i(SM80_BN));
 		E3(PTX_AND, ".pred", po_r(all), po_r(all), po_r(whole));
 	}
+	/* 128-row kernels with a head dim above 64 recompute the ldmatrix
+	** addresses from %tid.x per tile: held across the stream they were
+	** spilled, and the reloads stalled the first ldmatrix (H100: +1-2%;
+	** at D = 64 holding them was 3% faster). Not with a true max kept
+	** beside a lazy one: ptxas then spilled more (172 bytes, causal + L) */
+	int fresh = g->mt == 2 && (s->g1[0].D > 64 || s->DV > 64);
+	for (int i = 0; i < n; i++)
+		if (t.mtrue[i])
+			fresh = 0;
+	if (fresh)
+		lane_ids(g);
 	for (int k = 0; k < s->ng1; k++) {
 		g->kaddr[k] = R(g, PC_B32);
 		E4(PTX_MAD, ".lo.u32", po_r(g->kaddr[k]), po_r(buf), po_i(sm.kbuf[k]),
-		   po_r(kbase[k]));
+		   po_r(fresh ? lane_addr(g, sbase, sm.k[k], sm.ks[k], 0) : kbase[k]));
 	}
 	for (int v = 0; v < s->nvt; v++) {
 		g->vaddr[v] = R(g, PC_B32);
 		E4(PTX_MAD, ".lo.u32", po_r(g->vaddr[v]), po_r(buf), po_i(sm.vbuf[v]),
-		   po_r(vbase[v]));
+		   po_r(fresh ? lane_addr(g, sbase, sm.v[v], sm.vs, 1) : vbase[v]));
 	}
 	for (int i = 0; i < n; i++)
 		if (p->np[i].is_ref)
