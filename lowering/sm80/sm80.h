@@ -124,6 +124,11 @@ typedef struct Gen {
 PReg sm80_expr(Gen *g, const Expr *e); /* f32, b64 (ints) or pred (bools) */
 PReg sm80_load(Gen *g, const Tensor *t, Expr *const *args);
 PReg sm80_addr(Gen *g, const Tensor *t, Expr *const *args); /* byte address (b64) */
+PReg sm80_pconst(Gen *g, int v);                            /* a constant predicate */
+/* Reads a of node na and b of node nb have the same value at every point of
+** a tile: the same tree, with indices of the same classes (and with
+** `alike`, numbered alike). */
+int sm80_same_read(Gen *g, int na, const Expr *a, int nb, const Expr *b, int alike);
 /* Predicates: the tile box always / never satisfies node's filter. */
 void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
 

@@ -53,7 +53,8 @@ static PReg iconst(Gen *g, long v)
 	return r;
 }
 
-static PReg pconst(Gen *g, int v)
+/* A predicate constant (true for v != 0). */
+PReg sm80_pconst(Gen *g, int v)
 {
 	PReg z = R(g, PC_B32), p = R(g, PC_PRED);
 	E2(PTX_MOV, ".b32", po_r(z), po_i(0));
@@ -379,7 +380,7 @@ PReg sm80_expr(Gen *g, const Expr *e)
 	switch (e->kind) {
 	case EX_FLOAT: return fconst(g, (float)e->fval);
 	case EX_INT: return iconst(g, e->ival);
-	case EX_BOOL: return pconst(g, (int)e->ival);
+	case EX_BOOL: return sm80_pconst(g, (int)e->ival);
 	case EX_INDEX: return index_value(g, e->var);
 	case EX_DIM: return e->dim->fixed ? iconst(g, e->dim->fixed) : g->dim[e->dim->id];
 	case EX_PARAM:
@@ -524,23 +525,21 @@ static int read_range(Gen *g, const Expr *e)
 }
 
 /* Variables of nodes na and nb in the same class take one value (or one
-** range) in the tile's scope. */
+** range) in the tile's scope; `alike` also asks for the same numbering. */
 typedef struct NodePair {
 	const Plan *p;
-	int na, nb;
+	int na, nb, alike;
 } NodePair;
 
 static int same_class(int va, int vb, void *ud)
 {
 	const NodePair *np = ud;
-	return np->p->cls[np->na][va] == np->p->cls[np->nb][vb];
+	return (!np->alike || va == vb) && np->p->cls[np->na][va] == np->p->cls[np->nb][vb];
 }
 
-/* Reads a of node na and b of node nb have the same value at every point of
-** the tile: the same tree, with indices of the same classes. */
-static int same_read(Gen *g, int na, const Expr *a, int nb, const Expr *b)
+int sm80_same_read(Gen *g, int na, const Expr *a, int nb, const Expr *b, int alike)
 {
-	NodePair np = {g->p, na, nb};
+	NodePair np = {g->p, na, nb, alike};
 	return expr_equal_by(a, b, same_class, &np);
 }
 
@@ -682,7 +681,7 @@ static int range_cached(Gen *g, const Expr *e, int k, PReg *mn, PReg *mx)
 	PReg none = {0, 0};
 	for (int i = 0; i < g->nrng; i++) {
 		const struct Sm80Range *c = &g->rng[i];
-		if (c->kind != k || !same_read(g, c->node, c->e, g->node, e))
+		if (c->kind != k || !sm80_same_read(g, c->node, c->e, g->node, e, 0))
 			continue;
 		if (k == 'q' && !c->in_prologue && code_has(g->f, c->end, g->f->ncode, none, none))
 			continue;
@@ -923,7 +922,7 @@ static void tri(Gen *g, const Expr *e, PReg *al, PReg *ne)
 		return;
 	}
 	if (e->kind == EX_BOOL) {
-		*al = pconst(g, (int)e->ival), *ne = pconst(g, !e->ival);
+		*al = sm80_pconst(g, (int)e->ival), *ne = sm80_pconst(g, !e->ival);
 		return;
 	}
 	if (e->kind == EX_BINOP && e->op >= OP_LT && e->op <= OP_NE && e->args[0]->type == VT_INT) {
@@ -974,7 +973,7 @@ static void tri(Gen *g, const Expr *e, PReg *al, PReg *ne)
 			}
 		}
 	}
-	*al = pconst(g, 0), *ne = pconst(g, 0);
+	*al = sm80_pconst(g, 0), *ne = sm80_pconst(g, 0);
 }
 
 void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never)
@@ -982,7 +981,7 @@ void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never)
 	const Node *n = g->p->c->nodes.v[node];
 	g->node = node;
 	if (!n->filter) {
-		*always = pconst(g, 1), *never = pconst(g, 0);
+		*always = sm80_pconst(g, 1), *never = sm80_pconst(g, 0);
 		return;
 	}
 	tri(g, n->filter, always, never);

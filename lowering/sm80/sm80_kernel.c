@@ -520,21 +520,9 @@ static void scope_elem(Gen *g, Tile *t, int i, int el)
 
 /* Nodes k and i test the same condition of the same (row, key) point: equal
 ** filters whose variables are numbered alike and lie in the same classes. */
-typedef struct NodePair {
-	const Plan *p;
-	int k, i;
-} NodePair;
-
-static int same_var(int va, int vb, void *ud)
-{
-	const NodePair *np = ud;
-	return va == vb && np->p->cls[np->k][va] == np->p->cls[np->i][vb];
-}
-
 static int same_filter(Gen *g, int k, int i)
 {
-	NodePair np = {g->p, k, i};
-	return expr_equal_by(node(g, k)->filter, node(g, i)->filter, same_var, &np);
+	return sm80_same_read(g, k, node(g, k)->filter, i, node(g, i)->filter, 1);
 }
 
 /* e as coef * j + rest (rest free of j, the node's key variable sv), with
@@ -726,35 +714,37 @@ static PReg quad_reduce(Gen *g, PReg x, int is_max)
 	return x;
 }
 
-/* acc *= rho per row: a P V accumulator rebased on its references. */
-static void rescale_gemm2(Gen *g, Tile *t, int i)
+/* Row slot rs of a running state rebased on references, from t->prev to
+** rowv: a row sum or a row of P V accumulators times rho. */
+static void rescale_row(Gen *g, Tile *t, int i, int rs)
 {
+	if (!g->p->np[i].run.nrefs)
+		return;
+	PReg r = rho(g, t, i, rs);
+	if (g->s->n[i].kind == SN_RSUM)
+		E3(PTX_MUL, ".f32", po_r(g->rowv[i][rs]), po_r(g->rowv[i][rs]), po_r(r));
+	if (g->s->n[i].kind != SN_GEMM2)
+		return;
 	int net = (int)(g->s->g2[g->s->n[i].g].DV / 8);
-	for (int rs = 0; rs < 2 * g->mt; rs++) {
-		PReg r = rho(g, t, i, rs);
-		for (int et = 0; et < net; et++)
-			for (int c = 0; c < 2; c++) {
-				PReg a = g->acc[i][rs / 2 * net * 4 + et * 4 + rs % 2 * 2 + c];
-				E3(PTX_MUL, ".f32", po_r(a), po_r(a), po_r(r));
-			}
-	}
+	for (int et = 0; et < net; et++)
+		for (int c = 0; c < 2; c++) {
+			PReg a = g->acc[i][rs / 2 * net * 4 + et * 4 + rs % 2 * 2 + c];
+			E3(PTX_MUL, ".f32", po_r(a), po_r(a), po_r(r));
+		}
 }
 
-/* Every running state rebased on references: from t->prev to rowv. */
+static void rescale_node(Gen *g, Tile *t, int i)
+{
+	for (int rs = 0; rs < 2 * g->mt; rs++)
+		rescale_row(g, t, i, rs);
+}
+
+/* Every running state rebased on references. */
 static void rescale_states(Gen *g, Tile *t)
 {
-	for (int i = 0; i < g->c->nodes.n; i++) {
-		if (!g->p->np[i].run.nrefs)
-			continue;
-		if (g->s->n[i].kind == SN_GEMM2)
-			rescale_gemm2(g, t, i);
-		else if (g->s->n[i].kind == SN_RSUM)
-			for (int h = 0; h < 2 * g->mt; h++) {
-				PReg r = rho(g, t, i, h);
-				E3(PTX_MUL, ".f32", po_r(g->rowv[i][h]), po_r(g->rowv[i][h]),
-				   po_r(r));
-			}
-	}
+	for (int i = 0; i < g->c->nodes.n; i++)
+		if (g->s->n[i].kind == SN_GEMM2 || g->s->n[i].kind == SN_RSUM)
+			rescale_node(g, t, i);
 }
 
 /* Lazy rebasing. Any reference value keeps a rebased cascade exact (each
@@ -809,9 +799,7 @@ static void lazy_plan(Gen *g, Tile *t)
 	t->tau = ARENA_ARRAY(g->a, float, n + 1);
 	t->mtrue = ARENA_ARRAY(g->a, PReg *, n + 1);
 	t->lastref = -1;
-	double kmax[64] = {0};
-	if (n > 64)
-		return;
+	double *kmax = ARENA_ARRAY(g->a, double, n + 1);
 	for (int i = 0; i < n; i++) {
 		const Running *r = &p->np[i].run;
 		SNodeKind k = g->s->n[i].kind;
@@ -855,14 +843,15 @@ static void lazy_plan(Gen *g, Tile *t)
 static void lazy_finish(Gen *g, Tile *t)
 {
 	int any = 0;
-	for (int i = 0; i < g->c->nodes.n; i++)
-		if (t->lazy[i] && t->mtrue[i]) {
-			any = 1;
-			for (int h = 0; h < 2 * g->mt; h++) {
-				E2(PTX_MOV, ".f32", po_r(t->prev[i][h]), po_r(g->rowv[i][h]));
-				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(t->mtrue[i][h]));
-			}
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		if (!t->mtrue[i])
+			continue;
+		any = 1;
+		for (int h = 0; h < 2 * g->mt; h++) {
+			E2(PTX_MOV, ".f32", po_r(t->prev[i][h]), po_r(g->rowv[i][h]));
+			E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(t->mtrue[i][h]));
 		}
+	}
 	if (any)
 		rescale_states(g, t);
 }
@@ -871,8 +860,8 @@ static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Sme
 {
 	const SGemm2 *g2 = &g->s->g2[g->s->n[i].g];
 	int net = (int)(g2->DV / 8);
-	if (g->p->np[i].run.nrefs && !t->rescaled)
-		rescale_gemm2(g, t, i);
+	if (!t->rescaled)
+		rescale_node(g, t, i);
 	PReg x[MAXMT * NEL];
 	for (int el = 0; el < g->mt * NEL; el++)
 		x[el] = masked_value(g, t, i, el, g2->x, masked, 0.0f);
@@ -922,14 +911,9 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 	}
 	if (masked)
 		t->cbase32 = u32of(g, t->cbase);
-	t->rescaled = 0, t->chg = (PReg){0};
-	for (int i = 0; i < c->nodes.n; i++)
-		if (t->lazy[i] && !t->chg.n) {
-			PReg z = R(g, PC_B32);
-			t->chg = R(g, PC_PRED);
-			E2(PTX_MOV, ".b32", po_r(z), po_i(0));
-			E3(PTX_SETP, ".ne.s32", po_r(t->chg), po_r(z), po_i(0));
-		}
+	t->rescaled = 0;
+	if (t->lastref >= 0)
+		t->chg = sm80_pconst(g, 0);
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = node(g, i);
 		switch (g->s->n[i].kind) {
@@ -972,10 +956,8 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 		case SN_RSUM:
 			for (int h = 0; h < nrs; h++) {
 				PReg acc = g->rowv[i][h];
-				if (g->p->np[i].run.nrefs && !t->rescaled) {
-					PReg r = rho(g, t, i, h);
-					E3(PTX_MUL, ".f32", po_r(acc), po_r(acc), po_r(r));
-				}
+				if (!t->rescaled)
+					rescale_row(g, t, i, h);
 				for (int el = 0; el < nel; el++) {
 					if (el_rs(el) != h)
 						continue;
@@ -1301,31 +1283,35 @@ static void scan_tiles(Gen *g, const Shape *s, PReg from, PReg out, PReg any)
 	E3(PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->sext));
 }
 
+/* The K and V tiles starting at key j into buffer buf. */
+static void copy_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const Smem *sm, PReg j,
+		    PReg buf, int whole)
+{
+	for (int k = 0; k < s->ng1; k++)
+		tile_load_buf(g, &lk[k], j, g->sext, buf, sm->kbuf[k], whole);
+	for (int v = 0; v < s->nvt; v++)
+		tile_load_buf(g, &lv[v], j, g->sext, buf, sm->vbuf[v], whole);
+}
+
 /* Copies the K and V tiles starting at key j into buffer buf (0 or 1) when
 ** `when` holds, then commits a group (empty otherwise), so that waiting for
-** all but the newest group always means the current tile has arrived. */
+** all but the newest group always means the current tile has arrived.
+** Every tile but a ragged last one is copied without per-chunk bounds. */
 static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const Smem *sm, PReg j,
 		     PReg buf, PReg when)
 {
 	int skip = ptx_new_label(g->f), part = ptx_new_label(g->f);
 	E1(PTX_BRA, ".uni", po_label(skip));
 	ptx_guard(g->f, when, 1);
-	/* every tile but a ragged last one: no per-chunk bounds */
 	PReg end = R(g, PC_B64), p = R(g, PC_PRED);
 	E3(PTX_ADD, ".s64", po_r(end), po_r(j), po_i(SM80_BN));
 	E3(PTX_SETP, ".gt.s64", po_r(p), po_r(end), po_r(g->sext));
 	E1(PTX_BRA, ".uni", po_label(part));
 	ptx_guard(g->f, p, 0);
-	for (int whole = 1; whole >= 0; whole--) {
-		for (int k = 0; k < s->ng1; k++)
-			tile_load_buf(g, &lk[k], j, g->sext, buf, sm->kbuf[k], whole);
-		for (int v = 0; v < s->nvt; v++)
-			tile_load_buf(g, &lv[v], j, g->sext, buf, sm->vbuf[v], whole);
-		if (whole) {
-			E1(PTX_BRA, ".uni", po_label(skip));
-			ptx_label(g->f, part);
-		}
-	}
+	copy_kv(g, s, lk, lv, sm, j, buf, 1);
+	E1(PTX_BRA, ".uni", po_label(skip));
+	ptx_label(g->f, part);
+	copy_kv(g, s, lk, lv, sm, j, buf, 0);
 	ptx_label(g->f, skip);
 	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
 }
@@ -1339,6 +1325,43 @@ static int q_in_regs(const Shape *s, int mt)
 		regs += mt * s->g1[k].D / 16 * 4 + mt * NEL;
 	regs += (long)s->ng2 * mt * s->DV / 8 * 4;
 	return regs <= 192;
+}
+
+/* Each row block's Q address for ldmatrix, and its fragments when they
+** stay in registers (q_in_regs), once Q is in shared memory. */
+static void q_frags(Gen *g, QFrag *qf, const Smem *sm, PReg sbase)
+{
+	const Shape *s = g->s;
+	for (int k = 0; k < s->ng1; k++) {
+		long nk = s->g1[k].D / 16;
+		qf[k].inregs = q_in_regs(s, g->mt);
+		for (int m = 0; m < g->mt; m++) {
+			/* A rows: warp*16*mt + m*16 + (lane & 15), cols (lane >> 4)*8 */
+			PReg row = R(g, PC_B64), cb = R(g, PC_B64), l15 = R(g, PC_B64),
+			     l4 = R(g, PC_B64);
+			E3(PTX_AND, ".b64", po_r(l15), po_r(g->lane), po_i(15));
+			E3(PTX_SHR, ".u64", po_r(l4), po_r(g->lane), po_i(4));
+			E4(PTX_MAD, ".lo.s64", po_r(row), po_r(g->warp), po_i(16 * g->mt),
+			   po_r(l15));
+			E3(PTX_ADD, ".s64", po_r(row), po_r(row), po_i(16 * m));
+			E3(PTX_MUL, ".lo.s64", po_r(cb), po_r(l4), po_i(16));
+			/* one register per row block: an immediate offset from one base
+			** made ptxas spill more (tried) */
+			qf[k].qaddr[m] =
+			    lm_addr(g, sbase, sm->q[k], sm->qs[k], u32of(g, row), u32of(g, cb));
+			if (!qf[k].inregs)
+				continue;
+			qf[k].qf[m] = ARENA_ARRAY(g->a, PReg *, nk + 1);
+			for (long kk = 0; kk < nk; kk++) {
+				qf[k].qf[m][kk] = ARENA_ARRAY(g->a, PReg, 4);
+				for (int q = 0; q < 4; q++)
+					qf[k].qf[m][kk][q] = R(g, PC_B32);
+				E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16",
+				   po_vec(qf[k].qf[m][kk], 4),
+				   po_mem(qf[k].qaddr[m], (int32_t)kk * 32));
+			}
+		}
+	}
 }
 
 PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
@@ -1456,36 +1479,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	/* Q has arrived (the first K/V tile may still be in flight) */
 	E1(PTX_CP_WAIT, "", po_i(1));
 	E1(PTX_BAR, "", po_i(0));
-	for (int k = 0; k < s->ng1; k++) {
-		long nk = s->g1[k].D / 16;
-		qf[k].inregs = q_in_regs(s, g->mt);
-		for (int m = 0; m < g->mt; m++) {
-			/* A rows: warp*16*mt + m*16 + (lane & 15), cols (lane >> 4)*8 */
-			PReg row = R(g, PC_B64), cb = R(g, PC_B64), l15 = R(g, PC_B64),
-			     l4 = R(g, PC_B64);
-			E3(PTX_AND, ".b64", po_r(l15), po_r(g->lane), po_i(15));
-			E3(PTX_SHR, ".u64", po_r(l4), po_r(g->lane), po_i(4));
-			E4(PTX_MAD, ".lo.s64", po_r(row), po_r(g->warp), po_i(16 * g->mt),
-			   po_r(l15));
-			E3(PTX_ADD, ".s64", po_r(row), po_r(row), po_i(16 * m));
-			E3(PTX_MUL, ".lo.s64", po_r(cb), po_r(l4), po_i(16));
-			/* one register per row block: an immediate offset from one base
-			** made ptxas spill more (tried) */
-			qf[k].qaddr[m] =
-			    lm_addr(g, sbase, sm.q[k], sm.qs[k], u32of(g, row), u32of(g, cb));
-			if (!qf[k].inregs)
-				continue;
-			qf[k].qf[m] = ARENA_ARRAY(a, PReg *, nk + 1);
-			for (long kk = 0; kk < nk; kk++) {
-				qf[k].qf[m][kk] = ARENA_ARRAY(a, PReg, 4);
-				for (int q = 0; q < 4; q++)
-					qf[k].qf[m][kk][q] = R(g, PC_B32);
-				E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16",
-				   po_vec(qf[k].qf[m][kk], 4),
-				   po_mem(qf[k].qaddr[m], (int32_t)kk * 32));
-			}
-		}
-	}
+	q_frags(g, qf, &sm, sbase);
 	ptx_label(f, Lloop);
 	PReg fin = R(g, PC_PRED);
 	E3(PTX_SETP, ".ge.s64", po_r(fin), po_r(j0), po_r(g->sext));
