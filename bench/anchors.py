@@ -7,13 +7,23 @@ ctypes on torch's tensors and stream; torch SDPA (FlashAttention-2 and cuDNN
 backends) and FlexAttention run on the very same q, k, v. Timing is
 triton.testing.do_bench's median (events), as in ../shared/anchors.
 Every attnc result is also checked against the anchor's output.
-FLOPs: 4*B*H*N^2*D times the fraction of (query, key) pairs the mask keeps.
+FLOPs, counted two ways for each attnc row:
+- tflops (and the TABLE's vs_own_full): 4*B*H*N^2*D times the fraction of
+  (query, key) pairs the mask keeps, the same for every system;
+- tflops_tiles (and vs_own_full_tiles, against own full's tflops): the work
+  left after tile skipping, 4*B*H*D times the (query, key) pairs of every CTA
+  tile the kernel computes. A tile is BM query rows (read from the launcher's
+  grid in gen/NAME.c) by 64 keys, tiles starting at multiples of BM and 64
+  from 0 and clipped to the N x N matrix; it is computed in full when the mask
+  keeps at least one pair in it, and skipped otherwise. tile_frac is that
+  count over N^2 (1 for full: every tile is computed).
 
 usage: python3 anchors.py [D ...] [--n N ...]   (default D 128 64, N 2048 8192)
 """
 import ctypes
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -76,6 +86,62 @@ def launcher(name, tensors, dims, params):
     return run
 
 
+BN = 64  # keys per CTA tile in every attnc kernel
+_bms = {}
+
+
+def kernel_bm(name):
+    """Query rows per CTA tile of kernel `name`, from its launcher's grid,
+    `long gx = (qext + BM - 1) / BM;` in gen/NAME.c; 128 (said so) if absent."""
+    if name not in _bms:
+        path = os.path.join(HERE, "gen", name + ".c")
+        try:
+            with open(path) as f:
+                m = re.search(r"\(qext \+ (\d+) - 1\) / \1\b", f.read())
+        except OSError:
+            m = None
+        _bms[name] = int(m.group(1)) if m else 128
+        if not m:
+            print("warning: no grid line `(qext + BM - 1) / BM` in %s: BM taken as 128" % path, flush=True)
+    return _bms[name]
+
+
+def tile_any(vname, r0, r1, c0, c1, w=1024):
+    """Whether variant vname's mask keeps any (i, j), r0 <= i <= r1 and
+    c0 <= j <= c1, with the masks of the variants below (doc = i // w)."""
+    if vname in ("causal", "alibi_causal"):  # j <= i
+        return c0 <= r1
+    if vname == "sliding1024":  # 0 <= i - j < w; i - j takes every value in [r0 - c1, r1 - c0]
+        return c0 <= r1 and r0 - c1 < w
+    if vname == "prefixlm1024":  # j < w or j <= i
+        return c0 < w or c0 <= r1
+    if vname == "document1024":  # i // w == j // w: the two ranges of ids overlap
+        return r0 // w <= c1 // w and c0 // w <= r1 // w
+    if vname in ("full", "alibi", "softcap30"):
+        return True
+    raise ValueError("no tile test for variant " + vname)
+
+
+def tile_pairs(vname, n, bm, bn=BN, w=1024):
+    """The (query, key) pairs of the tiles computed at N = n: every tile of bm
+    rows by bn keys (clipped to n x n) in which the mask keeps a pair."""
+    pairs = 0
+    for r0 in range(0, n, bm):
+        r1 = min(r0 + bm, n) - 1
+        for c0 in range(0, n, bn):
+            c1 = min(c0 + bn, n) - 1
+            if tile_any(vname, r0, r1, c0, c1, w):
+                pairs += (r1 - r0 + 1) * (c1 - c0 + 1)
+    return pairs
+
+
+def tile_fields(name, vname, n, fl, ms, w=1024):
+    """The tile-skipping fields of an attnc row: bm, tile_frac, tflops_tiles."""
+    bm = kernel_bm(name)
+    frac = tile_pairs(vname, n, bm, BN, w) / (n * n)
+    return dict(bm=bm, tile_frac=frac, tflops_tiles=fl(frac) / ms)
+
+
 def rel(a, b):
     a, b = a.float(), b.float()
     return ((a - b).norm() / b.norm()).item()
@@ -117,13 +183,15 @@ def main():
                         rec(sys=sname, variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms)
                     except Exception as e:
                         rec(sys=sname, variant=vname, N=N, D=D, error=str(e)[:200])
-                run = launcher("%s_d%d" % (vname, D), [q, k, v, o], [B, H, N, D], [scale])
+                name = "%s_d%d" % (vname, D)
+                run = launcher(name, [q, k, v, o], [B, H, N, D], [scale])
                 o.fill_(float("nan"))
                 run()
                 torch.cuda.synchronize()
                 err = rel(o, ref)
                 ms = bench(run)
-                rec(sys="attnc", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms, rel_err=err)
+                rec(sys="attnc", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms, rel_err=err,
+                    **tile_fields(name, vname, N, fl, ms))
             # Flex anchors for the masked and modified variants
             W = 1024
             win = min(1.0, (W * N - W * (W - 1) / 2) / (N * N)) if N > W else 0.5
@@ -150,20 +218,23 @@ def main():
                 except Exception as e:
                     rec(sys="flex", variant=vname, N=N, D=D, error=str(e)[:200])
                 try:
-                    run = launcher("%s_d%d" % (vname, D), tens, [B, H, N, D], params)
+                    name = "%s_d%d" % (vname, D)
+                    run = launcher(name, tens, [B, H, N, D], params)
                     o.fill_(float("nan"))
                     run()
                     torch.cuda.synchronize()
                     err = rel(o, ref) if ref is not None else None
                     ms = bench(run)
-                    rec(sys="attnc", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms, rel_err=err)
+                    rec(sys="attnc", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms, rel_err=err,
+                        **tile_fields(name, vname, N, fl, ms, W))
                 except Exception as e:
                     rec(sys="attnc", variant=vname, N=N, D=D, error=str(e)[:200])
             del q, k, v, o
             torch.cuda.empty_cache()
     json.dump(rows, open(os.path.join(OUT, "bench.json"), "w"), indent=1)
     # the table: TFLOP/s and ratios against the anchors measured above
-    print("\nTABLE  D     N  variant        attnc  fa2  cudnn  flex  | attnc/fa2 attnc/cudnn attnc/flex  rel_err  vs_own_full")
+    print("\nTABLE  D     N  variant        attnc  fa2  cudnn  flex  | attnc/fa2 attnc/cudnn attnc/flex  rel_err  vs_own_full"
+          "  vs_own_full_tiles")
     by = {}
     for r in rows:
         if "tflops" in r:
@@ -180,9 +251,10 @@ def main():
                 fa2, cud, fx = t("sdpa_flash2"), t("sdpa_cudnn"), t("flex")
                 ratio = lambda x: ("%.2f" % (a["tflops"] / x)) if x else "-"
                 num = lambda x: ("%.0f" % x) if x else "-"
-                print("TABLE %4d %5d  %-13s %5.0f %4s %6s %5s  | %9s %11s %10s  %.1e  %.2f" % (
+                tiles = ("%.2f" % (a["tflops_tiles"] / own_full)) if own_full and "tflops_tiles" in a else "-"
+                print("TABLE %4d %5d  %-13s %5.0f %4s %6s %5s  | %9s %11s %10s  %.1e  %.2f  %17s" % (
                     D, N, vname, a["tflops"], num(fa2), num(cud), num(fx), ratio(fa2), ratio(cud), ratio(fx),
-                    a.get("rel_err") or 0, a["tflops"] / own_full if own_full else 0))
+                    a.get("rel_err") or 0, a["tflops"] / own_full if own_full else 0, tiles))
 
 
 if __name__ == "__main__":

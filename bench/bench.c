@@ -8,7 +8,7 @@
 **
 **   bench [-v full,causal] [-D 128,64] [-N 2048,8192] [-B B | -t TOKENS] [-H 16]
 **         [-r REPS] [-w WARMUP] [--warmup-ms T] [--device I] [--json FILE]
-**         [--raw FILE] [--list] [--selftest]
+**         [--raw FILE] [--bm BM] [--list] [--selftest]
 **
 ** Inputs are random bf16 normals (never zero), one set of Q, K, V (and the
 ** variant's extra input) and O per rotation slot, in enough slots that one
@@ -17,10 +17,16 @@
 ** previous ones did not leave in L2, as in real use. FLOPs are
 ** 4 * B * H * N * N * D times the fraction of (query, key) pairs the mask
 ** keeps, counted exactly on the host from the masks of bench/attn (the
-** same definitions as bench/anchors.py's mask_mods).
+** same definitions as bench/anchors.py's mask_mods). A second count,
+** tflops_tiles, is the work left after tile skipping: 4 * H * D times the
+** (query, key) pairs of every CTA tile the kernel computes, a tile being BM
+** query rows by 64 keys (from multiples of BM and 64, clipped to N x N),
+** computed in full when the mask keeps any pair in it and skipped otherwise.
 **
 ** The kernels linked in come from bin/bench_kernels.h, which build-bench.sh
-** writes: the generated headers and BENCH_KERNELS(X), one X(name) each. A
+** writes: the generated headers and BENCH_KERNELS(X), one X(name, BM) each,
+** BM being the kernel's query rows per CTA as its launcher's grid says
+** (gen/NAME.c: `(qext + BM - 1) / BM`; 128 where absent; --bm overrides). A
 ** variant V at head dim D runs the kernel V_dD (bench/prepare.sh's names),
 ** else a kernel named V. Every CUDA and attnrt call is checked; a failure
 ** prints the driver's or the runtime's message and exits 1.
@@ -45,9 +51,10 @@ typedef int (*LaunchFn)(void *const *ptrs, const int64_t *const *strides, const 
 typedef struct Kernel {
 	const char *name;
 	LaunchFn launch;
+	long bm; /* query rows per CTA tile, from the launcher's grid */
 } Kernel;
 
-#define BENCH_ENTRY(n) {#n, n##_launch_generic},
+#define BENCH_ENTRY(n, bm) {#n, n##_launch_generic, bm},
 static const Kernel kernels[] = {BENCH_KERNELS(BENCH_ENTRY)};
 #define NKERNELS (sizeof kernels / sizeof kernels[0])
 
@@ -75,6 +82,9 @@ static const Family families[] = {
 };
 #define NFAMILIES (sizeof families / sizeof families[0])
 
+/* Keys per CTA tile in every attnc kernel (the query rows, BM, vary). */
+#define TILE_KEYS 64
+
 #define MAXLIST 32
 
 typedef struct Options {
@@ -82,6 +92,7 @@ typedef struct Options {
 	long ds[MAXLIST], ns[MAXLIST];
 	int nvariants, nds, nns;
 	long batch, heads, tokens;
+	long bm; /* --bm: query rows per CTA for every kernel; 0: each its own */
 	int reps, warmup, device;
 	double warmup_ms;
 	const char *json, *raw;
@@ -91,9 +102,10 @@ typedef struct Options {
 /* One measured configuration, kept for the table at the end. */
 typedef struct Result {
 	const char *kernel;
-	long B, H, N, D;
+	long B, H, N, D, bm;
 	double kept, median, min, p90, tflops, set_mib;
 	size_t nsets;
+	double tiles, tflops_tiles; /* the computed tiles' fraction and TFLOP/s */
 } Result;
 
 /* Every failure ends here: one line on stderr, exit status 1. */
@@ -251,6 +263,80 @@ static int64_t kept_pairs(const Family *f, long n, const int32_t *doc)
 	return kept;
 }
 
+/* Whether the mask keeps any (i, j) with r0 <= i <= r1 and c0 <= j <= c1:
+** O(1) from the mask's shape, but for documents, whose ids may be anything,
+** O(tile): the keys' ids are marked with this tile's stamp in mark (one
+** entry per id, ids in [0, n)), then the rows' ids are looked up. */
+static int tile_any(const Family *f, long r0, long r1, long c0, long c1, const int32_t *doc,
+		    long *mark, long stamp)
+{
+	switch (f->mask) {
+	case M_FULL: return 1;
+	case M_CAUSAL: return c0 <= r1;
+	/* i - j takes every value from r0 - c1 to r1 - c0 */
+	case M_SLIDING: return c0 <= r1 && r0 - c1 < f->w;
+	case M_PREFIX: return c0 < f->w || c0 <= r1;
+	case M_DOCUMENT:
+		for (long j = c0; j <= c1; j++)
+			mark[doc[j]] = stamp;
+		for (long i = r0; i <= r1; i++)
+			if (mark[doc[i]] == stamp)
+				return 1;
+		return 0;
+	}
+	return 0;
+}
+
+/* The (query, key) pairs of one (batch, head) in the CTA tiles the kernel
+** computes: tiles of bm rows by TILE_KEYS keys from (0, 0), clipped to
+** n x n, each counted in full when the mask keeps any of its pairs (the
+** others are skipped). --selftest checks it against keep() tile by tile. */
+static int64_t tile_pairs(const Family *f, long n, long bm, const int32_t *doc)
+{
+	long *mark = NULL;
+	if (f->mask == M_DOCUMENT) {
+		mark = malloc((size_t)n * sizeof *mark);
+		if (!mark)
+			die("out of host memory");
+		for (long i = 0; i < n; i++) {
+			if (doc[i] < 0 || doc[i] >= n)
+				die("document id %d out of range", (int)doc[i]);
+			mark[i] = -1;
+		}
+	}
+	int64_t pairs = 0;
+	long stamp = 0;
+	for (long r0 = 0; r0 < n; r0 += bm) {
+		long r1 = (r0 + bm < n ? r0 + bm : n) - 1;
+		for (long c0 = 0; c0 < n; c0 += TILE_KEYS) {
+			long c1 = (c0 + TILE_KEYS < n ? c0 + TILE_KEYS : n) - 1;
+			if (tile_any(f, r0, r1, c0, c1, doc, mark, stamp++))
+				pairs += (int64_t)(r1 - r0 + 1) * (int64_t)(c1 - c0 + 1);
+		}
+	}
+	free(mark);
+	return pairs;
+}
+
+/* tile_pairs by keep() itself: every pair of every tile until one is kept. */
+static int64_t tile_pairs_brute(const Family *f, long n, long bm, const int32_t *doc)
+{
+	int64_t pairs = 0;
+	for (long r0 = 0; r0 < n; r0 += bm) {
+		long r1 = (r0 + bm < n ? r0 + bm : n) - 1;
+		for (long c0 = 0; c0 < n; c0 += TILE_KEYS) {
+			long c1 = (c0 + TILE_KEYS < n ? c0 + TILE_KEYS : n) - 1;
+			int any = 0;
+			for (long i = r0; i <= r1 && !any; i++)
+				for (long j = c0; j <= c1 && !any; j++)
+					any = keep(f, i, j, doc);
+			if (any)
+				pairs += (int64_t)(r1 - r0 + 1) * (int64_t)(c1 - c0 + 1);
+		}
+	}
+	return pairs;
+}
+
 /* Document ids of one batch row as anchors.py makes them: position / W. */
 static void fill_doc(int32_t *doc, long n, long w)
 {
@@ -258,11 +344,13 @@ static void fill_doc(int32_t *doc, long n, long w)
 		doc[i] = (int32_t)(i / w);
 }
 
-/* Checks kept_pairs against the masks pair by pair on awkward lengths, and
-** prints the fractions at the benchmark's lengths; needs no GPU. */
+/* Checks kept_pairs against the masks pair by pair and tile_pairs tile by
+** tile (BM 64 and 128) on awkward lengths, and prints the fractions at the
+** benchmark's lengths; needs no GPU. */
 static int selftest(void)
 {
 	static const long lens[] = {1, 2, 63, 64, 65, 1000, 1023, 1024, 1025, 2047, 2048, 3001};
+	static const long bms[] = {64, 128};
 	int bad = 0;
 	for (size_t f = 0; f < NFAMILIES; f++) {
 		const Family *fam = &families[f];
@@ -282,6 +370,17 @@ static int selftest(void)
 				       fam->name, n, (long long)brute, (long long)fast);
 				bad = 1;
 			}
+			for (size_t b = 0; b < sizeof bms / sizeof bms[0]; b++) {
+				int64_t tb = tile_pairs_brute(fam, n, bms[b], doc);
+				int64_t tf = tile_pairs(fam, n, bms[b], doc);
+				if (tb != tf) {
+					printf(
+					    "selftest %s N=%ld BM=%ld: %lld pairs in tiles by the "
+					    "mask, %lld counted\n",
+					    fam->name, n, bms[b], (long long)tb, (long long)tf);
+					bad = 1;
+				}
+			}
 			free(doc);
 		}
 		for (long n = 2048; n <= 8192; n *= 4) {
@@ -289,8 +388,11 @@ static int selftest(void)
 			if (!doc)
 				die("out of host memory");
 			fill_doc(doc, n, fam->w > 0 ? fam->w : 1);
-			printf("selftest %-13s N=%ld kept %.6f\n", fam->name, n,
-			       (double)kept_pairs(fam, n, doc) / ((double)n * (double)n));
+			double nn = (double)n * (double)n;
+			printf("selftest %-13s N=%ld kept %.6f  tiles %.6f (BM 128) %.6f (BM 64)\n",
+			       fam->name, n, (double)kept_pairs(fam, n, doc) / nn,
+			       (double)tile_pairs(fam, n, 128, doc) / nn,
+			       (double)tile_pairs(fam, n, 64, doc) / nn);
 			free(doc);
 		}
 	}
@@ -498,6 +600,13 @@ static void run_config(const Kernel *k, const Family *fam, long B, long H, long 
 		kept += kept_pairs(fam, N, doc + b * N);
 	double kept_frac = (double)kept / ((double)B * (double)N * (double)N);
 	double flops = 4.0 * (double)H * (double)D * (double)kept;
+	/* The work left after tile skipping: the pairs of the computed tiles. */
+	long bm = o->bm ? o->bm : k->bm;
+	int64_t tiled = 0;
+	for (long b = 0; b < B; b++)
+		tiled += tile_pairs(fam, N, bm, doc + b * N);
+	double tile_frac = (double)tiled / ((double)B * (double)N * (double)N);
+	double tile_flops = 4.0 * (double)H * (double)D * (double)tiled;
 
 	Rotation rot;
 	rotation_create(&rot, fam, B, H, N, D, l2, doc, slope, what);
@@ -530,11 +639,15 @@ static void run_config(const Kernel *k, const Family *fam, long B, long H, long 
 		      .p90 = ms[p90 - 1],
 		      .tflops = flops / median / 1e9,
 		      .set_mib = (double)rot.slot / 1048576.0,
-		      .nsets = rot.nsets};
+		      .nsets = rot.nsets,
+		      .bm = bm,
+		      .tiles = tile_frac,
+		      .tflops_tiles = tile_flops / median / 1e9};
 	printf("%-18s B=%-3ld H=%-3ld N=%-6ld D=%-4ld kept %.4f  slots %zu x %.1f MiB  "
-	       "median %.4f ms  min %.4f  p90 %.4f  %.1f TFLOP/s  (warm-up %zu)\n",
+	       "median %.4f ms  min %.4f  p90 %.4f  %.1f TFLOP/s  (warm-up %zu)  "
+	       "tiles %.4f bm %ld tflops_tiles %.1f\n",
 	       k->name, B, H, N, D, kept_frac, r->nsets, r->set_mib, r->median, r->min, r->p90,
-	       r->tflops, warmup);
+	       r->tflops, warmup, tile_frac, bm, r->tflops_tiles);
 	fflush(stdout);
 	if (json) {
 		fprintf(
@@ -543,9 +656,11 @@ static void run_config(const Kernel *k, const Family *fam, long B, long H, long 
 		    "\"H\": %ld, \"N\": %ld, \"D\": %ld, \"kept\": %.8f, \"flop\": %.6e, "
 		    "\"ms\": %.6f, \"min_ms\": %.6f, \"p90_ms\": %.6f, \"tflops\": %.3f, "
 		    "\"reps\": %d, \"warmup\": %zu, \"slots\": %zu, "
-		    "\"slot_mib\": %.3f}\n",
+		    "\"slot_mib\": %.3f, \"bm\": %ld, \"tile_frac\": %.8f, "
+		    "\"tile_flop\": %.6e, \"tflops_tiles\": %.3f}\n",
 		    fam->name, k->name, B, H, N, D, kept_frac, flops, r->median, r->min, r->p90,
-		    r->tflops, o->reps, warmup, r->nsets, r->set_mib);
+		    r->tflops, o->reps, warmup, r->nsets, r->set_mib, bm, tile_frac, tile_flops,
+		    r->tflops_tiles);
 		fflush(json);
 	}
 	free(ms);
@@ -556,22 +671,27 @@ static void run_config(const Kernel *k, const Family *fam, long B, long H, long 
 /* The usage text, for --help and for every command-line error. */
 static void usage(FILE *to)
 {
-	fprintf(to, "usage: bench [options]\n"
-		    "  -v, --variant LIST  variants, comma-separated (default full,causal); V at\n"
-		    "                      head dim D runs the kernel V_dD, else V\n"
-		    "  -D, --headdim LIST  head dims (default 128,64)\n"
-		    "  -N, --seqlen LIST   sequence lengths, queries = keys (default 2048,8192)\n"
-		    "  -B, --batch B       batch (default: tokens / N, at least 1)\n"
-		    "  -t, --tokens T      B * N when -B is not given (default 32768)\n"
-		    "  -H, --heads H       heads (default 16)\n"
-		    "  -r, --reps R        timed launches, one event pair each (default 100)\n"
-		    "  -w, --warmup W      untimed launches first (default 20)\n"
-		    "  --warmup-ms T       and at least T ms of them (default 100)\n"
-		    "  --device I          CUDA device ordinal (default 0)\n"
-		    "  --json FILE         also write one JSON object per configuration\n"
-		    "  --raw FILE          and every launch's time, in launch order\n"
-		    "  --list              list the kernels linked in and exit\n"
-		    "  --selftest          check the mask pair counts on the host (no GPU)\n");
+	fprintf(to,
+		"usage: bench [options]\n"
+		"  -v, --variant LIST  variants, comma-separated (default full,causal); V at\n"
+		"                      head dim D runs the kernel V_dD, else V\n"
+		"  -D, --headdim LIST  head dims (default 128,64)\n"
+		"  -N, --seqlen LIST   sequence lengths, queries = keys (default 2048,8192)\n"
+		"  -B, --batch B       batch (default: tokens / N, at least 1)\n"
+		"  -t, --tokens T      B * N when -B is not given (default 32768)\n"
+		"  -H, --heads H       heads (default 16)\n"
+		"  -r, --reps R        timed launches, one event pair each (default 100)\n"
+		"  -w, --warmup W      untimed launches first (default 20)\n"
+		"  --warmup-ms T       and at least T ms of them (default 100)\n"
+		"  --device I          CUDA device ordinal (default 0)\n"
+		"  --json FILE         also write one JSON object per configuration\n"
+		"  --raw FILE          and every launch's time, in launch order\n"
+		"  --bm BM             query rows per CTA tile for tflops_tiles, the work\n"
+		"                      left after tile skipping (tiles of BM x 64; default:\n"
+		"                      each kernel's, which build-bench.sh reads from its\n"
+		"                      gen/NAME.c, else 128)\n"
+		"  --list              list the kernels linked in (with BM) and exit\n"
+		"  --selftest          check the mask pair and tile counts on the host (no GPU)\n");
 }
 
 /* An integer option value of at least min, or a usage error. */
@@ -664,6 +784,8 @@ static void parse_args(int argc, char **argv, Options *o)
 			o->json = val;
 		else if (IS("--raw", "--raw"))
 			o->raw = val;
+		else if (IS("--bm", "--bm"))
+			o->bm = parse_long(arg, val, 1);
 		else {
 			fprintf(stderr, "bench: unknown option %s\n", arg);
 			usage(stderr);
@@ -684,7 +806,8 @@ int main(int argc, char **argv)
 	if (o.list) {
 		for (size_t k = 0; k < NKERNELS; k++) {
 			const Family *f = family_of(kernels[k].name);
-			printf("%s (%s)\n", kernels[k].name, f ? f->name : "unknown variant");
+			printf("%s (%s) bm %ld\n", kernels[k].name, f ? f->name : "unknown variant",
+			       o.bm ? o.bm : kernels[k].bm);
 		}
 		return 0;
 	}
@@ -752,13 +875,15 @@ int main(int argc, char **argv)
 	if (raw && fclose(raw) != 0)
 		die("cannot write %s", o.raw);
 
-	printf("\n%-18s %4s %6s %4s %4s %7s %6s %10s %10s %10s %8s\n", "kernel", "D", "N", "B", "H",
-	       "kept", "slots", "median_ms", "min_ms", "p90_ms", "TFLOP/s");
+	printf("\n%-18s %4s %6s %4s %4s %7s %6s %10s %10s %10s %8s %4s %7s %12s\n", "kernel", "D",
+	       "N", "B", "H", "kept", "slots", "median_ms", "min_ms", "p90_ms", "TFLOP/s", "bm",
+	       "tiles", "tflops_tiles");
 	for (int i = 0; i < nres; i++) {
 		const Result *r = &res[i];
-		printf("%-18s %4ld %6ld %4ld %4ld %7.4f %6zu %10.4f %10.4f %10.4f %8.1f\n",
+		printf("%-18s %4ld %6ld %4ld %4ld %7.4f %6zu %10.4f %10.4f %10.4f %8.1f %4ld %7.4f "
+		       "%12.1f\n",
 		       r->kernel, r->D, r->N, r->B, r->H, r->kept, r->nsets, r->median, r->min,
-		       r->p90, r->tflops);
+		       r->p90, r->tflops, r->bm, r->tiles, r->tflops_tiles);
 	}
 	free(res);
 	CU(cuDevicePrimaryCtxRelease(dev));

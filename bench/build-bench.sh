@@ -19,14 +19,25 @@ if [ $# -eq 0 ]; then
 fi
 mkdir -p bin
 # The kernels bench.c links: each generated header (they share one include
-# guard, hence the #undef), and the X-macro list bench.c expands.
+# guard, hence the #undef), and the X-macro list bench.c expands, X(NAME, BM):
+# BM is the kernel's query rows per CTA tile, for bench's count of the work
+# left after tile skipping, read from its launcher's grid in gen/NAME.c
+# (`long gx = (qext + BM - 1) / BM;`); 128, said here, where that is absent.
+kernel_bm() {
+	bm=$(sed -n 's/.*(qext + \([0-9][0-9]*\) - 1) \/ \1;.*/\1/p' "gen/$1.c" | head -n 1)
+	if [ -z "$bm" ]; then
+		echo "build-bench.sh: no '(qext + BM - 1) / BM' grid in gen/$1.c: BM taken as 128" >&2
+		bm=128
+	fi
+	echo "$bm"
+}
 {
 	echo "/* Written by build-bench.sh: the kernels linked into bench. */"
 	for n; do
 		printf '#include "%s.h"\n#undef ATTN_GEN_GPU_H\n' "$n"
 	done
 	printf '#define BENCH_KERNELS(X)'
-	for n; do printf ' X(%s)' "$n"; done
+	for n; do printf ' X(%s, %s)' "$n" "$(kernel_bm "$n")"; done
 	echo
 } > bin/bench_kernels.h
 # The generated files are mostly embedded cubins: compile them in parallel.

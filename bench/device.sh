@@ -7,6 +7,9 @@
 # table), bench.jsonl (a JSON object per configuration) and bench_raw.txt
 # (every timed launch, in order). VARIANTS, DS, NS, REPS and WARMUP override
 # the defaults; any variant of bench/attn works (e.g. VARIANTS=sliding1024).
+# Besides TFLOP/s on the kept pairs, bench prints tflops_tiles, on the work
+# left after tile skipping, with each kernel's query rows per CTA tile (BM)
+# that build-bench.sh read from gen/NAME.c; BM=64 (say) overrides it for all.
 set -u
 OUT=${OUT:-/tmp/out}
 case "$OUT" in /*) ;; *) OUT="$PWD/$OUT" ;; esac
@@ -17,12 +20,13 @@ if ! sh ./build-bench.sh > "$OUT/build.log" 2>&1; then
 	echo "build FAILED"
 	exit 1
 fi
+grep 'BM taken as' "$OUT/build.log"
 if command -v nvidia-smi > /dev/null; then
 	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit \
 		--format=csv > "$OUT/gpu.txt" 2>&1
 fi
 ./bin/bench --variant "${VARIANTS:-full,causal}" --headdim "${DS:-128,64}" --seqlen "${NS:-2048,8192}" \
-	--tokens 32768 --heads 16 --warmup "${WARMUP:-20}" --reps "${REPS:-200}" \
+	--tokens 32768 --heads 16 --warmup "${WARMUP:-20}" --reps "${REPS:-200}" ${BM:+--bm "$BM"} \
 	--json "$OUT/bench.jsonl" --raw "$OUT/bench_raw.txt" > "$OUT/bench.txt" 2>&1
 rc=$?
 cat "$OUT/bench.txt"
