@@ -87,21 +87,33 @@ typedef struct Gen {
 	PReg *grid;                         /* [nclasses] grid index values (b64) */
 	const char **pn, ***sn, **dn, **qn; /* parameter names: pointers, strides, dims, params */
 	PReg lane, warp, q0, j0, j1, qext, sext;
+	PReg send; /* the end of the CTA's stream: sext, or less (stream_bounds) */
 	/* the element being evaluated */
 	int node;      /* the plan node whose variables are in scope */
 	PReg row, col; /* b64 query row / key column (or e) of the element */
 	int elem;      /* tile element index (for SN_MAP values), or -1 */
-	int half;      /* row half (0: lane/4, 1: lane/4 + 8) */
-	PReg **tile;   /* [nodes][BN/8*4] f32 values of GEMM1/MAP nodes */
-	PReg **rowv;   /* [nodes][2] f32 running / row values */
-	PReg **acc;    /* [nodes][DV/8*4] f32 GEMM2 / epilogue element values */
-	int stage;     /* 0: in the stream; 1: epilogue */
+	/* in a tile body: the key of the thread's column 0 (b64, j0 + 2 (lane %
+	** 4)) and the element's column offset from it, for float(j - i) */
+	PReg cbase;
+	int coloff;
+	int half;    /* row half (0: lane/4, 1: lane/4 + 8) */
+	PReg **tile; /* [nodes][BN/8*4] f32 values of GEMM1/MAP nodes */
+	PReg **rowv; /* [nodes][2] f32 running / row values */
+	PReg **acc;  /* [nodes][DV/8*4] f32 GEMM2 / epilogue element values */
+	int stage;   /* 0: in the stream; 1: epilogue */
 	PReg kaddr[SM80_MAXG], vaddr[SM80_MAXG]; /* lane parts of ldmatrix addresses */
 	/* -log2(e) * b ('l') or 1 / b ('r', epilogue) for row values b, reused
 	** within one tile body or the epilogue */
 	PReg memo_in[16], memo_out[16];
 	char memo_kind[16];
 	int nmemo;
+	/* float(rest + c j) per row slot, reused within one tile body */
+	struct {
+		const Expr *e;
+		int half, coef;
+		PReg v;
+	} kc[8];
+	int nkc;
 	int mt; /* m16 row blocks per warp: 1 or 2 */
 	int bm; /* query rows per CTA: SM80_WARPS * 16 * mt */
 	/* sm80_expr.c: min and max (s32) of data reads over the CTA's query rows
@@ -118,6 +130,7 @@ typedef struct Gen {
 				 ** moved there): it dominates all that follows */
 	} rng[8];
 	int nrng;
+	int lanelocal; /* a test read a key range: its predicates are per lane */
 } Gen;
 
 /* sm80_expr.c */
@@ -129,6 +142,12 @@ PReg sm80_pconst(Gen *g, int v);                            /* a constant predic
 ** a tile: the same tree, with indices of the same classes (and with
 ** `alike`, numbered alike). */
 int sm80_same_read(Gen *g, int na, const Expr *a, int nb, const Expr *b, int alike);
+/* e as coef * j + rest (rest free of j, variable sv of the node in
+** scope), with coef in {-1, 0, 1}; 0 when e is not of that form. */
+int sm80_key_linear(Gen *g, int sv, const Expr *e, int *coef, Expr **rest);
+/* [lo, hi] (s64) of an int expression over the CTA's rows and the keys
+** [j0, j1) in scope; 0 when the interval rules do not bound it. */
+int sm80_range(Gen *g, const Expr *e, PReg *lo, PReg *hi);
 /* Predicates: the tile box always / never satisfies node's filter. */
 void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
 

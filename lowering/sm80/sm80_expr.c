@@ -357,6 +357,33 @@ static PReg call(Gen *g, const Expr *e)
 	return d;
 }
 
+/* e as coef * j + rest (rest free of j, the node's key variable sv), with
+** coef in {-1, 0, 1}; 0 when e is not of that form. */
+int sm80_key_linear(Gen *g, int sv, const Expr *e, int *coef, Expr **rest)
+{
+	if (sv >= 64)
+		return 0;
+	if (!(expr_vars(e) >> sv & 1)) {
+		*coef = 0, *rest = (Expr *)e;
+		return 1;
+	}
+	if (e->kind == EX_INDEX && e->var == sv) {
+		*coef = 1, *rest = expr_int(g->a, 0);
+		return 1;
+	}
+	if (e->kind == EX_BINOP && (e->op == OP_ADD || e->op == OP_SUB)) {
+		int c1, c2;
+		Expr *r1, *r2;
+		if (!sm80_key_linear(g, sv, e->args[0], &c1, &r1) ||
+		    !sm80_key_linear(g, sv, e->args[1], &c2, &r2))
+			return 0;
+		*coef = e->op == OP_ADD ? c1 + c2 : c1 - c2;
+		*rest = expr_binop(g->a, e->op, r1, r2);
+		return *coef >= -1 && *coef <= 1;
+	}
+	return 0;
+}
+
 /* An index, or a sum or difference of two indices or of an index and a
 ** constant below 2^20: with every dim below 2^31 - 2^20 (the generated
 ** launcher checks it) its value fits in 32 signed bits. */
@@ -372,6 +399,41 @@ static int fits_s32(const Expr *e)
 	int ai = a->kind == EX_INDEX, bi = b->kind == EX_INDEX;
 	int ac = a->kind == EX_INT && fits_s32(a), bc = b->kind == EX_INT && fits_s32(b);
 	return (ai && (bi || bc)) || (bi && ac);
+}
+
+/* float(rest + c j) of a score element, c = +-1 (ALiBi's float(j - i),
+** relative positions): the row part float(rest + c cbase) once per row
+** slot and tile, then one add of the element's column offset, an exact
+** float for positions below 2^24, instead of per element a 64-bit key, a
+** subtraction and an I2F (a quarter-rate instruction). An empty register
+** when e is not of that form or not in a tile body. */
+static PReg key_cast(Gen *g, const Expr *e)
+{
+	const Expr *a = e->args[0];
+	int sv = g->p->np[g->node].svar, coef = 0, k;
+	Expr *rest;
+	if (g->stage || g->elem < 0 || !g->cbase.n || a->type != VT_INT || !fits_s32(a) || sv < 0)
+		return (PReg){0};
+	for (k = 0; k < g->nkc; k++)
+		if (g->kc[k].e == e && g->kc[k].half == g->half)
+			break;
+	if (k == g->nkc) {
+		if (k == (int)(sizeof g->kc / sizeof g->kc[0]) ||
+		    !sm80_key_linear(g, sv, a, &coef, &rest) || coef == 0)
+			return (PReg){0};
+		PReg r = sm80_expr(g, rest), x = R(g, PC_B64), lo = R(g, PC_B32);
+		E3(coef > 0 ? PTX_ADD : PTX_SUB, ".s64", po_r(x), po_r(r), po_r(g->cbase));
+		E2(PTX_CVT, ".u32.u64", po_r(lo), po_r(x));
+		g->kc[k].e = e, g->kc[k].half = g->half, g->kc[k].coef = coef;
+		g->kc[k].v = R(g, PC_F32);
+		E2(PTX_CVT, ".rn.f32.s32", po_r(g->kc[k].v), po_r(lo));
+		g->nkc++;
+	}
+	if (!g->coloff)
+		return g->kc[k].v;
+	PReg d = R(g, PC_F32);
+	E3(PTX_ADD, ".f32", po_r(d), po_r(g->kc[k].v), po_f((float)(g->kc[k].coef * g->coloff)));
+	return d;
 }
 
 PReg sm80_expr(Gen *g, const Expr *e)
@@ -424,6 +486,8 @@ PReg sm80_expr(Gen *g, const Expr *e)
 	}
 	case EX_CALL: return call(g, e);
 	case EX_CAST: {
+		if ((d = key_cast(g, e)).n)
+			return d;
 		PReg x = sm80_expr(g, e->args[0]);
 		d = R(g, PC_F32);
 		if (e->args[0]->type == VT_BOOL)
@@ -473,9 +537,11 @@ static int positive(const Expr *e)
 ** of the tile; its interval over the tile is [min, max] of the data over
 ** the CTA's rows [q0, min(q0 + bm, qext)) or the tile's keys [j0, j1). Each
 ** warp computes it on its own (no shared memory, no barrier): lane l loads
-** the elements l, l + 32, ... of the range that exist, and a butterfly of
-** shfl.sync.bfly leaves the min and max in every lane. Callers run it from
-** uniform control flow with all 32 lanes active (sm80_tile_class). */
+** the elements l, l + 32, ... of the range that exist; for the rows a
+** butterfly of shfl.sync.bfly leaves the min and max in every lane, for
+** keys each lane keeps its own and the tests vote (range_compute). Callers
+** run it from uniform control flow with all 32 lanes active
+** (sm80_tile_class). */
 
 /* The kind ('q' or 's') of the one range a read's subscripts run over: 0
 ** when they are fixed on the tile (grid indices, dims, params, literals),
@@ -697,7 +763,12 @@ static int range_cached(Gen *g, const Expr *e, int k, PReg *mn, PReg *mx)
 /* [min, max] of read e over range k of the tile, as s32 registers (the
 ** data is i32; the caller widens them). An empty range gives min > max. A
 ** range longer than the lanes cover (not made by the kernel) gives the
-** whole i32 range, which is sound. */
+** whole i32 range, which is sound. The CTA's rows ('q') are reduced over
+** the warp; a tile's keys ('s') are not: each lane keeps the range of its
+** own keys (two of 64), the tests run per lane, and sm80_tile_class votes
+** over the warp (a tile is never / always true where it is for every
+** lane's keys). That is one vote per test instead of ten dependent
+** shuffles per range, on the path that scans tiles for document masks. */
 static void range_compute(Gen *g, const Expr *e, int k, PReg *mn, PReg *mx)
 {
 	int span = k == 'q' ? g->bm : SM80_BN;
@@ -736,7 +807,7 @@ static void range_compute(Gen *g, const Expr *e, int k, PReg *mn, PReg *mx)
 		ptx_guard(g->f, in, 0);
 	}
 	g->row = row, g->col = col;
-	for (int m = 16; m >= 1; m >>= 1) {
+	for (int m = 16; m >= 1 && k == 'q'; m >>= 1) {
 		PReg a = R(g, PC_B32), b = R(g, PC_B32);
 		shfl_bfly(g, a, *mn, m);
 		shfl_bfly(g, b, *mx, m);
@@ -771,6 +842,7 @@ static int range_slot(Gen *g)
 static Ival range_read(Gen *g, const Expr *e, int k)
 {
 	PReg mn, mx;
+	g->lanelocal |= k == 's';
 	if (!range_cached(g, e, k, &mn, &mx)) {
 		int start = g->f->ncode, end;
 		range_compute(g, e, k, &mn, &mx);
@@ -976,6 +1048,13 @@ static void tri(Gen *g, const Expr *e, PReg *al, PReg *ne)
 	*al = sm80_pconst(g, 0), *ne = sm80_pconst(g, 0);
 }
 
+int sm80_range(Gen *g, const Expr *e, PReg *lo, PReg *hi)
+{
+	Ival x = e->type == VT_INT ? wide(g, ival(g, e)) : (Ival){{0, 0}, {0, 0}, 0, 0};
+	*lo = x.lo, *hi = x.hi;
+	return x.ok;
+}
+
 void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never)
 {
 	const Node *n = g->p->c->nodes.v[node];
@@ -984,5 +1063,12 @@ void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never)
 		*always = sm80_pconst(g, 1), *never = sm80_pconst(g, 0);
 		return;
 	}
+	g->lanelocal = 0;
 	tri(g, n->filter, always, never);
+	if (!g->lanelocal)
+		return;
+	PReg al = R(g, PC_PRED), ne = R(g, PC_PRED);
+	E3(PTX_VOTE, ".all.pred", po_r(al), po_r(*always), po_i(-1));
+	E3(PTX_VOTE, ".all.pred", po_r(ne), po_r(*never), po_i(-1));
+	*always = al, *never = ne;
 }

@@ -516,6 +516,7 @@ static void scope_elem(Gen *g, Tile *t, int i, int el)
 {
 	g->node = i, g->elem = el, g->half = el_rs(el);
 	g->row = t->crows[g->half], g->col = key_of(g, t, el, 1);
+	g->cbase = t->cbase, g->coloff = el_nt(el) * 8 + (el & 1);
 }
 
 /* Nodes k and i test the same condition of the same (row, key) point: equal
@@ -523,33 +524,6 @@ static void scope_elem(Gen *g, Tile *t, int i, int el)
 static int same_filter(Gen *g, int k, int i)
 {
 	return sm80_same_read(g, k, node(g, k)->filter, i, node(g, i)->filter, 1);
-}
-
-/* e as coef * j + rest (rest free of j, the node's key variable sv), with
-** coef in {-1, 0, 1}; 0 when e is not of that form. */
-static int key_linear(Gen *g, int sv, const Expr *e, int *coef, Expr **rest)
-{
-	if (sv >= 64)
-		return 0;
-	if (!(expr_vars(e) >> sv & 1)) {
-		*coef = 0, *rest = (Expr *)e;
-		return 1;
-	}
-	if (e->kind == EX_INDEX && e->var == sv) {
-		*coef = 1, *rest = expr_int(g->a, 0);
-		return 1;
-	}
-	if (e->kind == EX_BINOP && (e->op == OP_ADD || e->op == OP_SUB)) {
-		int c1, c2;
-		Expr *r1, *r2;
-		if (!key_linear(g, sv, e->args[0], &c1, &r1) ||
-		    !key_linear(g, sv, e->args[1], &c2, &r2))
-			return 0;
-		*coef = e->op == OP_ADD ? c1 + c2 : c1 - c2;
-		*rest = expr_binop(g->a, e->op, r1, r2);
-		return *coef >= -1 && *coef <= 1;
-	}
-	return 0;
 }
 
 /* Splits node i's filter into key bounds lo <= j < hi, each an expression of
@@ -568,8 +542,8 @@ static void key_bound(const Expr *c, void *ud)
 	int cl, cr;
 	Expr *rl, *rr;
 	if (c->kind != EX_BINOP || c->op < OP_LT || c->op > OP_GE || c->args[0]->type != VT_INT ||
-	    !key_linear(g, kb->sv, c->args[0], &cl, &rl) ||
-	    !key_linear(g, kb->sv, c->args[1], &cr, &rr) || (cl - cr != 1 && cl - cr != -1)) {
+	    !sm80_key_linear(g, kb->sv, c->args[0], &cl, &rl) ||
+	    !sm80_key_linear(g, kb->sv, c->args[1], &cr, &rr) || (cl - cr != 1 && cl - cr != -1)) {
 		kb->rest = expr_and(g->a, (Expr *)kb->rest, (Expr *)c);
 		return;
 	}
@@ -902,7 +876,7 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 {
 	const Cascade *c = g->c;
 	int nel = g->mt * NEL, nrs = 2 * g->mt;
-	g->nmemo = 0;
+	g->nmemo = 0, g->nkc = 0;
 	tile_rows(g, t);
 	for (int i = 0; i < c->nodes.n; i++) {
 		memset(t->okw[i], 0, sizeof(PReg) * (size_t)(nel / 32));
@@ -1228,11 +1202,15 @@ static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg a
 }
 
 /* The first tile at or after `from` whose masks are true somewhere, into
-** out (>= sext when there is none), and any = out < sext: a loop of class
-** tests with no loads of K or V and no barriers, so that the stream visits
-** only the tiles it computes. With masks that read data (document ids),
-** four tiles are tested per iteration so that their loads overlap instead
-** of queueing (affine masks test one: the unrolled loop cost registers). */
+** out (>= send when there is none), any = out < send, and all = every
+** node's mask is true on all of that tile (the stream takes it from here
+** instead of testing the tile again): a loop of class tests with no loads
+** of K or V and no barriers, so that the stream visits only the tiles it
+** computes. With masks that read data (document ids), four tiles are
+** tested per iteration so that their loads overlap instead of queueing
+** (affine masks test one: the unrolled loop cost registers). Sixteen
+** before the stream, where no accumulator is live yet, measured slower
+** (H100, document1024 at 8k: 134 TFLOP/s against 156). */
 enum { SCAN_UNROLL = 4 };
 
 typedef struct DataMask {
@@ -1254,33 +1232,81 @@ static int scan_unroll(Gen *g)
 	return d.any ? SCAN_UNROLL : 1;
 }
 
-static void scan_tiles(Gen *g, const Shape *s, PReg from, PReg out, PReg any)
+static void scan_tiles(Gen *g, const Shape *s, PReg from, PReg out, PReg any, PReg all)
 {
 	int Lscan = ptx_new_label(g->f), Ldone = ptx_new_label(g->f), nu = scan_unroll(g);
-	PReg past = R(g, PC_PRED), a[SCAN_UNROLL];
+	PReg past = R(g, PC_PRED), a[SCAN_UNROLL], al[SCAN_UNROLL];
 	E2(PTX_MOV, ".b64", po_r(out), po_r(from));
 	ptx_label(g->f, Lscan);
-	E3(PTX_SETP, ".ge.s64", po_r(past), po_r(out), po_r(g->sext));
+	E3(PTX_SETP, ".ge.s64", po_r(past), po_r(out), po_r(g->send));
 	E1(PTX_BRA, ".uni", po_label(Ldone));
 	ptx_guard(g->f, past, 0);
 	for (int u = 0; u < nu; u++) {
-		PReg st = R(g, PC_B64), end = R(g, PC_B64), al = R(g, PC_PRED), in = R(g, PC_PRED);
-		a[u] = R(g, PC_PRED);
+		PReg st = R(g, PC_B64), end = R(g, PC_B64), in = R(g, PC_PRED);
+		a[u] = R(g, PC_PRED), al[u] = R(g, PC_PRED);
 		E3(PTX_ADD, ".s64", po_r(st), po_r(out), po_i(u * SM80_BN));
 		E3(PTX_ADD, ".s64", po_r(end), po_r(st), po_i(SM80_BN));
 		E3(PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
-		class_flags(g, s, st, end, a[u], al);
-		E3(PTX_SETP, ".lt.s64", po_r(in), po_r(st), po_r(g->sext));
+		class_flags(g, s, st, end, a[u], al[u]);
+		E3(PTX_SETP, ".lt.s64", po_r(in), po_r(st), po_r(g->send));
 		E3(PTX_AND, ".pred", po_r(a[u]), po_r(a[u]), po_r(in));
 	}
 	for (int u = 0; u < nu; u++) {
+		E2(PTX_MOV, ".pred", po_r(all), po_r(al[u]));
 		E1(PTX_BRA, ".uni", po_label(Ldone));
 		ptx_guard(g->f, a[u], 0);
 		E3(PTX_ADD, ".s64", po_r(out), po_r(out), po_i(SM80_BN));
 	}
 	E1(PTX_BRA, ".uni", po_label(Lscan));
 	ptx_label(g->f, Ldone);
-	E3(PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->sext));
+	E3(PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->send));
+}
+
+/* The CTA's key range [start, end): the union, over the nodes whose masks
+** the scan tests, of the key bounds their filters' conjuncts give over the
+** CTA's rows (causal: end = last row + 1; a window of W: start = first row
+** - W + 1), start rounded down to a tile. The stream then starts and stops
+** there instead of testing every tile from 0 to the end: up to N / 64
+** class tests per CTA, most of the stream's overhead under short windows.
+** start = 0 and end = sext where some node has no bound on that side. */
+static void stream_bounds(Gen *g, const Shape *s, PReg start, PReg end)
+{
+	PReg sj0 = g->j0, sj1 = g->j1, zero = R(g, PC_B64);
+	E2(PTX_MOV, ".b64", po_r(zero), po_i(0));
+	g->j0 = zero, g->j1 = g->sext; /* keys in a bound (none expected): the stream */
+	int lo_any = 1, hi_any = 1, first = 1;
+	E2(PTX_MOV, ".b64", po_r(start), po_i(0));
+	E2(PTX_MOV, ".b64", po_r(end), po_r(g->sext));
+	for (int i = 0; i < g->c->nodes.n && (lo_any || hi_any); i++) {
+		SNodeKind k = s->n[i].kind;
+		if (k != SN_RMAX && k != SN_RSUM && k != SN_GEMM2 && k != SN_MAP && k != SN_GEMM1)
+			continue;
+		KeyBounds kb = {g, g->p->np[i].svar, NULL, NULL, NULL};
+		if (node(g, i)->filter && kb.sv >= 0)
+			plan_conjuncts(node(g, i)->filter, key_bound, &kb);
+		g->node = i;
+		PReg lo, hi, x;
+		if (lo_any && kb.lo && sm80_range(g, kb.lo, &lo, &x))
+			E3(first ? PTX_MAX : PTX_MIN, ".s64", po_r(start),
+			   po_r(first ? zero : start), po_r(lo));
+		else if (lo_any) {
+			lo_any = 0;
+			E2(PTX_MOV, ".b64", po_r(start), po_i(0));
+		}
+		if (hi_any && kb.hi && sm80_range(g, kb.hi, &x, &hi))
+			E3(first ? PTX_MIN : PTX_MAX, ".s64", po_r(end),
+			   po_r(first ? g->sext : end), po_r(hi));
+		else if (hi_any) {
+			hi_any = 0;
+			E2(PTX_MOV, ".b64", po_r(end), po_r(g->sext));
+		}
+		first = 0;
+	}
+	/* a union of ranges widened, then clamped into the stream */
+	E3(PTX_MAX, ".s64", po_r(start), po_r(start), po_i(0));
+	E3(PTX_AND, ".b64", po_r(start), po_r(start), po_i(-(int64_t)SM80_BN));
+	E3(PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
+	g->j0 = sj0, g->j1 = sj1;
 }
 
 /* The K and V tiles starting at key j into buffer buf. */
@@ -1459,7 +1485,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	/* the stream, software-pipelined: tile t+1's K and V are copied into the
 	** other buffer while tile t computes; a tile whose masks are false
 	** everywhere is neither loaded nor computed */
-	int Lloop = ptx_new_label(f), Lend = ptx_new_label(f), Lnext = ptx_new_label(f);
+	int Lloop = ptx_new_label(f), Lend = ptx_new_label(f);
 	int Lfull = ptx_new_label(f), Ldone = ptx_new_label(f);
 	PReg kbase[SM80_MAXG], vbase[SM80_MAXG];
 	for (int k = 0; k < s->ng1; k++)
@@ -1468,11 +1494,13 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		vbase[v] = g->vaddr[v];
 	g->j0 = R(g, PC_B64), g->j1 = R(g, PC_B64);
 	PReg j0 = g->j0, j1 = g->j1, nxt = R(g, PC_B64), nxt1 = R(g, PC_B64);
-	PReg buf = R(g, PC_B32), any = R(g, PC_PRED), all = R(g, PC_PRED), anyn = R(g, PC_PRED);
+	PReg buf = R(g, PC_B32), any = R(g, PC_PRED), all = R(g, PC_PRED), anyn = R(g, PC_PRED),
+	     alln = R(g, PC_PRED);
 	{
-		PReg zero = R(g, PC_B64);
-		E2(PTX_MOV, ".b64", po_r(zero), po_i(0));
-		scan_tiles(g, s, zero, j0, any);
+		PReg start = R(g, PC_B64);
+		g->send = R(g, PC_B64);
+		stream_bounds(g, s, start, g->send);
+		scan_tiles(g, s, start, j0, any, all);
 	}
 	E2(PTX_MOV, ".b32", po_r(buf), po_i(0));
 	issue_kv(g, s, lk, lv, &sm, j0, buf, any);
@@ -1482,36 +1510,26 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	q_frags(g, qf, &sm, sbase);
 	ptx_label(f, Lloop);
 	PReg fin = R(g, PC_PRED);
-	E3(PTX_SETP, ".ge.s64", po_r(fin), po_r(j0), po_r(g->sext));
+	E3(PTX_SETP, ".ge.s64", po_r(fin), po_r(j0), po_r(g->send));
 	E1(PTX_BRA, ".uni", po_label(Lend));
 	ptx_guard(f, fin, 0);
 	E3(PTX_ADD, ".s64", po_r(j1), po_r(j0), po_i(SM80_BN));
 	E3(PTX_MIN, ".s64", po_r(j1), po_r(j1), po_r(g->sext));
 	/* prefetch the next non-empty tile into the other buffer */
 	E3(PTX_ADD, ".s64", po_r(nxt1), po_r(j0), po_i(SM80_BN));
-	scan_tiles(g, s, nxt1, nxt, anyn);
+	scan_tiles(g, s, nxt1, nxt, anyn, alln);
 	{
 		PReg nbuf = R(g, PC_B32);
 		E3(PTX_XOR, ".b32", po_r(nbuf), po_r(buf), po_i(1));
 		issue_kv(g, s, lk, lv, &sm, nxt, nbuf, anyn);
 	}
-	E1(PTX_CP_WAIT, "", po_i(1));
-	E1(PTX_BAR, "", po_i(0));
-	E1(PTX_BRA, ".uni", po_label(Lnext));
-	ptx_guard(f, any, 1);
-	class_flags(g, s, j0, j1, any, all);
-	{
-		/* a partial last tile takes the masked path: its padding must not count */
-		PReg whole = R(g, PC_PRED), w = R(g, PC_B64);
-		E3(PTX_SUB, ".s64", po_r(w), po_r(j1), po_r(j0));
-		E3(PTX_SETP, ".eq.s64", po_r(whole), po_r(w), po_i(SM80_BN));
-		E3(PTX_AND, ".pred", po_r(all), po_r(all), po_r(whole));
-	}
-	/* 128-row kernels with a head dim above 64 recompute the ldmatrix
-	** addresses from %tid.x per tile: held across the stream they were
-	** spilled, and the reloads stalled the first ldmatrix (H100: +1-2%;
-	** at D = 64 holding them was 3% faster). Not with a true max kept
-	** beside a lazy one: ptxas then spilled more (172 bytes, causal + L) */
+	/* this tile's ldmatrix addresses, before the wait so that they (and
+	** the read of %tid.x) take no time of their own. 128-row kernels with a
+	** head dim above 64 recompute them from %tid.x per tile: held across
+	** the stream they were spilled, and the reloads stalled the first
+	** ldmatrix (H100: +1-2%; at D = 64 holding them was 3% faster). Not
+	** with a true max kept beside a lazy one: ptxas then spilled more (172
+	** bytes, causal + L) */
 	int fresh = g->mt == 2 && (s->g1[0].D > 64 || s->DV > 64);
 	for (int i = 0; i < n; i++)
 		if (t.mtrue[i])
@@ -1527,6 +1545,18 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		g->vaddr[v] = R(g, PC_B32);
 		E4(PTX_MAD, ".lo.u32", po_r(g->vaddr[v]), po_r(buf), po_i(sm.vbuf[v]),
 		   po_r(fresh ? lane_addr(g, sbase, sm.v[v], sm.vs, 1) : vbase[v]));
+	}
+	E1(PTX_CP_WAIT, "", po_i(1));
+	E1(PTX_BAR, "", po_i(0));
+	/* the loop runs only for a tile the scan found (j0 < send): no test of
+	** `any` here, and none carried across the tile (ptxas kept it as a bit
+	** of a spilled register) */
+	{
+		/* a partial last tile takes the masked path: its padding must not count */
+		PReg whole = R(g, PC_PRED), w = R(g, PC_B64);
+		E3(PTX_SUB, ".s64", po_r(w), po_r(j1), po_r(j0));
+		E3(PTX_SETP, ".eq.s64", po_r(whole), po_r(w), po_i(SM80_BN));
+		E3(PTX_AND, ".pred", po_r(all), po_r(all), po_r(whole));
 	}
 	for (int i = 0; i < n; i++)
 		if (p->np[i].is_ref)
@@ -1551,12 +1581,11 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	ptx_label(f, Lfull);
 	tile_body(g, &t, 0, sbase, &sm);
 	ptx_label(f, Ldone);
-	ptx_label(f, Lnext);
 	/* every warp is done with this buffer before the next prefetch reuses it */
 	E1(PTX_BAR, "", po_i(0));
 	E3(PTX_XOR, ".b32", po_r(buf), po_r(buf), po_i(1));
 	E2(PTX_MOV, ".b64", po_r(j0), po_r(nxt));
-	E2(PTX_MOV, ".pred", po_r(any), po_r(anyn));
+	E2(PTX_MOV, ".pred", po_r(all), po_r(alln));
 	E1(PTX_BRA, ".uni", po_label(Lloop));
 	ptx_label(f, Lend);
 	lazy_finish(g, &t);
