@@ -131,6 +131,7 @@ typedef struct Gen {
 	} rng[8];
 	int nrng;
 	int lanelocal; /* a test read a key range: its predicates are per lane */
+	int ninf;      /* masked scores are -inf in this tile body: exp guards its max */
 } Gen;
 
 /* sm80_expr.c */

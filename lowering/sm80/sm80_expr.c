@@ -236,6 +236,13 @@ static PReg neg_log2e(Gen *g, PReg b)
 		return r;
 	r = R(g, PC_F32);
 	E3(PTX_MUL, ".f32", po_r(r), po_r(b), po_f(-LOG2E));
+	if (g->ninf) {
+		/* masked scores are -inf (masking once): a row with no key yet has
+		** b = -inf too, and exp(-inf - -inf) must be 0, not NaN */
+		PReg p = R(g, PC_PRED);
+		E3(PTX_SETP, ".eq.f32", po_r(p), po_r(b), po_f(-INFINITY));
+		E4(PTX_SELP, ".f32", po_r(r), po_f(0.0f), po_r(r), po_r(p));
+	}
 	memo_add(g, b, 'l', r);
 	return r;
 }

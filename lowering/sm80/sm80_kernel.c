@@ -468,6 +468,11 @@ typedef struct Tile {
 	int rescaled; /* this tile's states are already rebased */
 	int lastref;  /* the last lazy reference (node), or -1 */
 	PReg **mtrue;
+	/* masking once (see maskonce_plan): the tile node whose masked
+	** elements are set to -inf on the masked path, or -1; per node, 1
+	** where that leaves its reduction's identity at masked points */
+	int mo;
+	signed char *moid;
 } Tile;
 
 /* Score element el of a thread: row block el / NEL, n-tile (el % NEL) / 4,
@@ -603,14 +608,9 @@ static int key_bounds(Gen *g, Tile *t, int i)
 	return 1;
 }
 
-/* An element's contribution to a reduction: masked points give identity. */
-static PReg masked_value(Gen *g, Tile *t, int i, int el, const Expr *body, int masked,
-			 float identity)
+/* Whether element el is in node i's mask (a tile on the masked path). */
+static PReg elem_ok(Gen *g, Tile *t, int i, int el)
 {
-	scope_elem(g, t, i, el);
-	PReg v = sm80_expr(g, body);
-	if (!masked)
-		return v;
 	/* keys past the end of the stream are zero padding, never data; nodes
 	** with the same filter (softmax's max, sum and P V) share one predicate,
 	** kept as a bit (64 live predicates would take 64 registers) */
@@ -651,9 +651,24 @@ static PReg masked_value(Gen *g, Tile *t, int i, int el, const Expr *body, int m
 		E3(PTX_OR, ".b32", po_r(t->okw[i][w]), po_r(t->okw[i][w]), po_r(b));
 		t->okset[i][el] = 1;
 	}
-	PReg r = R(g, PC_F32);
+	return ok;
+}
+
+/* v where element el is in node i's mask, else identity. */
+static PReg mask_elem(Gen *g, Tile *t, int i, int el, PReg v, float identity)
+{
+	PReg ok = elem_ok(g, t, i, el), r = R(g, PC_F32);
 	E4(PTX_SELP, ".f32", po_r(r), po_r(v), po_f(identity), po_r(ok));
 	return r;
+}
+
+/* An element's contribution to a reduction: masked points give identity. */
+static PReg masked_value(Gen *g, Tile *t, int i, int el, const Expr *body, int masked,
+			 float identity)
+{
+	scope_elem(g, t, i, el);
+	PReg v = sm80_expr(g, body);
+	return masked ? mask_elem(g, t, i, el, v, identity) : v;
 }
 
 /* rho per row half for a running node rebased on references. */
@@ -830,6 +845,169 @@ static void lazy_finish(Gen *g, Tile *t)
 		rescale_states(g, t);
 }
 
+/* ---- masking once ---------------------------------------------------------
+** On the masked path FlashAttention sets the masked scores to -inf once and
+** lets the softmax run unmasked. The same here, proved per cascade: the
+** tile value X that a running max reads is set to -inf at masked points,
+** once per element; the nodes after it are then evaluated as if X were -inf
+** there (nkind), and a reduction that provably sees its identity (a max
+** -inf, a sum or P V zero) skips its own per-element mask: one compare and
+** select per score instead of one per score and consumer. Only where every
+** node that reads X, directly or through tile values, has X's filter (their
+** values at masked points are then nobody's), and with exp(a - m) taking
+** m = 0 where m is still -inf (a row with no key yet, so every a is -inf
+** too; sm80_expr's neg_log2e, with g->ninf). */
+enum { NK_FIN, NK_NINF, NK_ZERO, NK_UNK }; /* independent of X, -inf, 0, unknown */
+
+/* e reads a running value (a max, a sum, a reference), which may be -inf. */
+static int reads_state(Gen *g, const Expr *e)
+{
+	if (e->kind == EX_ACCESS && e->tensor->def) {
+		SNodeKind k = g->s->n[e->tensor->def->id].kind;
+		if (k != SN_MAP && k != SN_GEMM1)
+			return 1;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (reads_state(g, e->args[i]))
+			return 1;
+	return 0;
+}
+
+static int positive_literal(const Expr *e)
+{
+	return (e->kind == EX_FLOAT && e->fval > 0) || (e->kind == EX_INT && e->ival > 0);
+}
+
+/* What e is at a masked point when X is -inf there (nk: per tile node). */
+static int nkind(Gen *g, const Expr *e, const signed char *nk)
+{
+	int a = NK_FIN, b = NK_FIN;
+	switch (e->kind) {
+	case EX_ACCESS:
+		if (!e->tensor->def)
+			return NK_FIN;
+		if (g->s->n[e->tensor->def->id].kind == SN_MAP ||
+		    g->s->n[e->tensor->def->id].kind == SN_GEMM1)
+			return nk[e->tensor->def->id];
+		return NK_FIN;
+	case EX_CAST:
+	case EX_SELECT:
+		for (int i = 0; i < e->nargs; i++)
+			if (nkind(g, e->args[i], nk) != NK_FIN)
+				return NK_UNK;
+		return NK_FIN;
+	case EX_UNOP: a = nkind(g, e->args[0], nk); return a == NK_FIN || a == NK_ZERO ? a : NK_UNK;
+	case EX_BINOP:
+		a = nkind(g, e->args[0], nk), b = nkind(g, e->args[1], nk);
+		if (a == NK_FIN && b == NK_FIN)
+			return NK_FIN;
+		switch (e->op) {
+		case OP_ADD:
+			if ((a == NK_NINF && b == NK_FIN && !reads_state(g, e->args[1])) ||
+			    (b == NK_NINF && a == NK_FIN && !reads_state(g, e->args[0])))
+				return NK_NINF;
+			return a == NK_ZERO && b == NK_ZERO ? NK_ZERO : NK_UNK;
+		case OP_SUB:
+			if (a == NK_NINF && b == NK_FIN && !reads_state(g, e->args[1]))
+				return NK_NINF;
+			return a == NK_ZERO && b == NK_ZERO ? NK_ZERO : NK_UNK;
+		case OP_MUL:
+			if ((a == NK_ZERO && b != NK_UNK && b != NK_NINF) ||
+			    (b == NK_ZERO && a != NK_UNK && a != NK_NINF))
+				return NK_ZERO;
+			if ((a == NK_NINF && positive_literal(e->args[1])) ||
+			    (b == NK_NINF && positive_literal(e->args[0])))
+				return NK_NINF;
+			return NK_UNK;
+		case OP_MAX:
+			if (a == NK_NINF && b == NK_NINF)
+				return NK_NINF;
+			return (a == NK_NINF && b == NK_FIN) || (b == NK_NINF && a == NK_FIN)
+				   ? NK_FIN
+				   : NK_UNK;
+		case OP_MIN:
+			return (a == NK_NINF && b != NK_UNK) || (b == NK_NINF && a != NK_UNK)
+				   ? NK_NINF
+				   : NK_UNK;
+		default: return NK_UNK;
+		}
+	case EX_CALL: {
+		const Expr *x = e->args[0];
+		/* exp(a - m): the FFMA form (sm80_expr's call), guarded for m = -inf */
+		if (e->op == FN_EXP && x->kind == EX_BINOP && x->op == OP_SUB &&
+		    x->type == VT_FLOAT && nkind(g, x->args[0], nk) == NK_NINF &&
+		    nkind(g, x->args[1], nk) == NK_FIN)
+			return NK_ZERO;
+		a = nkind(g, x, nk);
+		if (a == NK_FIN)
+			return NK_FIN;
+		if (a == NK_NINF && (e->op == FN_EXP || e->op == FN_EXP2 || e->op == FN_SIGMOID ||
+				     e->op == FN_RELU))
+			return NK_ZERO;
+		return NK_UNK;
+	}
+	default: return NK_FIN;
+	}
+}
+
+/* e reads a tile node that depends on X (nk[d] != NK_FIN). */
+static int reads_dependent(Gen *g, const Expr *e, const signed char *dep)
+{
+	if (!e)
+		return 0;
+	if (e->kind == EX_ACCESS && e->tensor->def && dep[e->tensor->def->id])
+		return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (reads_dependent(g, e->args[i], dep))
+			return 1;
+	return 0;
+}
+
+static void maskonce_plan(Gen *g, Tile *t)
+{
+	int n = g->c->nodes.n, x = -1;
+	t->mo = -1;
+	t->moid = ARENA_ARRAY(g->a, signed char, n + 1);
+	for (int i = 0; i < n && x < 0; i++) {
+		const Expr *b = node(g, i)->body;
+		if (g->s->n[i].kind == SN_RMAX && b->kind == EX_ACCESS && b->tensor->def) {
+			int d = b->tensor->def->id;
+			if (g->s->n[d].kind == SN_MAP || g->s->n[d].kind == SN_GEMM1)
+				x = d;
+		}
+	}
+	if (x < 0 || !node(g, x)->filter)
+		return;
+	signed char *nk = ARENA_ARRAY(g->a, signed char, n + 1);
+	signed char *dep = ARENA_ARRAY(g->a, signed char, n + 1);
+	nk[x] = NK_NINF, dep[x] = 1;
+	for (int i = x + 1; i < n; i++) {
+		const Node *nd = node(g, i);
+		if (!reads_dependent(g, nd->body, dep) && !reads_dependent(g, nd->filter, dep))
+			continue;
+		/* the same condition at the same (row, key) point: variables of
+		** the same classes (a node's own numbering may differ: P V's key
+		** comes after e) */
+		if (!sm80_same_read(g, x, node(g, x)->filter, i, nd->filter, 0)) {
+			memset(t->moid, 0, (size_t)n);
+			return;
+		}
+		switch (g->s->n[i].kind) {
+		case SN_MAP:
+			nk[i] = (signed char)nkind(g, nd->body, nk);
+			dep[i] = 1;
+			break;
+		case SN_RMAX: t->moid[i] = nkind(g, nd->body, nk) == NK_NINF; break;
+		case SN_RSUM: t->moid[i] = nkind(g, nd->body, nk) == NK_ZERO; break;
+		case SN_GEMM2:
+			t->moid[i] = nkind(g, g->s->g2[g->s->n[i].g].x, nk) == NK_ZERO;
+			break;
+		default: memset(t->moid, 0, (size_t)n); return;
+		}
+	}
+	t->mo = x;
+}
+
 static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Smem *sm)
 {
 	const SGemm2 *g2 = &g->s->g2[g->s->n[i].g];
@@ -838,7 +1016,7 @@ static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Sme
 		rescale_node(g, t, i);
 	PReg x[MAXMT * NEL];
 	for (int el = 0; el < g->mt * NEL; el++)
-		x[el] = masked_value(g, t, i, el, g2->x, masked, 0.0f);
+		x[el] = masked_value(g, t, i, el, g2->x, masked && !t->moid[i], 0.0f);
 	int f16 = g2->v->tensor->dtype == DT_F16;
 	const char *cvt = f16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32";
 	const char *mma = f16 ? ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
@@ -888,13 +1066,22 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 	t->rescaled = 0;
 	if (t->lastref >= 0)
 		t->chg = sm80_pconst(g, 0);
+	g->ninf = masked && t->mo >= 0;
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = node(g, i);
+		int mo = masked && i == t->mo, own = masked && !t->moid[i];
 		switch (g->s->n[i].kind) {
+		case SN_GEMM1:
+			for (int el = 0; el < nel && mo; el++)
+				g->tile[i][el] = mask_elem(g, t, i, el, g->tile[i][el], -INFINITY);
+			break;
 		case SN_MAP:
 			for (int el = 0; el < nel; el++) {
 				scope_elem(g, t, i, el);
 				g->tile[i][el] = sm80_expr(g, n->body);
+				if (mo)
+					g->tile[i][el] =
+					    mask_elem(g, t, i, el, g->tile[i][el], -INFINITY);
 			}
 			break;
 		case SN_RMAX:
@@ -903,8 +1090,7 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 				for (int el = 0; el < nel; el++) {
 					if (el_rs(el) != h)
 						continue;
-					PReg v =
-					    masked_value(g, t, i, el, n->body, masked, -INFINITY);
+					PReg v = masked_value(g, t, i, el, n->body, own, -INFINITY);
 					E3(PTX_MAX, ".f32", po_r(m), po_r(m), po_r(v));
 				}
 				m = quad_reduce(g, m, 1);
@@ -935,7 +1121,7 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 				for (int el = 0; el < nel; el++) {
 					if (el_rs(el) != h)
 						continue;
-					PReg v = masked_value(g, t, i, el, n->body, masked, 0.0f);
+					PReg v = masked_value(g, t, i, el, n->body, own, 0.0f);
 					E3(PTX_ADD, ".f32", po_r(acc), po_r(acc), po_r(v));
 				}
 			}
@@ -944,6 +1130,7 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 		default: break;
 		}
 	}
+	g->ninf = 0;
 }
 
 /* Lane-dependent part of the ldmatrix addresses of K (B operand, rows j)
@@ -1482,6 +1669,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(v));
 			}
 	lazy_plan(g, &t);
+	maskonce_plan(g, &t);
 	/* the stream, software-pipelined: tile t+1's K and V are copied into the
 	** other buffer while tile t computes; a tile whose masks are false
 	** everywhere is neither loaded nor computed */
