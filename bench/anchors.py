@@ -12,8 +12,8 @@ FLOPs, counted two ways for each attnc row:
   (query, key) pairs the mask keeps, the same for every system;
 - tflops_tiles (and vs_own_full_tiles, against own full's tflops): the work
   left after tile skipping, 4*B*H*D times the (query, key) pairs of every CTA
-  tile the kernel computes. A tile is BM query rows (read from the launcher's
-  grid in gen/NAME.c) by 64 keys, tiles starting at multiples of BM and 64
+  tile the kernel computes. A tile is BM query rows by BN keys (both read from
+  the launcher in gen/NAME.c), tiles starting at multiples of BM and BN
   from 0 and clipped to the N x N matrix; it is computed in full when the mask
   keeps at least one pair in it, and skipped otherwise. tile_frac is that
   count over N^2 (1 for full: every tile is computed).
@@ -86,24 +86,28 @@ def launcher(name, tensors, dims, params):
     return run
 
 
-BN = 64  # keys per CTA tile in every attnc kernel
-_bms = {}
+_tiles = {}
 
 
-def kernel_bm(name):
-    """Query rows per CTA tile of kernel `name`, from its launcher's grid,
-    `long gx = (qext + BM - 1) / BM;` in gen/NAME.c; 128 (said so) if absent."""
-    if name not in _bms:
+def kernel_tile(name):
+    """(BM, BN) of kernel `name`: query rows per CTA tile from its launcher's
+    grid, `long gx = (qext + BM - 1) / BM;`, and keys per tile from its
+    `/* CTA tile: BM query rows x BN keys */` in gen/NAME.c (128 and 64, said
+    so, where absent)."""
+    if name not in _tiles:
         path = os.path.join(HERE, "gen", name + ".c")
         try:
             with open(path) as f:
-                m = re.search(r"\(qext \+ (\d+) - 1\) / \1\b", f.read())
+                src = f.read()
         except OSError:
-            m = None
-        _bms[name] = int(m.group(1)) if m else 128
-        if not m:
-            print("warning: no grid line `(qext + BM - 1) / BM` in %s: BM taken as 128" % path, flush=True)
-    return _bms[name]
+            src = ""
+        m = re.search(r"\(qext \+ (\d+) - 1\) / \1\b", src)
+        k = re.search(r"CTA tile: \d+ query rows x (\d+) keys", src)
+        _tiles[name] = (int(m.group(1)) if m else 128, int(k.group(1)) if k else 64)
+        if not m or not k:
+            print("warning: no grid line or CTA tile comment in %s: tile taken as %s" % (path, _tiles[name]),
+                  flush=True)
+    return _tiles[name]
 
 
 def tile_any(vname, r0, r1, c0, c1, w=1024):
@@ -122,7 +126,7 @@ def tile_any(vname, r0, r1, c0, c1, w=1024):
     raise ValueError("no tile test for variant " + vname)
 
 
-def tile_pairs(vname, n, bm, bn=BN, w=1024):
+def tile_pairs(vname, n, bm, bn, w=1024):
     """The (query, key) pairs of the tiles computed at N = n: every tile of bm
     rows by bn keys (clipped to n x n) in which the mask keeps a pair."""
     pairs = 0
@@ -137,9 +141,9 @@ def tile_pairs(vname, n, bm, bn=BN, w=1024):
 
 def tile_fields(name, vname, n, fl, ms, w=1024):
     """The tile-skipping fields of an attnc row: bm, tile_frac, tflops_tiles."""
-    bm = kernel_bm(name)
-    frac = tile_pairs(vname, n, bm, BN, w) / (n * n)
-    return dict(bm=bm, tile_frac=frac, tflops_tiles=fl(frac) / ms)
+    bm, bn = kernel_tile(name)
+    frac = tile_pairs(vname, n, bm, bn, w) / (n * n)
+    return dict(bm=bm, bn=bn, tile_frac=frac, tflops_tiles=fl(frac) / ms)
 
 
 def rel(a, b):

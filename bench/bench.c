@@ -52,9 +52,10 @@ typedef struct Kernel {
 	const char *name;
 	LaunchFn launch;
 	long bm; /* query rows per CTA tile, from the launcher's grid */
+	long bn; /* keys per tile, from the launcher's tile comment */
 } Kernel;
 
-#define BENCH_ENTRY(n, bm) {#n, n##_launch_generic, bm},
+#define BENCH_ENTRY(n, bm, bn) {#n, n##_launch_generic, bm, bn},
 static const Kernel kernels[] = {BENCH_KERNELS(BENCH_ENTRY)};
 #define NKERNELS (sizeof kernels / sizeof kernels[0])
 
@@ -81,9 +82,6 @@ static const Family families[] = {
     {"softcap30", M_FULL, 0, X_NONE, 30.0},
 };
 #define NFAMILIES (sizeof families / sizeof families[0])
-
-/* Keys per CTA tile in every attnc kernel (the query rows, BM, vary). */
-#define TILE_KEYS 64
 
 #define MAXLIST 32
 
@@ -288,10 +286,10 @@ static int tile_any(const Family *f, long r0, long r1, long c0, long c1, const i
 }
 
 /* The (query, key) pairs of one (batch, head) in the CTA tiles the kernel
-** computes: tiles of bm rows by TILE_KEYS keys from (0, 0), clipped to
+** computes: tiles of bm rows by bn keys from (0, 0), clipped to
 ** n x n, each counted in full when the mask keeps any of its pairs (the
 ** others are skipped). --selftest checks it against keep() tile by tile. */
-static int64_t tile_pairs(const Family *f, long n, long bm, const int32_t *doc)
+static int64_t tile_pairs(const Family *f, long n, long bm, long bn, const int32_t *doc)
 {
 	long *mark = NULL;
 	if (f->mask == M_DOCUMENT) {
@@ -308,8 +306,8 @@ static int64_t tile_pairs(const Family *f, long n, long bm, const int32_t *doc)
 	long stamp = 0;
 	for (long r0 = 0; r0 < n; r0 += bm) {
 		long r1 = (r0 + bm < n ? r0 + bm : n) - 1;
-		for (long c0 = 0; c0 < n; c0 += TILE_KEYS) {
-			long c1 = (c0 + TILE_KEYS < n ? c0 + TILE_KEYS : n) - 1;
+		for (long c0 = 0; c0 < n; c0 += bn) {
+			long c1 = (c0 + bn < n ? c0 + bn : n) - 1;
 			if (tile_any(f, r0, r1, c0, c1, doc, mark, stamp++))
 				pairs += (int64_t)(r1 - r0 + 1) * (int64_t)(c1 - c0 + 1);
 		}
@@ -319,13 +317,13 @@ static int64_t tile_pairs(const Family *f, long n, long bm, const int32_t *doc)
 }
 
 /* tile_pairs by keep() itself: every pair of every tile until one is kept. */
-static int64_t tile_pairs_brute(const Family *f, long n, long bm, const int32_t *doc)
+static int64_t tile_pairs_brute(const Family *f, long n, long bm, long bn, const int32_t *doc)
 {
 	int64_t pairs = 0;
 	for (long r0 = 0; r0 < n; r0 += bm) {
 		long r1 = (r0 + bm < n ? r0 + bm : n) - 1;
-		for (long c0 = 0; c0 < n; c0 += TILE_KEYS) {
-			long c1 = (c0 + TILE_KEYS < n ? c0 + TILE_KEYS : n) - 1;
+		for (long c0 = 0; c0 < n; c0 += bn) {
+			long c1 = (c0 + bn < n ? c0 + bn : n) - 1;
 			int any = 0;
 			for (long i = r0; i <= r1 && !any; i++)
 				for (long j = c0; j <= c1 && !any; j++)
@@ -350,7 +348,7 @@ static void fill_doc(int32_t *doc, long n, long w)
 static int selftest(void)
 {
 	static const long lens[] = {1, 2, 63, 64, 65, 1000, 1023, 1024, 1025, 2047, 2048, 3001};
-	static const long bms[] = {64, 128};
+	static const long bms[] = {64, 128, 128}, bns[] = {64, 64, 128};
 	int bad = 0;
 	for (size_t f = 0; f < NFAMILIES; f++) {
 		const Family *fam = &families[f];
@@ -371,8 +369,8 @@ static int selftest(void)
 				bad = 1;
 			}
 			for (size_t b = 0; b < sizeof bms / sizeof bms[0]; b++) {
-				int64_t tb = tile_pairs_brute(fam, n, bms[b], doc);
-				int64_t tf = tile_pairs(fam, n, bms[b], doc);
+				int64_t tb = tile_pairs_brute(fam, n, bms[b], bns[b], doc);
+				int64_t tf = tile_pairs(fam, n, bms[b], bns[b], doc);
 				if (tb != tf) {
 					printf(
 					    "selftest %s N=%ld BM=%ld: %lld pairs in tiles by the "
@@ -389,10 +387,12 @@ static int selftest(void)
 				die("out of host memory");
 			fill_doc(doc, n, fam->w > 0 ? fam->w : 1);
 			double nn = (double)n * (double)n;
-			printf("selftest %-13s N=%ld kept %.6f  tiles %.6f (BM 128) %.6f (BM 64)\n",
+			printf("selftest %-13s N=%ld kept %.6f  tiles %.6f (128x128) %.6f (128x64) "
+			       "%.6f (64x64)\n",
 			       fam->name, n, (double)kept_pairs(fam, n, doc) / nn,
-			       (double)tile_pairs(fam, n, 128, doc) / nn,
-			       (double)tile_pairs(fam, n, 64, doc) / nn);
+			       (double)tile_pairs(fam, n, 128, 128, doc) / nn,
+			       (double)tile_pairs(fam, n, 128, 64, doc) / nn,
+			       (double)tile_pairs(fam, n, 64, 64, doc) / nn);
 			free(doc);
 		}
 	}
@@ -604,7 +604,7 @@ static void run_config(const Kernel *k, const Family *fam, long B, long H, long 
 	long bm = o->bm ? o->bm : k->bm;
 	int64_t tiled = 0;
 	for (long b = 0; b < B; b++)
-		tiled += tile_pairs(fam, N, bm, doc + b * N);
+		tiled += tile_pairs(fam, N, bm, k->bn, doc + b * N);
 	double tile_frac = (double)tiled / ((double)B * (double)N * (double)N);
 	double tile_flops = 4.0 * (double)H * (double)D * (double)tiled;
 
@@ -806,8 +806,9 @@ int main(int argc, char **argv)
 	if (o.list) {
 		for (size_t k = 0; k < NKERNELS; k++) {
 			const Family *f = family_of(kernels[k].name);
-			printf("%s (%s) bm %ld\n", kernels[k].name, f ? f->name : "unknown variant",
-			       o.bm ? o.bm : kernels[k].bm);
+			printf("%s (%s) bm %ld bn %ld\n", kernels[k].name,
+			       f ? f->name : "unknown variant", o.bm ? o.bm : kernels[k].bm,
+			       kernels[k].bn);
 		}
 		return 0;
 	}

@@ -19,7 +19,7 @@ if [ $# -eq 0 ]; then
 fi
 mkdir -p bin
 # The kernels bench.c links: each generated header (they share one include
-# guard, hence the #undef), and the X-macro list bench.c expands, X(NAME, BM):
+# guard, hence the #undef), and the X-macro list bench.c expands, X(NAME, BM, BN):
 # BM is the kernel's query rows per CTA tile, for bench's count of the work
 # left after tile skipping, read from its launcher's grid in gen/NAME.c
 # (`long gx = (qext + BM - 1) / BM;`); 128, said here, where that is absent.
@@ -31,13 +31,22 @@ kernel_bm() {
 	fi
 	echo "$bm"
 }
+# BN: keys per tile, from the launcher's `/* CTA tile: BM query rows x BN keys */`
+kernel_bn() {
+	bn=$(sed -n 's/.*CTA tile: [0-9]* query rows x \([0-9][0-9]*\) keys.*/\1/p' "gen/$1.c" | head -n 1)
+	if [ -z "$bn" ]; then
+		echo "build-bench.sh: no 'CTA tile' comment in gen/$1.c: BN taken as 64" >&2
+		bn=64
+	fi
+	echo "$bn"
+}
 {
 	echo "/* Written by build-bench.sh: the kernels linked into bench. */"
 	for n; do
 		printf '#include "%s.h"\n#undef ATTN_GEN_GPU_H\n' "$n"
 	done
 	printf '#define BENCH_KERNELS(X)'
-	for n; do printf ' X(%s, %s)' "$n" "$(kernel_bm "$n")"; done
+	for n; do printf ' X(%s, %s, %s)' "$n" "$(kernel_bm "$n")" "$(kernel_bn "$n")"; done
 	echo
 } > bin/bench_kernels.h
 # The generated files are mostly embedded cubins: compile them in parallel.

@@ -251,6 +251,8 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	} else {
 		fprintf(o, ";\n\tlong gx = (qext + %u - 1) / %u;\n", bm, bm);
 	}
+	/* benchmarks read the tile shape from here (bench/anchors.py) */
+	fprintf(o, "\t/* CTA tile: %u query rows x %u keys */\n", bm, im->info[idx].block_n);
 	fprintf(o,
 		"\tif (gy > 65535 || gx > 2147483647L)\n\t\treturn "
 		"attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: the grid (%%ld x %%ld blocks) "

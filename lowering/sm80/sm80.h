@@ -162,6 +162,7 @@ int sm80_row_blocks(const Shape *s); /* m16 row blocks per warp */
 typedef struct Sm80Info {
 	unsigned smem;    /* dynamic shared memory bytes */
 	unsigned block_m; /* query rows per CTA */
+	unsigned block_n; /* keys per tile */
 	long pack;        /* GQA packing: 0 none, > 0 rows per group, < 0 -(dim index + 1) */
 } Sm80Info;
 
