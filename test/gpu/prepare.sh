@@ -9,7 +9,8 @@ ATTNC=${ATTNC:-build/bin/attnc}
 DIR=${1:-.carry/gpu}
 rm -rf "$DIR" && mkdir -p "$DIR/gen"
 : > "$DIR/cases.txt"
-# example  cascade  shape sets (ragged, N_q != N_kv, N = 1, GQA group 1/4/8;
+# example (NAME_d64: the same with D = 64, O only)  cascade  shape sets (ragged,
+# N_q != N_kv, N = 1, GQA group 1/4/8;
 # ramp=R: scores that grow along the keys, so that running maxes move)  [int ranges]
 cat > "$DIR/plan.txt" <<'CASES'
 full full B=2,H=3,N=200,M=333 B=1,H=2,N=1,M=77 B=2,H=2,N=64,M=64 B=1,H=2,N=300,M=900,ramp=8
@@ -28,13 +29,30 @@ diff diff_attn B=2,H=2,N=120 B=1,H=1,N=1
 mla mla B=2,H=2,N=140 B=1,H=1,N=1
 decode decode B=2,HKV=2,G=4,M=300 B=1,HKV=2,G=8,M=900,ramp=8 B=1,HKV=3,G=8,M=1 B=3,HKV=1,G=1,M=70 B=1,HKV=2,G=80,M=130 --int kv_len=0:300
 multi gqa_groups B=2,HKV=2,G=4,N=130 B=1,HKV=1,G=8,N=1 B=1,HKV=3,G=1,N=65
+full_d64 full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=900,ramp=8
+causal_d64 causal B=2,H=4,N=257 B=1,H=1,N=1 B=2,H=2,N=600,ramp=8
+sliding_window_d64 sliding_window B=2,H=2,N=700 B=1,H=1,N=33
+alibi_d64 alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6
+prefix_lm_d64 prefix_lm B=3,H=2,N=160 B=1,H=2,N=400,ramp=8 --int prefix_len=0:160
+document_d64 document B=2,H=2,N=180 B=1,H=1,N=300 --int doc=0:3
 CASES
+mkdir -p "$DIR/src"
 while read -r file casc rest; do
-	if ! "$ATTNC" --target=sm_80 "examples/$file.attn" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
+	# NAME_d64: examples/NAME.attn with head dim 64 and O only (no L, whose
+	# registers would send it back to 64-key tiles): the 128-key kernels
+	src="examples/$file.attn"
+	case "$file" in
+	*_d64)
+		src="$DIR/src/$file.attn"
+		sed -e 's/dims D = 128;/dims D = 64;/' -e '/^  out L\[/d' -e '/^  L\[b, h, i\]/d' \
+			"examples/${file%_d64}.attn" > "$src"
+		;;
+	esac
+	if ! "$ATTNC" --target=sm_80 "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
 		echo "skip $file: $(head -1 "$DIR/gen/$file.err")"
 		continue
 	fi
-	"$ATTNC" --target=cpu --emit=c "examples/$file.attn" -o "$DIR/gen/${file}_cpu.c"
+	"$ATTNC" --target=cpu --emit=c "$src" -o "$DIR/gen/${file}_cpu.c"
 	ints=""
 	for s in $rest; do
 		case "$s" in
