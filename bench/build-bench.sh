@@ -20,25 +20,24 @@ fi
 mkdir -p bin
 # The kernels bench.c links: each generated header (they share one include
 # guard, hence the #undef), and the X-macro list bench.c expands, X(NAME, BM, BN):
-# BM is the kernel's query rows per CTA tile, for bench's count of the work
-# left after tile skipping, read from its launcher's grid in gen/NAME.c
-# (`long gx = (qext + BM - 1) / BM;`); 128, said here, where that is absent.
-kernel_bm() {
-	bm=$(sed -n 's/.*(qext + \([0-9][0-9]*\) - 1) \/ \1;.*/\1/p' "gen/$1.c" | head -n 1)
-	if [ -z "$bm" ]; then
-		echo "build-bench.sh: no '(qext + BM - 1) / BM' grid in gen/$1.c: BM taken as 128" >&2
-		bm=128
+# the kernel's CTA tile, BM query rows by BN keys, for bench's count of the
+# work left after tile skipping, read from its launcher in gen/NAME.c
+# (`long gx = (qext + BM - 1) / BM;` and `/* CTA tile: BM query rows x BN
+# keys */`); 128 and 64, said here, where they are absent.
+# launcher_num NAME SED-SCRIPT WHAT DEFAULT: the first number SED-SCRIPT prints.
+launcher_num() {
+	v=$(sed -n "$2" "gen/$1.c" | head -n 1)
+	if [ -z "$v" ]; then
+		echo "build-bench.sh: no $3 in gen/$1.c: taken as $4" >&2
+		v=$4
 	fi
-	echo "$bm"
+	echo "$v"
 }
-# BN: keys per tile, from the launcher's `/* CTA tile: BM query rows x BN keys */`
+kernel_bm() {
+	launcher_num "$1" 's/.*(qext + \([0-9][0-9]*\) - 1) \/ \1;.*/\1/p' "'(qext + BM - 1) / BM' grid" 128
+}
 kernel_bn() {
-	bn=$(sed -n 's/.*CTA tile: [0-9]* query rows x \([0-9][0-9]*\) keys.*/\1/p' "gen/$1.c" | head -n 1)
-	if [ -z "$bn" ]; then
-		echo "build-bench.sh: no 'CTA tile' comment in gen/$1.c: BN taken as 64" >&2
-		bn=64
-	fi
-	echo "$bn"
+	launcher_num "$1" 's/.*CTA tile: [0-9]* query rows x \([0-9][0-9]*\) keys.*/\1/p' "'CTA tile' comment" 64
 }
 {
 	echo "/* Written by build-bench.sh: the kernels linked into bench. */"
