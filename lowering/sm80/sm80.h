@@ -155,6 +155,8 @@ void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
 /* sm80_kernel.c */
 PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s);
 int sm80_row_blocks(const Shape *s); /* m16 row blocks per warp */
+/* Some mask reads data (document ids): the stream scans tiles with loads. */
+int sm80_data_masks(const Plan *p);
 
 /* The entry point: PTX for every cascade of a program, or NULL after
 ** reporting through d why a cascade cannot be lowered. */
@@ -163,6 +165,7 @@ typedef struct Sm80Info {
 	unsigned smem;    /* dynamic shared memory bytes */
 	unsigned block_m; /* query rows per CTA */
 	unsigned block_n; /* keys per tile */
+	int data_masks;   /* sm80_data_masks: the scan's work is per CTA */
 	long pack;        /* GQA packing: 0 none, > 0 rows per group, < 0 -(dim index + 1) */
 } Sm80Info;
 

@@ -1411,12 +1411,17 @@ static void data_mask(const Expr *c, void *ud)
 	d->any |= plan_mask_kind(d->p, d->node, c) >= MASK_RUNTIME;
 }
 
+int sm80_data_masks(const Plan *p)
+{
+	DataMask d = {p, 0, 0};
+	for (int i = 0; i < p->c->nodes.n; i++)
+		d.node = i, plan_conjuncts(((const Node *)p->c->nodes.v[i])->filter, data_mask, &d);
+	return d.any;
+}
+
 static int scan_unroll(Gen *g)
 {
-	DataMask d = {g->p, 0, 0};
-	for (int i = 0; i < g->c->nodes.n; i++)
-		d.node = i, plan_conjuncts(node(g, i)->filter, data_mask, &d);
-	return d.any ? SCAN_UNROLL : 1;
+	return sm80_data_masks(g->p) ? SCAN_UNROLL : 1;
 }
 
 static void scan_tiles(Gen *g, const Shape *s, PReg from, PReg out, PReg any, PReg all)

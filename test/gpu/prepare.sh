@@ -9,7 +9,7 @@ ATTNC=${ATTNC:-build/bin/attnc}
 DIR=${1:-.carry/gpu}
 rm -rf "$DIR" && mkdir -p "$DIR/gen"
 : > "$DIR/cases.txt"
-# example (NAME_d64: the same with D = 64, O only)  cascade  shape sets (ragged,
+# example (NAME_d64: the same with D = 64, O only; NAME_o: O only)  cascade  shape sets (ragged,
 # N_q != N_kv, N = 1, GQA group 1/4/8;
 # ramp=R: scores that grow along the keys, so that running maxes move)  [int ranges]
 cat > "$DIR/plan.txt" <<'CASES'
@@ -35,6 +35,7 @@ sliding_window_d64 sliding_window B=2,H=2,N=700 B=1,H=1,N=33
 alibi_d64 alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6
 prefix_lm_d64 prefix_lm B=3,H=2,N=160 B=1,H=2,N=400,ramp=8 --int prefix_len=0:160
 document_d64 document B=2,H=2,N=180 B=1,H=1,N=300 --int doc=0:3
+document_o document B=2,H=2,N=180 B=1,H=1,N=300 --int doc=0:3
 CASES
 mkdir -p "$DIR/src"
 while read -r file casc rest; do
@@ -42,6 +43,11 @@ while read -r file casc rest; do
 	# registers would send it back to 64-key tiles): the 128-key kernels
 	src="examples/$file.attn"
 	case "$file" in
+	*_o)
+		# NAME_o: O only (document's 128-row kernel, kept with its spills)
+		src="$DIR/src/$file.attn"
+		sed -e '/^  out L\[/d' -e '/^  L\[b, h, i\]/d' "examples/${file%_o}.attn" > "$src"
+		;;
 	*_d64)
 		src="$DIR/src/$file.attn"
 		sed -e 's/dims D = 128;/dims D = 64;/' -e '/^  out L\[/d' -e '/^  L\[b, h, i\]/d' \
