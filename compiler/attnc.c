@@ -177,10 +177,13 @@ static int ptxas_failed(const char *arch, const char *err)
 /* PTX for every cascade, with ptxas's feedback when px is given: a kernel
 ** of 128-row tiles that ptxas spills more than SPILL_OK bytes of is
 ** generated again with 64-row tiles (fewer registers). The sm_90 cubin of
-** the final PTX is returned in cubin90 when px is given; ptxas's errors are
-** reported here. */
+** the final PTX is returned in cubin90 when px is given, and its sm_80
+** cubin in cubin80 when that is not NULL: each round assembles both at
+** once (the sm_80 run is dropped when the round's PTX is regenerated), so
+** that the two targets take the time of one where nothing spills. ptxas's
+** errors are reported here. */
 static int emit_ptx_tuned(const Program *p, Diag *d, const char *px, char **buf, size_t *n,
-			  Sm80Info *info, Blob *cubin90)
+			  Sm80Info *info, Blob *cubin90, Blob *cubin80)
 {
 	char err[2048];
 	int nc = p->cascades.n, rc = 0;
@@ -210,8 +213,16 @@ static int emit_ptx_tuned(const Program *p, Diag *d, const char *px, char **buf,
 		if (rc || !px)
 			break;
 		free(cubin90->data), cubin90->data = NULL;
+		PtxasJob j80;
+		int sm80 = cubin80 && !ptxas_start(&j80, px, *buf, *n, "sm_80", err, sizeof err);
+		if (cubin80 && !sm80) {
+			rc = ptxas_failed("sm_80", err);
+			break;
+		}
 		if (ptxas_assemble_v(px, *buf, *n, "sm_90", &cubin90->data, &cubin90->size, err,
 				     sizeof err, funcs, spills, nc)) {
+			if (sm80)
+				ptxas_cancel(&j80);
 			rc = ptxas_failed("sm_90", err);
 			break;
 		}
@@ -220,9 +231,21 @@ static int emit_ptx_tuned(const Program *p, Diag *d, const char *px, char **buf,
 			if (!cap[i] && info[i].block_m > 64 &&
 			    spills[i] > (info[i].data_masks ? SPILL_OK_DATA : SPILL_OK))
 				cap[i] = 1, again = 1;
+		if (sm80 && again)
+			ptxas_cancel(&j80);
+		else if (sm80) {
+			free(cubin80->data), cubin80->data = NULL;
+			if (ptxas_finish(&j80, &cubin80->data, &cubin80->size, err, sizeof err,
+					 NULL, NULL, 0))
+				rc = ptxas_failed("sm_80", err);
+		}
 		if (!again)
 			break;
 	}
+	/* a last round that still asked for another (not expected) */
+	if (!rc && cubin80 && !cubin80->data &&
+	    ptxas_assemble(px, *buf, *n, "sm_80", &cubin80->data, &cubin80->size, err, sizeof err))
+		rc = ptxas_failed("sm_80", err);
 	for (int i = 0; i < nc && names; i++)
 		free(names[i]);
 	free(cap), free(funcs), free(spills), free(names);
@@ -249,11 +272,8 @@ static int compile_gpu(const char *outbase, const Program *p, Diag *d, const cha
 	}
 	/* the sm_90 cubin comes from the tuning's last ptxas run */
 	if (!rc)
-		rc = emit_ptx_tuned(p, d, px, &buf, &n, im.info, &im.cubin90);
+		rc = emit_ptx_tuned(p, d, px, &buf, &n, im.info, &im.cubin90, &im.cubin80);
 	im.ptx = buf, im.ptx_size = n;
-	if (!rc && ptxas_assemble(px, buf, n, "sm_80", &im.cubin80.data, &im.cubin80.size, err,
-				  sizeof err))
-		rc = ptxas_failed("sm_80", err);
 	if (!rc) {
 		const char *slash = strrchr(outbase, '/');
 		GpuOut g = {p, &im, arena_printf(&a, "%s.h", slash ? slash + 1 : outbase)};
@@ -320,7 +340,7 @@ static int emit_to(const char *path, Emit emit, const Program *p, int f64, const
 		if (!info)
 			rc = EXIT_TOOL;
 		else
-			rc = emit_ptx_tuned(p, diag, px, &buf, &n, info, &c90);
+			rc = emit_ptx_tuned(p, diag, px, &buf, &n, info, &c90, NULL);
 		if (!rc && fwrite(buf, 1, n, out) != n)
 			rc = EXIT_TOOL;
 		free(buf), free(info), free(c90.data);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -100,6 +101,93 @@ static long spill_of(const char *log, const char *func)
 	return strtol(q, NULL, 10);
 }
 
+/* Writes the PTX into a private directory and starts ptxas on it; the
+** job is finished (waited for, read, cleaned up) by ptxas_finish. */
+int ptxas_start(PtxasJob *j, const char *ptxas, const char *ptx, size_t n, const char *arch,
+		char *err, size_t errlen)
+{
+	const char *tmp = getenv("TMPDIR");
+	memset(j, 0, sizeof *j);
+	snprintf(j->dir, sizeof j->dir, "%s/attnc-ptxas-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(j->dir)) {
+		snprintf(err, errlen, "cannot create a temporary directory for ptxas");
+		return 1;
+	}
+	snprintf(j->in, sizeof j->in, "%s/k.ptx", j->dir);
+	snprintf(j->out, sizeof j->out, "%s/k.cubin", j->dir);
+	snprintf(j->log, sizeof j->log, "%s/log", j->dir);
+	FILE *f = fopen(j->in, "wb");
+	if (!f || fwrite(ptx, 1, n, f) != n || fclose(f)) {
+		if (f)
+			fclose(f);
+		snprintf(err, errlen, "cannot write PTX for ptxas");
+		unlink(j->in), rmdir(j->dir);
+		return 1;
+	}
+	char archopt[64];
+	snprintf(archopt, sizeof archopt, "-arch=%s", arch);
+	char *argv[] = {(char *)ptxas, archopt, "-O3", "-v", j->in, "-o", j->out, NULL};
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, j->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	j->running = posix_spawn(&j->pid, ptxas, &fa, NULL, argv, environ) == 0;
+	posix_spawn_file_actions_destroy(&fa);
+	return 0;
+}
+
+int ptxas_finish(PtxasJob *j, unsigned char **cubin, size_t *cubin_size, char *err, size_t errlen,
+		 const char *const *funcs, long *spills, int nfuncs)
+{
+	int rc = 1, st = 0;
+	if (j->running && waitpid(j->pid, &st, 0) == j->pid && WIFEXITED(st) &&
+	    WEXITSTATUS(st) == 0 && slurp(j->out, cubin, cubin_size) == 0) {
+		rc = 0;
+		unsigned char *l = NULL;
+		size_t ln = 0;
+		for (int i = 0; i < nfuncs; i++)
+			spills[i] = -1;
+		if (nfuncs && slurp(j->log, &l, &ln) == 0) {
+			char *text = realloc(l, ln + 1);
+			if (text) {
+				text[ln] = 0;
+				for (int i = 0; i < nfuncs; i++)
+					spills[i] = spill_of(text, funcs[i]);
+				l = (unsigned char *)text;
+			}
+			free(l);
+		}
+	} else {
+		unsigned char *l = NULL;
+		size_t ln = 0;
+		if (slurp(j->log, &l, &ln) == 0) {
+			size_t m = ln < errlen - 1 ? ln : errlen - 1;
+			memcpy(err, l, m);
+			err[m] = 0;
+			for (char *c = err; *c; c++)
+				if (*c == '\n')
+					*c = ' ';
+			free(l);
+		} else {
+			snprintf(err, errlen, "ptxas failed");
+		}
+	}
+	j->running = 0;
+	unlink(j->in), unlink(j->out), unlink(j->log), rmdir(j->dir);
+	return rc;
+}
+
+void ptxas_cancel(PtxasJob *j)
+{
+	char err[16];
+	unsigned char *cubin = NULL;
+	size_t n = 0;
+	if (j->running)
+		kill(j->pid, SIGTERM);
+	ptxas_finish(j, &cubin, &n, err, sizeof err, NULL, NULL, 0);
+	free(cubin);
+}
+
 int ptxas_assemble(const char *ptxas, const char *ptx, size_t n, const char *arch,
 		   unsigned char **cubin, size_t *cubin_size, char *err, size_t errlen)
 {
@@ -110,67 +198,8 @@ int ptxas_assemble_v(const char *ptxas, const char *ptx, size_t n, const char *a
 		     unsigned char **cubin, size_t *cubin_size, char *err, size_t errlen,
 		     const char *const *funcs, long *spills, int nfuncs)
 {
-	const char *tmp = getenv("TMPDIR");
-	char dir[4096], in[4200], out[4200], log[4200];
-	snprintf(dir, sizeof dir, "%s/attnc-ptxas-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir)) {
-		snprintf(err, errlen, "cannot create a temporary directory for ptxas");
+	PtxasJob j;
+	if (ptxas_start(&j, ptxas, ptx, n, arch, err, errlen))
 		return 1;
-	}
-	snprintf(in, sizeof in, "%s/k.ptx", dir);
-	snprintf(out, sizeof out, "%s/k.cubin", dir);
-	snprintf(log, sizeof log, "%s/log", dir);
-	int rc = 1;
-	FILE *f = fopen(in, "wb");
-	if (f && fwrite(ptx, 1, n, f) == n && !fclose(f)) {
-		char archopt[64];
-		snprintf(archopt, sizeof archopt, "-arch=%s", arch);
-		char *argv[] = {(char *)ptxas, archopt, "-O3", "-v", in, "-o", out, NULL};
-		posix_spawn_file_actions_t fa;
-		posix_spawn_file_actions_init(&fa);
-		posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		posix_spawn_file_actions_adddup2(&fa, 1, 2);
-		pid_t pid;
-		int st = 0;
-		if (posix_spawn(&pid, ptxas, &fa, NULL, argv, environ) == 0 &&
-		    waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
-		    slurp(out, cubin, cubin_size) == 0) {
-			rc = 0;
-			unsigned char *l = NULL;
-			size_t ln = 0;
-			for (int i = 0; i < nfuncs; i++)
-				spills[i] = -1;
-			if (nfuncs && slurp(log, &l, &ln) == 0) {
-				char *text = realloc(l, ln + 1);
-				if (text) {
-					text[ln] = 0;
-					for (int i = 0; i < nfuncs; i++)
-						spills[i] = spill_of(text, funcs[i]);
-					l = (unsigned char *)text;
-				}
-				free(l);
-			}
-		} else {
-			unsigned char *l = NULL;
-			size_t ln = 0;
-			if (slurp(log, &l, &ln) == 0) {
-				size_t m = ln < errlen - 1 ? ln : errlen - 1;
-				memcpy(err, l, m);
-				err[m] = 0;
-				for (char *c = err; *c; c++)
-					if (*c == '\n')
-						*c = ' ';
-				free(l);
-			} else {
-				snprintf(err, errlen, "ptxas failed");
-			}
-		}
-		posix_spawn_file_actions_destroy(&fa);
-	} else {
-		if (f)
-			fclose(f);
-		snprintf(err, errlen, "cannot write PTX for ptxas");
-	}
-	unlink(in), unlink(out), unlink(log), rmdir(dir);
-	return rc;
+	return ptxas_finish(&j, cubin, cubin_size, err, errlen, funcs, spills, nfuncs);
 }

@@ -5,6 +5,7 @@
 #define ATTN_PTXAS_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* The ptxas to use: `explicit` (--ptxas) if given, else $CUDA_PATH/bin,
 ** /usr/local/cuda/bin, then $PATH; NULL with a message in err if none. */
@@ -18,5 +19,20 @@ int ptxas_assemble_v(const char *ptxas, const char *ptx, size_t n, const char *a
 		     const char *const *funcs, long *spills, int nfuncs);
 int ptxas_assemble(const char *ptxas, const char *ptx, size_t n, const char *arch,
 		   unsigned char **cubin, size_t *cubin_size, char *err, size_t errlen);
+/* The same in two halves, so that several ptxas runs overlap: start writes
+** the PTX and spawns ptxas; finish waits for it and reads the cubin (and
+** the spills), and always cleans up. A job whose start failed (err set)
+** needs no finish. */
+typedef struct PtxasJob {
+	char dir[4096], in[4200], out[4200], log[4200];
+	pid_t pid;
+	int running;
+} PtxasJob;
+int ptxas_start(PtxasJob *j, const char *ptxas, const char *ptx, size_t n, const char *arch,
+		char *err, size_t errlen);
+int ptxas_finish(PtxasJob *j, unsigned char **cubin, size_t *cubin_size, char *err, size_t errlen,
+		 const char *const *funcs, long *spills, int nfuncs);
+/* Stops a started job and cleans up (its result is not wanted). */
+void ptxas_cancel(PtxasJob *j);
 
 #endif
