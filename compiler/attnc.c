@@ -227,7 +227,7 @@ static int emit_ptx_tuned(const Program *p, Diag *d, const char *px, char **buf,
 			break;
 		}
 		int again = 0;
-		for (int i = 0; i < nc; i++)
+		for (int i = 0; i < nc && round == 0; i++)
 			if (!cap[i] && info[i].block_m > 64 &&
 			    spills[i] > (info[i].data_masks ? SPILL_OK_DATA : SPILL_OK))
 				cap[i] = 1, again = 1;
@@ -242,10 +242,6 @@ static int emit_ptx_tuned(const Program *p, Diag *d, const char *px, char **buf,
 		if (!again)
 			break;
 	}
-	/* a last round that still asked for another (not expected) */
-	if (!rc && cubin80 && !cubin80->data &&
-	    ptxas_assemble(px, *buf, *n, "sm_80", &cubin80->data, &cubin80->size, err, sizeof err))
-		rc = ptxas_failed("sm_80", err);
 	for (int i = 0; i < nc && names; i++)
 		free(names[i]);
 	free(cap), free(funcs), free(spills), free(names);

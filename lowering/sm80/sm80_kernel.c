@@ -859,56 +859,65 @@ static void lazy_finish(Gen *g, Tile *t)
 ** too; sm80_expr's neg_log2e, with g->ninf). */
 enum { NK_FIN, NK_NINF, NK_ZERO, NK_UNK }; /* independent of X, -inf, 0, unknown */
 
-/* e reads a running value (a max, a sum, a reference), which may be -inf. */
-static int reads_state(Gen *g, const Expr *e)
+/* Node d's values are per (row, key) of the tile (not running or per row). */
+static int tile_value(const Gen *g, int d)
 {
-	if (e->kind == EX_ACCESS && e->tensor->def) {
-		SNodeKind k = g->s->n[e->tensor->def->id].kind;
-		if (k != SN_MAP && k != SN_GEMM1)
-			return 1;
-	}
+	return g->s->n[d].kind == SN_MAP || g->s->n[d].kind == SN_GEMM1;
+}
+
+/* e (or NULL) reads a node marked in set. */
+static int reads_node(const Expr *e, const signed char *set)
+{
+	if (!e)
+		return 0;
+	if (e->kind == EX_ACCESS && e->tensor->def && set[e->tensor->def->id])
+		return 1;
 	for (int i = 0; i < e->nargs; i++)
-		if (reads_state(g, e->args[i]))
+		if (reads_node(e->args[i], set))
 			return 1;
 	return 0;
 }
+
+/* What maskonce_plan knows: per node, nk (NK_*, for tile values), dep (a
+** tile value that depends on X) and state (a running value, a max, a sum or
+** a reference, which may be -inf). */
+typedef struct MaskOnce {
+	signed char *nk, *dep, *state;
+} MaskOnce;
 
 static int positive_literal(const Expr *e)
 {
 	return (e->kind == EX_FLOAT && e->fval > 0) || (e->kind == EX_INT && e->ival > 0);
 }
 
-/* What e is at a masked point when X is -inf there (nk: per tile node). */
-static int nkind(Gen *g, const Expr *e, const signed char *nk)
+/* What e is at a masked point when X is -inf there. */
+static int nkind(Gen *g, const Expr *e, const MaskOnce *m)
 {
 	int a = NK_FIN, b = NK_FIN;
 	switch (e->kind) {
 	case EX_ACCESS:
-		if (!e->tensor->def)
-			return NK_FIN;
-		if (g->s->n[e->tensor->def->id].kind == SN_MAP ||
-		    g->s->n[e->tensor->def->id].kind == SN_GEMM1)
-			return nk[e->tensor->def->id];
-		return NK_FIN;
+		return e->tensor->def && tile_value(g, e->tensor->def->id)
+			   ? m->nk[e->tensor->def->id]
+			   : NK_FIN;
 	case EX_CAST:
 	case EX_SELECT:
 		for (int i = 0; i < e->nargs; i++)
-			if (nkind(g, e->args[i], nk) != NK_FIN)
+			if (nkind(g, e->args[i], m) != NK_FIN)
 				return NK_UNK;
 		return NK_FIN;
-	case EX_UNOP: a = nkind(g, e->args[0], nk); return a == NK_FIN || a == NK_ZERO ? a : NK_UNK;
+	case EX_UNOP: a = nkind(g, e->args[0], m); return a == NK_FIN || a == NK_ZERO ? a : NK_UNK;
 	case EX_BINOP:
-		a = nkind(g, e->args[0], nk), b = nkind(g, e->args[1], nk);
+		a = nkind(g, e->args[0], m), b = nkind(g, e->args[1], m);
 		if (a == NK_FIN && b == NK_FIN)
 			return NK_FIN;
 		switch (e->op) {
 		case OP_ADD:
-			if ((a == NK_NINF && b == NK_FIN && !reads_state(g, e->args[1])) ||
-			    (b == NK_NINF && a == NK_FIN && !reads_state(g, e->args[0])))
+			if ((a == NK_NINF && b == NK_FIN && !reads_node(e->args[1], m->state)) ||
+			    (b == NK_NINF && a == NK_FIN && !reads_node(e->args[0], m->state)))
 				return NK_NINF;
 			return a == NK_ZERO && b == NK_ZERO ? NK_ZERO : NK_UNK;
 		case OP_SUB:
-			if (a == NK_NINF && b == NK_FIN && !reads_state(g, e->args[1]))
+			if (a == NK_NINF && b == NK_FIN && !reads_node(e->args[1], m->state))
 				return NK_NINF;
 			return a == NK_ZERO && b == NK_ZERO ? NK_ZERO : NK_UNK;
 		case OP_MUL:
@@ -935,10 +944,10 @@ static int nkind(Gen *g, const Expr *e, const signed char *nk)
 		const Expr *x = e->args[0];
 		/* exp(a - m): the FFMA form (sm80_expr's call), guarded for m = -inf */
 		if (e->op == FN_EXP && x->kind == EX_BINOP && x->op == OP_SUB &&
-		    x->type == VT_FLOAT && nkind(g, x->args[0], nk) == NK_NINF &&
-		    nkind(g, x->args[1], nk) == NK_FIN)
+		    x->type == VT_FLOAT && nkind(g, x->args[0], m) == NK_NINF &&
+		    nkind(g, x->args[1], m) == NK_FIN)
 			return NK_ZERO;
-		a = nkind(g, x, nk);
+		a = nkind(g, x, m);
 		if (a == NK_FIN)
 			return NK_FIN;
 		if (a == NK_NINF && (e->op == FN_EXP || e->op == FN_EXP2 || e->op == FN_SIGMOID ||
@@ -950,19 +959,6 @@ static int nkind(Gen *g, const Expr *e, const signed char *nk)
 	}
 }
 
-/* e reads a tile node that depends on X (nk[d] != NK_FIN). */
-static int reads_dependent(Gen *g, const Expr *e, const signed char *dep)
-{
-	if (!e)
-		return 0;
-	if (e->kind == EX_ACCESS && e->tensor->def && dep[e->tensor->def->id])
-		return 1;
-	for (int i = 0; i < e->nargs; i++)
-		if (reads_dependent(g, e->args[i], dep))
-			return 1;
-	return 0;
-}
-
 static void maskonce_plan(Gen *g, Tile *t)
 {
 	int n = g->c->nodes.n, x = -1;
@@ -970,20 +966,20 @@ static void maskonce_plan(Gen *g, Tile *t)
 	t->moid = ARENA_ARRAY(g->a, signed char, n + 1);
 	for (int i = 0; i < n && x < 0; i++) {
 		const Expr *b = node(g, i)->body;
-		if (g->s->n[i].kind == SN_RMAX && b->kind == EX_ACCESS && b->tensor->def) {
-			int d = b->tensor->def->id;
-			if (g->s->n[d].kind == SN_MAP || g->s->n[d].kind == SN_GEMM1)
-				x = d;
-		}
+		if (g->s->n[i].kind == SN_RMAX && b->kind == EX_ACCESS && b->tensor->def &&
+		    tile_value(g, b->tensor->def->id))
+			x = b->tensor->def->id;
 	}
 	if (x < 0 || !node(g, x)->filter)
 		return;
-	signed char *nk = ARENA_ARRAY(g->a, signed char, n + 1);
-	signed char *dep = ARENA_ARRAY(g->a, signed char, n + 1);
-	nk[x] = NK_NINF, dep[x] = 1;
+	MaskOnce m = {ARENA_ARRAY(g->a, signed char, n + 1), ARENA_ARRAY(g->a, signed char, n + 1),
+		      ARENA_ARRAY(g->a, signed char, n + 1)};
+	for (int i = 0; i < n; i++)
+		m.state[i] = !tile_value(g, i);
+	m.nk[x] = NK_NINF, m.dep[x] = 1;
 	for (int i = x + 1; i < n; i++) {
 		const Node *nd = node(g, i);
-		if (!reads_dependent(g, nd->body, dep) && !reads_dependent(g, nd->filter, dep))
+		if (!reads_node(nd->body, m.dep) && !reads_node(nd->filter, m.dep))
 			continue;
 		/* the same condition at the same (row, key) point: variables of
 		** the same classes (a node's own numbering may differ: P V's key
@@ -994,13 +990,13 @@ static void maskonce_plan(Gen *g, Tile *t)
 		}
 		switch (g->s->n[i].kind) {
 		case SN_MAP:
-			nk[i] = (signed char)nkind(g, nd->body, nk);
-			dep[i] = 1;
+			m.nk[i] = (signed char)nkind(g, nd->body, &m);
+			m.dep[i] = 1;
 			break;
-		case SN_RMAX: t->moid[i] = nkind(g, nd->body, nk) == NK_NINF; break;
-		case SN_RSUM: t->moid[i] = nkind(g, nd->body, nk) == NK_ZERO; break;
+		case SN_RMAX: t->moid[i] = nkind(g, nd->body, &m) == NK_NINF; break;
+		case SN_RSUM: t->moid[i] = nkind(g, nd->body, &m) == NK_ZERO; break;
 		case SN_GEMM2:
-			t->moid[i] = nkind(g, g->s->g2[g->s->n[i].g].x, nk) == NK_ZERO;
+			t->moid[i] = nkind(g, g->s->g2[g->s->n[i].g].x, &m) == NK_ZERO;
 			break;
 		default: memset(t->moid, 0, (size_t)n); return;
 		}
@@ -1366,6 +1362,14 @@ static void epilogue(Gen *g, Tile *t)
 
 /* ---- the kernel ----------------------------------------------------------- */
 
+/* Node i's mask decides which tiles the stream visits: the tile values and
+** the reductions over keys (not references or the epilogue). */
+static int streamed(const Shape *s, int i)
+{
+	SNodeKind k = s->n[i].kind;
+	return k == SN_RMAX || k == SN_RSUM || k == SN_GEMM2 || k == SN_MAP || k == SN_GEMM1;
+}
+
 /* any: some node's mask is true somewhere on tile [a, b); all: every
 ** node's mask is true everywhere on it. */
 static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg all)
@@ -1376,8 +1380,7 @@ static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg a
 	E3(PTX_SETP, ".ne.s32", po_r(any), po_r(z), po_i(0));
 	E3(PTX_SETP, ".eq.s32", po_r(all), po_r(z), po_i(0));
 	for (int i = 0; i < g->c->nodes.n; i++) {
-		SNodeKind k = s->n[i].kind;
-		if (k != SN_RMAX && k != SN_RSUM && k != SN_GEMM2 && k != SN_MAP && k != SN_GEMM1)
+		if (!streamed(s, i))
 			continue;
 		PReg al, ne, nn = R(g, PC_PRED);
 		sm80_tile_class(g, i, &al, &ne);
@@ -1470,8 +1473,7 @@ static void stream_bounds(Gen *g, const Shape *s, PReg start, PReg end)
 	E2(PTX_MOV, ".b64", po_r(start), po_i(0));
 	E2(PTX_MOV, ".b64", po_r(end), po_r(g->sext));
 	for (int i = 0; i < g->c->nodes.n && (lo_any || hi_any); i++) {
-		SNodeKind k = s->n[i].kind;
-		if (k != SN_RMAX && k != SN_RSUM && k != SN_GEMM2 && k != SN_MAP && k != SN_GEMM1)
+		if (!streamed(s, i))
 			continue;
 		KeyBounds kb = {g, g->p->np[i].svar, NULL, NULL, NULL};
 		if (node(g, i)->filter && kb.sv >= 0)
