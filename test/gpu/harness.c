@@ -5,11 +5,13 @@
 ** embedded, launched through libattnrt) and gen/<file>_cpu.c (the portable
 ** C back end, itself checked against the MLIR reference in CI).
 **
-**   harness B=2,H=4,N=300[,ramp=R] [seed] [--int NAME=lo:hi] [--time ITERS]
+**   harness B=2,H=4,N=300[,ramp=R] [seed] [--int NAME=lo:hi[:run]] [--time ITERS]
 **
 ** Seeded random inputs (normal, rounded to bf16/f16 where declared; with
 ** ramp=R, element e of n is also scaled by 1 + R e / n, so that scores
-** grow along the keys and running maxes keep moving), outputs
+** grow along the keys and running maxes keep moving; i32 inputs uniform in
+** lo:hi, or with :run in runs of 1 to run equal values, like the ids of
+** packed documents), outputs
 ** poisoned with NaN before the launch, then every output compared with the
 ** C back end: relative L2 error, NaN count, and the positions of infinities
 ** (logsumexp of empty rows is -inf). Prints one line per output, and
@@ -160,16 +162,21 @@ int main(int argc, char **argv)
 		hraw[i] = calloc((size_t)numel[i], (size_t)esize(dt[i]));
 		check(attnrt_malloc(&dev[i], (size_t)numel[i] * (size_t)esize(dt[i])), "malloc");
 		if (kind[i] == K_IN) {
-			long lo = 0, hi = maxdim;
+			long lo = 0, hi = maxdim, run = 1, left = 0;
+			int32_t v = 0;
 			for (int q = 0; q < nints; q++) {
 				size_t l = strlen(name[i]);
 				if (!strncmp(ints[q], name[i], l) && ints[q][l] == '=')
-					sscanf(ints[q] + l + 1, "%ld:%ld", &lo, &hi);
+					sscanf(ints[q] + l + 1, "%ld:%ld:%ld", &lo, &hi, &run);
 			}
 			for (long e = 0; e < numel[i]; e++) {
 				if (dt[i] == T_I32) {
-					int32_t v =
-					    (int32_t)(lo + (long)(unit() * (double)(hi - lo + 1)));
+					/* runs of 1 to `run` equal values: packed documents */
+					if (left-- <= 0) {
+						v = (int32_t)(lo + (long)(unit() *
+									  (double)(hi - lo + 1)));
+						left = run > 1 ? (long)(unit() * (double)run) : 0;
+					}
 					((int32_t *)host_f[i])[e] = v, ((int32_t *)hraw[i])[e] = v;
 				} else if (dt[i] == T_BOOL) {
 					uint8_t v = unit() < 0.75;

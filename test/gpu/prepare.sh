@@ -11,7 +11,9 @@ rm -rf "$DIR" && mkdir -p "$DIR/gen"
 : > "$DIR/cases.txt"
 # example (NAME_d64: the same with D = 64, O only; NAME_o: O only)  cascade  shape sets (ragged,
 # N_q != N_kv, N = 1, GQA group 1/4/8;
-# ramp=R: scores that grow along the keys, so that running maxes move)  [int ranges]
+# ramp=R: scores that grow along the keys, so that running maxes move)  [int ranges;
+# lo:hi:run gives runs of equal ids, packed documents; N > 8192 crosses the
+# tile table's window]
 cat > "$DIR/plan.txt" <<'CASES'
 full full B=2,H=3,N=200,M=333 B=1,H=2,N=1,M=77 B=2,H=2,N=64,M=64 B=1,H=2,N=300,M=900,ramp=8
 causal causal B=2,H=4,N=257 B=1,H=1,N=1 B=3,H=2,N=64 B=2,H=2,N=600,ramp=8
@@ -34,8 +36,8 @@ causal_d64 causal B=2,H=4,N=257 B=1,H=1,N=1 B=2,H=2,N=600,ramp=8
 sliding_window_d64 sliding_window B=2,H=2,N=700 B=1,H=1,N=33
 alibi_d64 alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6
 prefix_lm_d64 prefix_lm B=3,H=2,N=160 B=1,H=2,N=400,ramp=8 --int prefix_len=0:160
-document_d64 document B=2,H=2,N=180 B=1,H=1,N=300 --int doc=0:3
-document_o document B=2,H=2,N=180 B=1,H=1,N=300 --int doc=0:3
+document_d64 document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 --int doc=0:40:700
+document_o document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 --int doc=0:40:1500
 CASES
 mkdir -p "$DIR/src"
 while read -r file casc rest; do
