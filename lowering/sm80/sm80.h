@@ -128,7 +128,7 @@ typedef struct Gen {
 		int end;         /* code[end]: the first instruction after its code */
 		int in_prologue; /* its code is in the straight-line prologue (computed or
 				 ** moved there): it dominates all that follows */
-	} rng[8];
+	} rng[72]; /* the table's first window: 32 tiles' ranges of up to two key reads */
 	int nrng;
 	int lanelocal; /* a test read a key range: its predicates are per lane */
 	int ninf;      /* masked scores are -inf in this tile body: exp guards its max */
@@ -149,6 +149,14 @@ int sm80_key_linear(Gen *g, int sv, const Expr *e, int *coef, Expr **rest);
 /* [lo, hi] (s64) of an int expression over the CTA's rows and the keys
 ** [j0, j1) in scope; 0 when the interval rules do not bound it. */
 int sm80_range(Gen *g, const Expr *e, PReg *lo, PReg *hi);
+/* Node's filter reads i32 data along the keys (doc[b, j]): classifying a
+** tile loads data. */
+int sm80_key_reads(Gen *g, int node);
+/* The key ranges node's filter reads over the n tiles [st[u], end[u])
+** (SM80_BN keys apart, end clamped to the keys), cached for their tile
+** tests: computed together so that their loads are in flight together
+** (the tests' warp votes keep ptxas from moving loads across them). */
+void sm80_key_ranges(Gen *g, int node, const PReg *st, const PReg *end, int n);
 /* Predicates: the tile box always / never satisfies node's filter. */
 void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
 

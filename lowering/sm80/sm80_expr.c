@@ -597,6 +597,29 @@ static int read_range(Gen *g, const Expr *e)
 	return k;
 }
 
+/* e reads i32 data along the keys (doc[b, j]): its tile classes load
+** that data per tile (range_read 's'). */
+static int key_reads(Gen *g, const Expr *e)
+{
+	if (!e)
+		return 0;
+	if (e->kind == EX_ACCESS && e->type == VT_INT && !e->tensor->def && read_range(g, e) == 's')
+		return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (key_reads(g, e->args[i]))
+			return 1;
+	return 0;
+}
+
+int sm80_key_reads(Gen *g, int node)
+{
+	int save = g->node, r;
+	g->node = node;
+	r = key_reads(g, ((const Node *)g->p->c->nodes.v[node])->filter);
+	g->node = save;
+	return r;
+}
+
 /* Variables of nodes na and nb in the same class take one value (or one
 ** range) in the tile's scope; `alike` also asks for the same numbering. */
 typedef struct NodePair {
@@ -788,30 +811,32 @@ static void range_compute(Gen *g, const Expr *e, int k, PReg *mn, PReg *mx)
 		E3(PTX_ADD, ".s64", po_r(end), po_r(g->q0), po_i(g->bm));
 		E3(PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->qext));
 	}
-	PReg row = g->row, col = g->col, x = R(g, PC_B64);
+	PReg row = g->row, col = g->col, x = R(g, PC_B64), in[4], w[4];
 	E3(PTX_ADD, ".s64", po_r(x), po_r(first), po_r(g->lane));
+	/* element x = first + lane + t, when x < end: the loads are predicated,
+	** so no address past the range is read, and lanes past it keep the
+	** identities of min and max; all loads come first */
 	for (int t = 0; t < span; t += 32) {
-		/* element x = first + lane + t, when x < end: the load is predicated,
-		** so no address past the range is read, and lanes past it keep the
-		** identities of min and max */
 		PReg xt = x;
 		if (t) {
 			xt = R(g, PC_B64);
 			E3(PTX_ADD, ".s64", po_r(xt), po_r(x), po_i(t));
 		}
-		PReg in = R(g, PC_PRED), w = R(g, PC_B32);
-		E3(PTX_SETP, ".lt.s64", po_r(in), po_r(xt), po_r(end));
+		in[t / 32] = R(g, PC_PRED), w[t / 32] = R(g, PC_B32);
+		E3(PTX_SETP, ".lt.s64", po_r(in[t / 32]), po_r(xt), po_r(end));
 		if (k == 'q')
 			g->row = xt;
 		else
 			g->col = xt;
 		PReg a = sm80_addr(g, e->tensor, e->args);
-		E2(PTX_LD, ".global.nc.s32", po_r(w), po_mem(a, 0));
-		ptx_guard(g->f, in, 0);
-		E3(PTX_MIN, ".s32", po_r(*mn), po_r(*mn), po_r(w));
-		ptx_guard(g->f, in, 0);
-		E3(PTX_MAX, ".s32", po_r(*mx), po_r(*mx), po_r(w));
-		ptx_guard(g->f, in, 0);
+		E2(PTX_LD, ".global.nc.s32", po_r(w[t / 32]), po_mem(a, 0));
+		ptx_guard(g->f, in[t / 32], 0);
+	}
+	for (int t = 0; t < span / 32; t++) {
+		E3(PTX_MIN, ".s32", po_r(*mn), po_r(*mn), po_r(w[t]));
+		ptx_guard(g->f, in[t], 0);
+		E3(PTX_MAX, ".s32", po_r(*mx), po_r(*mx), po_r(w[t]));
+		ptx_guard(g->f, in[t], 0);
 	}
 	g->row = row, g->col = col;
 	for (int m = 16; m >= 1 && k == 'q'; m >>= 1) {
@@ -829,15 +854,19 @@ static void range_compute(Gen *g, const Expr *e, int k, PReg *mn, PReg *mx)
 }
 
 /* A free cache slot, else the oldest entry outside the prologue (key
-** ranges stop being valid at the next label anyway), else the oldest. */
+** ranges stop being valid at the next label anyway), else the oldest key
+** range (one tile's: the table of document masks classifies 32 tiles in
+** the prologue, and evicting the rows' range made every later test
+** recompute it), else the oldest. */
 static int range_slot(Gen *g)
 {
 	int n = sizeof g->rng / sizeof g->rng[0], best = -1;
 	if (g->nrng < n)
 		return g->nrng++;
-	for (int pass = 0; pass < 2 && best < 0; pass++)
+	for (int pass = 0; pass < 3 && best < 0; pass++)
 		for (int i = 0; i < n; i++)
-			if ((pass || !g->rng[i].in_prologue) &&
+			if ((pass == 2 || (pass == 1 && g->rng[i].kind == 's') ||
+			     !g->rng[i].in_prologue) &&
 			    (best < 0 || g->rng[i].end < g->rng[best].end))
 				best = i;
 	return best;
@@ -864,6 +893,114 @@ static Ival range_read(Gen *g, const Expr *e, int k)
 		c->j0 = g->j0, c->j1 = g->j1, c->end = end, c->in_prologue = pro;
 	}
 	return (Ival){mn, mx, 1, 1};
+}
+
+/* A key read whose subscripts hold the key only as the bare key index
+** (doc[b, j]): its address steps by one stride per key. */
+static int key_plain(Gen *g, const Expr *e)
+{
+	for (int i = 0; i < e->nargs; i++) {
+		const Expr *a = e->args[i];
+		if (a->kind == EX_INDEX && kind_of(g, a->var) == 's')
+			continue;
+		if (subscript_range(g, a, 0) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* The ranges of plain key read e over n consecutive tiles from st[0]: the
+** lane's element addresses step by 32 keys' stride, so each of its 2 n
+** loads costs an add, and all loads come before any min or max. */
+static void key_ranges_plain(Gen *g, const Expr *e, const PReg *st, const PReg *end, int n)
+{
+	PReg x0 = R(g, PC_B64), x1 = R(g, PC_B64), stride = R(g, PC_B64), lim = R(g, PC_B64),
+	     col = g->col, in[2 * 32], w[2 * 32], a = {0, 0};
+	E3(PTX_ADD, ".s64", po_r(x0), po_r(st[0]), po_r(g->lane));
+	E3(PTX_ADD, ".s64", po_r(x1), po_r(x0), po_i(1));
+	g->col = x0;
+	PReg a0 = sm80_addr(g, e->tensor, e->args);
+	g->col = x1;
+	PReg a1 = sm80_addr(g, e->tensor, e->args);
+	g->col = col;
+	E3(PTX_SUB, ".s64", po_r(stride), po_r(a1), po_r(a0));
+	E3(PTX_SHL, ".b64", po_r(stride), po_r(stride), po_i(5));
+	/* element k (key x0 + 32 k) exists where 32 k < sext - x0 (in s32:
+	** dims are below 2^31); tested again at its min and max, so that no
+	** predicate is live across the loads */
+	PReg lim32 = R(g, PC_B32);
+	E3(PTX_SUB, ".s64", po_r(lim), po_r(g->sext), po_r(x0));
+	E2(PTX_CVT, ".s32.s64", po_r(lim32), po_r(lim));
+	for (int k = 0; k < 2 * n; k++) {
+		PReg ak = a0;
+		if (k) {
+			ak = R(g, PC_B64);
+			E3(PTX_ADD, ".s64", po_r(ak), po_r(a), po_r(stride));
+		}
+		a = ak;
+		in[k] = R(g, PC_PRED), w[k] = R(g, PC_B32);
+		E3(PTX_SETP, ".gt.s32", po_r(in[k]), po_r(lim32), po_i(32 * k));
+		E2(PTX_LD, ".global.nc.s32", po_r(w[k]), po_mem(ak, 0));
+		ptx_guard(g->f, in[k], 0);
+	}
+	for (int u = 0; u < n; u++) {
+		PReg mn = R(g, PC_B32), mx = R(g, PC_B32);
+		E2(PTX_MOV, ".b32", po_r(mn), po_i(INT32_MAX));
+		E2(PTX_MOV, ".b32", po_r(mx), po_i(INT32_MIN));
+		for (int k = 2 * u; k < 2 * u + 2; k++) {
+			in[k] = R(g, PC_PRED);
+			E3(PTX_SETP, ".gt.s32", po_r(in[k]), po_r(lim32), po_i(32 * k));
+			E3(PTX_MIN, ".s32", po_r(mn), po_r(mn), po_r(w[k]));
+			ptx_guard(g->f, in[k], 0);
+			E3(PTX_MAX, ".s32", po_r(mx), po_r(mx), po_r(w[k]));
+			ptx_guard(g->f, in[k], 0);
+		}
+		struct Sm80Range *c = &g->rng[range_slot(g)];
+		c->e = e, c->node = g->node, c->kind = 's', c->mn = mn, c->mx = mx;
+		c->j0 = st[u], c->j1 = end[u], c->end = g->f->ncode;
+		c->in_prologue = g->f->ncode <= prologue_end(g->f);
+	}
+}
+
+typedef struct KeyBatch {
+	const PReg *st, *end;
+	int n;
+} KeyBatch;
+
+static void key_batch(Gen *g, const Expr *e, const KeyBatch *kb)
+{
+	if (!e)
+		return;
+	if (e->kind != EX_ACCESS || e->type != VT_INT || e->tensor->def ||
+	    read_range(g, e) != 's') {
+		for (int i = 0; i < e->nargs; i++)
+			key_batch(g, e->args[i], kb);
+		return;
+	}
+	PReg sj0 = g->j0, sj1 = g->j1, mn, mx;
+	g->j0 = kb->st[0], g->j1 = kb->end[0];
+	int cached = range_cached(g, e, 's', &mn, &mx);
+	g->j0 = sj0, g->j1 = sj1;
+	if (cached)
+		return;
+	if (key_plain(g, e) && kb->n <= 32) {
+		key_ranges_plain(g, e, kb->st, kb->end, kb->n);
+		return;
+	}
+	for (int u = 0; u < kb->n; u++) {
+		g->j0 = kb->st[u], g->j1 = kb->end[u];
+		range_read(g, e, 's');
+	}
+	g->j0 = sj0, g->j1 = sj1;
+}
+
+void sm80_key_ranges(Gen *g, int node, const PReg *st, const PReg *end, int n)
+{
+	int save = g->node;
+	KeyBatch kb = {st, end, n};
+	g->node = node;
+	key_batch(g, ((const Node *)g->p->c->nodes.v[node])->filter, &kb);
+	g->node = save;
 }
 
 static Ival ival(Gen *g, const Expr *e)

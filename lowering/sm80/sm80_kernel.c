@@ -223,16 +223,32 @@ static void decode_grid(Gen *g)
 
 /* ---- shared memory and loads --------------------------------------------- */
 
+/* The tile table of a window of TAB_TILES key tiles (see scan_table): the
+** window's first key (s64, a multiple of TAB_TILES * SM80_BN); a bit per
+** tile of "some mask true somewhere" and one of "every mask true
+** everywhere", as four u32 words each (a warp's 32 tiles per word); and
+** per tile p a u16 entry: the first tile at or after p whose any bit is
+** set (TAB_TILES where none is), plus 256 where its all bit is. */
+enum {
+	TAB_WORDS = SM80_WARPS,
+	TAB_TILES = 32 * TAB_WORDS,
+	TAB_ANY = 16,
+	TAB_ALL = TAB_ANY + 4 * TAB_WORDS,
+	TAB_NEXT = TAB_ALL + 4 * TAB_WORDS,
+	TAB_BYTES = TAB_NEXT + 2 * TAB_TILES
+};
+
 typedef struct Smem {
 	uint32_t q[SM80_MAXG], k[SM80_MAXG], v[SM80_MAXG]; /* byte offsets */
 	uint32_t kbuf[SM80_MAXG], vbuf[SM80_MAXG];         /* bytes between the two buffers */
 	uint32_t qs[SM80_MAXG], ks[SM80_MAXG], vs;         /* row strides (bytes) */
+	uint32_t scan; /* the tile table of masks that read data (16-byte aligned), or 0 */
 	uint32_t total;
 } Smem;
 
 /* Row strides are padded by 16 bytes so ldmatrix's eight rows hit eight
 ** different bank groups. */
-static void plan_smem(const Shape *s, Smem *m, int bm)
+static void plan_smem(const Shape *s, Smem *m, int bm, int table)
 {
 	uint32_t off = 0;
 	for (int i = 0; i < s->ng1; i++) {
@@ -243,6 +259,8 @@ static void plan_smem(const Shape *s, Smem *m, int bm)
 	m->vs = (uint32_t)(s->DV * 2 + 16);
 	for (int i = 0; i < s->nvt; i++)
 		m->v[i] = off, m->vbuf[i] = SM80_BN * m->vs, off += 2 * m->vbuf[i];
+	m->scan = table ? off : 0;
+	off += table ? TAB_BYTES : 0;
 	m->total = off;
 }
 
@@ -1370,6 +1388,18 @@ static int streamed(const Shape *s, int i)
 	return k == SN_RMAX || k == SN_RSUM || k == SN_GEMM2 || k == SN_MAP || k == SN_GEMM1;
 }
 
+/* An earlier streamed node has node i's filter, up to variables of the
+** same classes (a tile's class depends only on the classes' ranges): its
+** test, and its warp votes, decide for both. */
+static int class_done(Gen *g, const Shape *s, int i)
+{
+	for (int k = 0; k < i; k++)
+		if (streamed(s, k) && node(g, k)->filter && node(g, i)->filter &&
+		    sm80_same_read(g, k, node(g, k)->filter, i, node(g, i)->filter, 0))
+			return 1;
+	return 0;
+}
+
 /* any: some node's mask is true somewhere on tile [a, b); all: every
 ** node's mask is true everywhere on it. */
 static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg all)
@@ -1380,7 +1410,7 @@ static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg a
 	E3(PTX_SETP, ".ne.s32", po_r(any), po_r(z), po_i(0));
 	E3(PTX_SETP, ".eq.s32", po_r(all), po_r(z), po_i(0));
 	for (int i = 0; i < g->c->nodes.n; i++) {
-		if (!streamed(s, i))
+		if (!streamed(s, i) || class_done(g, s, i))
 			continue;
 		PReg al, ne, nn = R(g, PC_PRED);
 		sm80_tile_class(g, i, &al, &ne);
@@ -1396,12 +1426,31 @@ static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg a
 ** node's mask is true on all of that tile (the stream takes it from here
 ** instead of testing the tile again): a loop of class tests with no loads
 ** of K or V and no barriers, so that the stream visits only the tiles it
-** computes. With masks that read data (document ids), four tiles are
-** tested per iteration so that their loads overlap instead of queueing
-** (affine masks test one: the unrolled loop cost registers). Sixteen
-** before the stream, where no accumulator is live yet, measured slower
-** (H100, document1024 at 8k: 134 TFLOP/s against 156). */
-enum { SCAN_UNROLL = 4 };
+** computes. For masks without data reads (scan_table has the others). */
+static void scan_tiles(Gen *g, const Shape *s, PReg from, PReg out, PReg any, PReg all)
+{
+	int Lscan = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
+	PReg past = R(g, PC_PRED), st = R(g, PC_B64), end = R(g, PC_B64), in = R(g, PC_PRED),
+	     a = R(g, PC_PRED), al = R(g, PC_PRED);
+	E2(PTX_MOV, ".b64", po_r(out), po_r(from));
+	ptx_label(g->f, Lscan);
+	E3(PTX_SETP, ".ge.s64", po_r(past), po_r(out), po_r(g->send));
+	E1(PTX_BRA, ".uni", po_label(Ldone));
+	ptx_guard(g->f, past, 0);
+	E3(PTX_ADD, ".s64", po_r(st), po_r(out), po_i(0));
+	E3(PTX_ADD, ".s64", po_r(end), po_r(st), po_i(SM80_BN));
+	E3(PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
+	class_flags(g, s, st, end, a, al);
+	E3(PTX_SETP, ".lt.s64", po_r(in), po_r(st), po_r(g->send));
+	E3(PTX_AND, ".pred", po_r(a), po_r(a), po_r(in));
+	E2(PTX_MOV, ".pred", po_r(all), po_r(al));
+	E1(PTX_BRA, ".uni", po_label(Ldone));
+	ptx_guard(g->f, a, 0);
+	E3(PTX_ADD, ".s64", po_r(out), po_r(out), po_i(SM80_BN));
+	E1(PTX_BRA, ".uni", po_label(Lscan));
+	ptx_label(g->f, Ldone);
+	E3(PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->send));
+}
 
 typedef struct DataMask {
 	const Plan *p;
@@ -1422,39 +1471,208 @@ int sm80_data_masks(const Plan *p)
 	return d.any;
 }
 
-static int scan_unroll(Gen *g)
+/* Tiles classified together when the stream leaves the table's window:
+** their id loads are in flight at once, in registers the stream's
+** accumulators also need (the first window takes 32 per warp: before the
+** stream, registers are free). */
+enum { REFILL_BATCH = 4 };
+
+_Static_assert(TAB_TILES == 128 && (int)SM80_THREADS == (int)TAB_TILES,
+	       "the table's search takes its bits as two u64 words, a thread per tile");
+
+/* The lowest set bit of x at or after bit p (0 <= p <= 64) of a u64 word,
+** or 64 where there is none: x's bits below p are shifted out (a shift by
+** 64 gives 0), then brev + clz counts the trailing zeros. */
+static PReg first_bit(Gen *g, PReg x, PReg p)
 {
-	return sm80_data_masks(g->p) ? SCAN_UNROLL : 1;
+	PReg m = R(g, PC_B64), r = R(g, PC_B64), c = R(g, PC_B32);
+	E3(PTX_SHR, ".b64", po_r(m), po_r(x), po_r(p));
+	E3(PTX_SHL, ".b64", po_r(m), po_r(m), po_r(p));
+	E2(PTX_BREV, ".b64", po_r(r), po_r(m));
+	E2(PTX_CLZ, ".b64", po_r(c), po_r(r));
+	return c;
 }
 
-static void scan_tiles(Gen *g, const Shape *s, PReg from, PReg out, PReg any, PReg all)
+/* The table's entry of tile t (this thread's: t = %tid.x) from its words:
+** the first any bit at or after t, in the low word then the high. */
+static void table_next(Gen *g, PReg sbase, uint32_t off)
 {
-	int Lscan = ptx_new_label(g->f), Ldone = ptx_new_label(g->f), nu = scan_unroll(g);
-	PReg past = R(g, PC_PRED), a[SCAN_UNROLL], al[SCAN_UNROLL];
+	PReg an[2] = {R(g, PC_B64), R(g, PC_B64)}, al[2] = {R(g, PC_B64), R(g, PC_B64)};
+	PReg t = R(g, PC_B32), p0 = R(g, PC_B32), p1 = R(g, PC_B32), pos = R(g, PC_B32),
+	     z0 = R(g, PC_PRED), bits = R(g, PC_B64), sh = R(g, PC_B32), b = R(g, PC_B64),
+	     b32 = R(g, PC_B32), e = R(g, PC_B32), a = R(g, PC_B32);
+	E2(PTX_LD, ".shared.v2.u64", po_vec(an, 2), po_mem(sbase, (int32_t)(off + TAB_ANY)));
+	E2(PTX_LD, ".shared.v2.u64", po_vec(al, 2), po_mem(sbase, (int32_t)(off + TAB_ALL)));
+	E2(PTX_MOV, ".u32", po_r(t), po_sym("%tid.x"));
+	E3(PTX_MIN, ".u32", po_r(p0), po_r(t), po_i(64));
+	E3(PTX_SUB, ".u32", po_r(p1), po_r(t), po_r(p0));
+	PReg c0 = first_bit(g, an[0], p0), c1 = first_bit(g, an[1], p1);
+	E3(PTX_SETP, ".eq.u32", po_r(z0), po_r(c0), po_i(64));
+	E3(PTX_ADD, ".u32", po_r(c1), po_r(c1), po_i(64));
+	E4(PTX_SELP, ".b32", po_r(pos), po_r(c1), po_r(c0), po_r(z0));
+	E4(PTX_SELP, ".b64", po_r(bits), po_r(al[1]), po_r(al[0]), po_r(z0));
+	E3(PTX_AND, ".b32", po_r(sh), po_r(pos), po_i(63));
+	E3(PTX_SHR, ".b64", po_r(b), po_r(bits), po_r(sh));
+	E2(PTX_CVT, ".u32.u64", po_r(b32), po_r(b));
+	E3(PTX_AND, ".b32", po_r(b32), po_r(b32), po_i(1));
+	/* pos = 128 (none): no all bit, whatever the shift read */
+	E3(PTX_SETP, ".eq.u32", po_r(z0), po_r(pos), po_i(TAB_TILES));
+	E4(PTX_SELP, ".b32", po_r(b32), po_i(0), po_r(b32), po_r(z0));
+	E4(PTX_MAD, ".lo.u32", po_r(e), po_r(b32), po_i(256), po_r(pos));
+	E4(PTX_MAD, ".lo.u32", po_r(a), po_r(t), po_i(2), po_r(sbase));
+	E2(PTX_ST, ".shared.u16", po_mem(a, (int32_t)(off + TAB_NEXT)), po_r(e));
+}
+
+/* The classes of the TAB_TILES tiles from key wb (a window's start) into
+** the table (plan_smem): warp w tests tiles 32 w to 32 w + 31 of the
+** window, `batch` at a time (the loads of a batch's key ranges first, then
+** its tests), and stops past the stream's end; its lane 0 writes the
+** warp's two words; then each thread makes one tile's entry. Barriers
+** before (no warp still reads the old window; not for the first), after
+** the words and after the entries: the caller's control flow is the same
+** in every warp, since the table decides it. */
+static void table_fill(Gen *g, const Shape *s, PReg sbase, uint32_t off, PReg wb, int batch,
+		       int first)
+{
+	PReg anyw = R(g, PC_B32), allw = R(g, PC_B32), st = R(g, PC_B64), bitm = R(g, PC_B32);
+	PReg su[32], end[32];
+	if (!first)
+		E1(PTX_BAR, "", po_i(1));
+	E2(PTX_MOV, ".b32", po_r(anyw), po_i(0));
+	E2(PTX_MOV, ".b32", po_r(allw), po_i(0));
+	E2(PTX_MOV, ".b32", po_r(bitm), po_i(1));
+	E4(PTX_MAD, ".lo.s64", po_r(st), po_r(g->warp), po_i(32 * SM80_BN), po_r(wb));
+	int Lk = ptx_new_label(g->f);
+	if (batch < 32)
+		ptx_label(g->f, Lk);
+	for (int u = 0; u < batch; u++) {
+		su[u] = R(g, PC_B64), end[u] = R(g, PC_B64);
+		E3(PTX_ADD, ".s64", po_r(su[u]), po_r(st), po_i(u * SM80_BN));
+		E3(PTX_ADD, ".s64", po_r(end[u]), po_r(su[u]), po_i(SM80_BN));
+		E3(PTX_MIN, ".s64", po_r(end[u]), po_r(end[u]), po_r(g->sext));
+	}
+	for (int i = 0; i < g->c->nodes.n; i++)
+		if (streamed(s, i) && !class_done(g, s, i))
+			sm80_key_ranges(g, i, su, end, batch);
+	for (int u = 0; u < batch; u++) {
+		PReg in = R(g, PC_PRED), an = R(g, PC_PRED), al = R(g, PC_PRED), bit = R(g, PC_B32),
+		     x = R(g, PC_B32), y = R(g, PC_B32);
+		class_flags(g, s, su[u], end[u], an, al);
+		E3(PTX_SETP, ".lt.s64", po_r(in), po_r(su[u]), po_r(g->send));
+		E3(PTX_AND, ".pred", po_r(an), po_r(an), po_r(in));
+		E3(PTX_SHL, ".b32", po_r(bit), po_r(bitm), po_i(u));
+		E4(PTX_SELP, ".b32", po_r(x), po_r(bit), po_i(0), po_r(an));
+		E3(PTX_OR, ".b32", po_r(anyw), po_r(anyw), po_r(x));
+		E4(PTX_SELP, ".b32", po_r(y), po_r(bit), po_i(0), po_r(al));
+		E3(PTX_OR, ".b32", po_r(allw), po_r(allw), po_r(y));
+	}
+	if (batch < 32) {
+		PReg more = R(g, PC_PRED), in = R(g, PC_PRED);
+		E3(PTX_SHL, ".b32", po_r(bitm), po_r(bitm), po_i(batch));
+		E3(PTX_ADD, ".s64", po_r(st), po_r(st), po_i(batch * SM80_BN));
+		E3(PTX_SETP, ".ne.b32", po_r(more), po_r(bitm), po_i(0));
+		E3(PTX_SETP, ".lt.s64", po_r(in), po_r(st), po_r(g->send));
+		E3(PTX_AND, ".pred", po_r(more), po_r(more), po_r(in));
+		E1(PTX_BRA, ".uni", po_label(Lk));
+		ptx_guard(g->f, more, 0);
+	}
+	PReg w32 = u32of(g, g->warp), a = R(g, PC_B32), l0 = R(g, PC_PRED), t0 = R(g, PC_PRED);
+	E4(PTX_MAD, ".lo.u32", po_r(a), po_r(w32), po_i(4), po_r(sbase));
+	E3(PTX_SETP, ".eq.s64", po_r(l0), po_r(g->lane), po_i(0));
+	E2(PTX_ST, ".shared.u32", po_mem(a, (int32_t)(off + TAB_ANY)), po_r(anyw));
+	ptx_guard(g->f, l0, 0);
+	E2(PTX_ST, ".shared.u32", po_mem(a, (int32_t)(off + TAB_ALL)), po_r(allw));
+	ptx_guard(g->f, l0, 0);
+	E3(PTX_SETP, ".eq.s64", po_r(t0), po_r(g->warp), po_i(0));
+	E3(PTX_AND, ".pred", po_r(t0), po_r(t0), po_r(l0));
+	E2(PTX_ST, ".shared.s64", po_mem(sbase, (int32_t)off), po_r(wb));
+	ptx_guard(g->f, t0, 0);
+	E1(PTX_BAR, "", po_i(1));
+	table_next(g, sbase, off);
+	E1(PTX_BAR, "", po_i(1));
+}
+
+/* The start of the window that holds key x. */
+static PReg window_of(Gen *g, PReg x)
+{
+	PReg w = R(g, PC_B64);
+	E3(PTX_AND, ".b64", po_r(w), po_r(x), po_i(-(int64_t)TAB_TILES * SM80_BN));
+	return w;
+}
+
+/* scan_tiles for masks that read data (document ids). Classifying a tile
+** there means loading its ids, and testing the tiles one after another cost
+** a load's latency per tile: at 8k keys, 44 latencies per CTA against 16
+** computed tiles (H100, document1024 D = 128: 0.64 of full on the computed
+** tiles). The table (table_fill) holds the classes of a window of
+** TAB_TILES tiles, tested with their loads in flight together, and per
+** tile the next one to compute; the scan reads the window's start and the
+** tile's entry at once (windows are aligned, so the entry's place does not
+** wait for the start), and refills the table where the stream leaves the
+** window. */
+static void scan_table(Gen *g, const Shape *s, PReg sbase, uint32_t off, PReg from, PReg out,
+		       PReg any, PReg all)
+{
+	int Lscan = ptx_new_label(g->f), Lhave = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
+	PReg past = R(g, PC_PRED), wb = R(g, PC_B64), d = R(g, PC_B64), inw = R(g, PC_PRED),
+	     p = R(g, PC_B32), a = R(g, PC_B32), e = R(g, PC_B32), x = R(g, PC_B64);
 	E2(PTX_MOV, ".b64", po_r(out), po_r(from));
 	ptx_label(g->f, Lscan);
 	E3(PTX_SETP, ".ge.s64", po_r(past), po_r(out), po_r(g->send));
 	E1(PTX_BRA, ".uni", po_label(Ldone));
 	ptx_guard(g->f, past, 0);
-	for (int u = 0; u < nu; u++) {
-		PReg st = R(g, PC_B64), end = R(g, PC_B64), in = R(g, PC_PRED);
-		a[u] = R(g, PC_PRED), al[u] = R(g, PC_PRED);
-		E3(PTX_ADD, ".s64", po_r(st), po_r(out), po_i(u * SM80_BN));
-		E3(PTX_ADD, ".s64", po_r(end), po_r(st), po_i(SM80_BN));
-		E3(PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
-		class_flags(g, s, st, end, a[u], al[u]);
-		E3(PTX_SETP, ".lt.s64", po_r(in), po_r(st), po_r(g->send));
-		E3(PTX_AND, ".pred", po_r(a[u]), po_r(a[u]), po_r(in));
-	}
-	for (int u = 0; u < nu; u++) {
-		E2(PTX_MOV, ".pred", po_r(all), po_r(al[u]));
-		E1(PTX_BRA, ".uni", po_label(Ldone));
-		ptx_guard(g->f, a[u], 0);
-		E3(PTX_ADD, ".s64", po_r(out), po_r(out), po_i(SM80_BN));
-	}
+	E2(PTX_CVT, ".u32.u64", po_r(p), po_r(out));
+	E3(PTX_SHR, ".u32", po_r(p), po_r(p), po_i(6));
+	E3(PTX_AND, ".b32", po_r(p), po_r(p), po_i(TAB_TILES - 1));
+	E4(PTX_MAD, ".lo.u32", po_r(a), po_r(p), po_i(2), po_r(sbase));
+	E2(PTX_LD, ".shared.s64", po_r(wb), po_mem(sbase, (int32_t)off));
+	E2(PTX_LD, ".shared.u16", po_r(e), po_mem(a, (int32_t)(off + TAB_NEXT)));
+	E3(PTX_SUB, ".s64", po_r(d), po_r(out), po_r(wb));
+	E3(PTX_SETP, ".lt.u64", po_r(inw), po_r(d), po_i((int64_t)TAB_TILES * SM80_BN));
+	E1(PTX_BRA, ".uni", po_label(Lhave));
+	ptx_guard(g->f, inw, 0);
+	table_fill(g, s, sbase, off, window_of(g, out), REFILL_BATCH, 0);
 	E1(PTX_BRA, ".uni", po_label(Lscan));
+	ptx_label(g->f, Lhave);
+	{
+		PReg pos = R(g, PC_B32), fl = R(g, PC_B32), found = R(g, PC_PRED);
+		E3(PTX_AND, ".b32", po_r(pos), po_r(e), po_i(255));
+		E3(PTX_AND, ".b32", po_r(fl), po_r(e), po_i(256));
+		E3(PTX_SETP, ".ne.b32", po_r(all), po_r(fl), po_i(0));
+		/* pos = 128 (none): the next window */
+		E2(PTX_CVT, ".u64.u32", po_r(x), po_r(pos));
+		E4(PTX_MAD, ".lo.s64", po_r(out), po_r(x), po_i(SM80_BN), po_r(wb));
+		E3(PTX_SETP, ".lt.u32", po_r(found), po_r(pos), po_i(TAB_TILES));
+		E1(PTX_BRA, ".uni", po_label(Lscan));
+		ptx_guard(g->f, found, 1);
+	}
 	ptx_label(g->f, Ldone);
 	E3(PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->send));
+}
+
+/* The stream's scan: from the table where masks read data. */
+typedef struct Scan {
+	int table;
+	PReg sbase;
+	uint32_t off;
+} Scan;
+
+/* The table is for masks that load data per tile (document ids): others
+** test a tile in a few instructions. */
+static int scan_table_wanted(Gen *g)
+{
+	for (int i = 0; i < g->c->nodes.n; i++)
+		if (streamed(g->s, i) && sm80_key_reads(g, i))
+			return 1;
+	return 0;
+}
+
+static void scan(Gen *g, const Shape *s, const Scan *sc, PReg from, PReg out, PReg any, PReg all)
+{
+	if (sc->table)
+		scan_table(g, s, sc->sbase, sc->off, from, out, any, all);
+	else
+		scan_tiles(g, s, from, out, any, all);
 }
 
 /* The CTA's key range [start, end): the union, over the nodes whose masks
@@ -1593,7 +1811,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	ptx_func_init(f, a, arena_printf(a, "%s_fwd", p->c->name), SM80_THREADS);
 	g->f = f;
 	Smem sm = {0};
-	plan_smem(s, &sm, g->bm);
+	plan_smem(s, &sm, g->bm, scan_table_wanted(g));
 	f->smem_bytes = sm.total;
 	int n = p->c->nodes.n;
 	g->tile = ARENA_ARRAY(a, PReg *, n + 1);
@@ -1689,13 +1907,16 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		vbase[v] = g->vaddr[v];
 	g->j0 = R(g, PC_B64), g->j1 = R(g, PC_B64);
 	PReg j0 = g->j0, j1 = g->j1, nxt = R(g, PC_B64), nxt1 = R(g, PC_B64);
+	Scan sc = {scan_table_wanted(g), sbase, sm.scan};
 	PReg buf = R(g, PC_B32), any = R(g, PC_PRED), all = R(g, PC_PRED), anyn = R(g, PC_PRED),
 	     alln = R(g, PC_PRED);
 	{
 		PReg start = R(g, PC_B64);
 		g->send = R(g, PC_B64);
 		stream_bounds(g, s, start, g->send);
-		scan_tiles(g, s, start, j0, any, all);
+		if (sc.table)
+			table_fill(g, s, sbase, sc.off, window_of(g, start), 32, 1);
+		scan(g, s, &sc, start, j0, any, all);
 	}
 	E2(PTX_MOV, ".b32", po_r(buf), po_i(0));
 	issue_kv(g, s, lk, lv, &sm, j0, buf, any);
@@ -1712,7 +1933,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	E3(PTX_MIN, ".s64", po_r(j1), po_r(j1), po_r(g->sext));
 	/* prefetch the next non-empty tile into the other buffer */
 	E3(PTX_ADD, ".s64", po_r(nxt1), po_r(j0), po_i(SM80_BN));
-	scan_tiles(g, s, nxt1, nxt, anyn, alln);
+	scan(g, s, &sc, nxt1, nxt, anyn, alln);
 	{
 		PReg nbuf = R(g, PC_B32);
 		E3(PTX_XOR, ".b32", po_r(nbuf), po_r(buf), po_i(1));
