@@ -107,12 +107,13 @@ typedef struct Gen {
 	PReg memo_in[16], memo_out[16];
 	char memo_kind[16];
 	int nmemo;
-	/* float(rest + c j) per row slot, reused within one tile body */
+	/* float(rest + c j) per row slot, reused within one tile body; for
+	** u * float(rest + c j) (e the product) also u */
 	struct {
 		const Expr *e;
 		int half, coef;
-		PReg v;
-	} kc[8];
+		PReg v, u;
+	} kc[16];
 	int nkc;
 	int mt; /* m16 row blocks per warp: 1 or 2 */
 	int bm; /* query rows per CTA: SM80_WARPS * 16 * mt */
