@@ -593,7 +593,8 @@ static void key_bound(const Expr *c, void *ud)
 /* Key bounds of node i per row slot, computed once per masked tile body
 ** (affine masks: causal, windows, kv_len), clamped into [0, sext] so that
 ** 32-bit compares of the tile's keys decide them: two compares per score
-** instead of the filter's 64-bit arithmetic. */
+** instead of the filter's 64-bit arithmetic, with the bounds taken
+** relative to the thread's first column. */
 static int key_bounds(Gen *g, Tile *t, int i)
 {
 	if (t->kb[i])
@@ -620,7 +621,12 @@ static int key_bounds(Gen *g, Tile *t, int i)
 		E3(PTX_MIN, ".s64", po_r(l), po_r(l), po_r(g->sext));
 		E3(PTX_MIN, ".s64", po_r(u), po_r(hi), po_r(g->sext));
 		E3(PTX_MAX, ".s64", po_r(u), po_r(u), po_r(zero));
-		t->klo[i][h] = u32of(g, l), t->khi[i][h] = u32of(g, u);
+		/* relative to the thread's first column: a score's test is then
+		** two compares of the bounds with its column offset, an immediate */
+		PReg lr = u32of(g, l), ur = u32of(g, u);
+		E3(PTX_SUB, ".s32", po_r(lr), po_r(lr), po_r(t->cbase32));
+		E3(PTX_SUB, ".s32", po_r(ur), po_r(ur), po_r(t->cbase32));
+		t->klo[i][h] = lr, t->khi[i][h] = ur;
 	}
 	t->kb[i] = 1;
 	return 1;
@@ -642,12 +648,10 @@ static PReg elem_ok(Gen *g, Tile *t, int i, int el)
 		E3(PTX_AND, ".b32", po_r(b), po_r(t->okw[src][w]), po_i((int64_t)1 << bit));
 		E3(PTX_SETP, ".ne.b32", po_r(ok), po_r(b), po_i(0));
 	} else if (key_bounds(g, t, i)) {
-		PReg k = R(g, PC_B32), hi = R(g, PC_PRED);
-		int rs = el_rs(el);
-		E3(PTX_ADD, ".u32", po_r(k), po_r(t->cbase32), po_i(el_nt(el) * 8 + (el & 1)));
-		E3(PTX_SETP, ".ge.s32", po_r(ok), po_r(k), po_r(t->klo[i][rs]));
-		E3(PTX_SETP, ".lt.s32", po_r(hi), po_r(k), po_r(t->khi[i][rs]));
-		E3(PTX_AND, ".pred", po_r(ok), po_r(ok), po_r(hi));
+		/* lo <= cbase + off < hi, as (lo - cbase) <= off and (hi - cbase) > off */
+		int rs = el_rs(el), off = el_nt(el) * 8 + (el & 1);
+		E3(PTX_SETP, ".le.s32", po_r(ok), po_r(t->klo[i][rs]), po_i(off));
+		E4(PTX_SETP, ".gt.and.s32", po_r(ok), po_r(t->khi[i][rs]), po_i(off), po_r(ok));
 		if (t->kres[i]) {
 			scope_elem(g, t, i, el);
 			PReg f = sm80_expr(g, t->kres[i]);
