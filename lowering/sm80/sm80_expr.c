@@ -414,6 +414,15 @@ static int fits_s32(const Expr *e)
 ** float for positions below 2^24, instead of per element a 64-bit key, a
 ** subtraction and an I2F (a quarter-rate instruction). An empty register
 ** when e is not of that form or not in a tile body. */
+/* The kc entry of e for the row slot in scope, or g->nkc. */
+static int kc_find(const Gen *g, const Expr *e)
+{
+	int k = 0;
+	while (k < g->nkc && (g->kc[k].e != e || g->kc[k].half != g->half))
+		k++;
+	return k;
+}
+
 static PReg key_cast(Gen *g, const Expr *e)
 {
 	const Expr *a = e->args[0];
@@ -421,9 +430,7 @@ static PReg key_cast(Gen *g, const Expr *e)
 	Expr *rest;
 	if (g->stage || g->elem < 0 || !g->cbase.n || a->type != VT_INT || !fits_s32(a) || sv < 0)
 		return (PReg){0};
-	for (k = 0; k < g->nkc; k++)
-		if (g->kc[k].e == e && g->kc[k].half == g->half)
-			break;
+	k = kc_find(g, e);
 	if (k == g->nkc) {
 		if (k == (int)(sizeof g->kc / sizeof g->kc[0]) ||
 		    !sm80_key_linear(g, sv, a, &coef, &rest) || coef == 0)
@@ -468,10 +475,7 @@ static PReg scaled_key_cast(Gen *g, const Expr *e)
 		const Expr *c = e->args[s], *u = e->args[1 - s];
 		if (c->kind != EX_CAST || u->type != VT_FLOAT || !row_uniform(g, u))
 			continue;
-		int k, save = g->coloff;
-		for (k = 0; k < g->nkc; k++)
-			if (g->kc[k].e == e && g->kc[k].half == g->half)
-				break;
+		int k = kc_find(g, e), save = g->coloff;
 		if (k == g->nkc) {
 			if (k == (int)(sizeof g->kc / sizeof g->kc[0]) - 1)
 				return (PReg){0};
@@ -480,10 +484,7 @@ static PReg scaled_key_cast(Gen *g, const Expr *e)
 			g->coloff = save;
 			if (!base.n)
 				return (PReg){0};
-			int coef = 0;
-			for (int q = 0; q < g->nkc; q++)
-				if (g->kc[q].e == c && g->kc[q].half == g->half)
-					coef = g->kc[q].coef;
+			int coef = g->kc[kc_find(g, c)].coef; /* key_cast's entry */
 			k = g->nkc++;
 			g->kc[k].e = e, g->kc[k].half = g->half, g->kc[k].coef = coef;
 			g->kc[k].u = sm80_expr(g, u), g->kc[k].v = R(g, PC_F32);
@@ -657,13 +658,21 @@ static int read_range(Gen *g, const Expr *e)
 	return k;
 }
 
-/* e reads i32 data along the keys (doc[b, j]): its tile classes load
-** that data per tile (range_read 's'). */
+/* e itself is a read of i32 input data along the keys (doc[b, j]): tile
+** classes take its range per tile (range_read 's'). */
+static int is_key_read(Gen *g, const Expr *e)
+{
+	return e->kind == EX_ACCESS && e->type == VT_INT && !e->tensor->def &&
+	       read_range(g, e) == 's';
+}
+
+/* e reads i32 data along the keys: its tile classes load that data per
+** tile. */
 static int key_reads(Gen *g, const Expr *e)
 {
 	if (!e)
 		return 0;
-	if (e->kind == EX_ACCESS && e->type == VT_INT && !e->tensor->def && read_range(g, e) == 's')
+	if (is_key_read(g, e))
 		return 1;
 	for (int i = 0; i < e->nargs; i++)
 		if (key_reads(g, e->args[i]))
@@ -1031,8 +1040,7 @@ static void key_batch(Gen *g, const Expr *e, const KeyBatch *kb)
 {
 	if (!e)
 		return;
-	if (e->kind != EX_ACCESS || e->type != VT_INT || e->tensor->def ||
-	    read_range(g, e) != 's') {
+	if (!is_key_read(g, e)) {
 		for (int i = 0; i < e->nargs; i++)
 			key_batch(g, e->args[i], kb);
 		return;

@@ -1815,7 +1815,8 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	ptx_func_init(f, a, arena_printf(a, "%s_fwd", p->c->name), SM80_THREADS);
 	g->f = f;
 	Smem sm = {0};
-	plan_smem(s, &sm, g->bm, scan_table_wanted(g));
+	int table = scan_table_wanted(g);
+	plan_smem(s, &sm, g->bm, table);
 	f->smem_bytes = sm.total;
 	int n = p->c->nodes.n;
 	g->tile = ARENA_ARRAY(a, PReg *, n + 1);
@@ -1911,7 +1912,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		vbase[v] = g->vaddr[v];
 	g->j0 = R(g, PC_B64), g->j1 = R(g, PC_B64);
 	PReg j0 = g->j0, j1 = g->j1, nxt = R(g, PC_B64), nxt1 = R(g, PC_B64);
-	Scan sc = {scan_table_wanted(g), sbase, sm.scan};
+	Scan sc = {table, sbase, sm.scan};
 	PReg buf = R(g, PC_B32), any = R(g, PC_PRED), all = R(g, PC_PRED), anyn = R(g, PC_PRED),
 	     alln = R(g, PC_PRED);
 	{
