@@ -132,7 +132,11 @@ typedef struct Gen {
 	} rng[72]; /* the table's first window: 32 tiles' ranges of up to two key reads */
 	int nrng;
 	int lanelocal; /* a test read a key range: its predicates are per lane */
-	int ninf;      /* masked scores are -inf in this tile body: exp guards its max */
+	/* tile classes over one warp's rows [wq0, wq1] instead of the CTA's
+	** (the stream's per-warp classes, sm80_kernel.c's warp_class) */
+	int wrows;
+	PReg wq0, wq1;
+	int ninf; /* masked scores are -inf in this tile body: exp guards its max */
 } Gen;
 
 /* sm80_expr.c */
@@ -153,6 +157,9 @@ int sm80_range(Gen *g, const Expr *e, PReg *lo, PReg *hi);
 /* Node's filter reads i32 data along the keys (doc[b, j]): classifying a
 ** tile loads data. */
 int sm80_key_reads(Gen *g, int node);
+/* Node's filter reads data along the rows or the keys (doc[b, i]): its
+** tile classes need ranges of that data. */
+int sm80_range_reads(Gen *g, int node);
 /* The key ranges node's filter reads over the n tiles [st[u], end[u])
 ** (SM80_BN keys apart, end clamped to the keys), cached for their tile
 ** tests: computed together so that their loads are in flight together

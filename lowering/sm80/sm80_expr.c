@@ -689,6 +689,28 @@ int sm80_key_reads(Gen *g, int node)
 	return r;
 }
 
+/* e reads input data whose subscripts are not fixed on a tile. */
+static int range_reads(Gen *g, const Expr *e)
+{
+	if (!e)
+		return 0;
+	if (e->kind == EX_ACCESS && !e->tensor->def && read_range(g, e) != 0)
+		return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (range_reads(g, e->args[i]))
+			return 1;
+	return 0;
+}
+
+int sm80_range_reads(Gen *g, int node)
+{
+	int save = g->node, r;
+	g->node = node;
+	r = range_reads(g, ((const Node *)g->p->c->nodes.v[node])->filter);
+	g->node = save;
+	return r;
+}
+
 /* Variables of nodes na and nb in the same class take one value (or one
 ** range) in the tile's scope; `alike` also asks for the same numbering. */
 typedef struct NodePair {
@@ -1088,7 +1110,10 @@ static Ival ival(Gen *g, const Expr *e)
 			return (Ival){v, v, 1, 0};
 		}
 		PReg lo = R(g, PC_B64), hi = R(g, PC_B64);
-		if (k == 'q') {
+		if (k == 'q' && g->wrows) {
+			E2(PTX_MOV, ".b64", po_r(lo), po_r(g->wq0));
+			E2(PTX_MOV, ".b64", po_r(hi), po_r(g->wq1));
+		} else if (k == 'q') {
 			E2(PTX_MOV, ".b64", po_r(lo), po_r(g->q0));
 			E3(PTX_ADD, ".s64", po_r(hi), po_r(g->q0), po_i(g->bm));
 			E3(PTX_MIN, ".s64", po_r(hi), po_r(hi), po_r(g->qext));

@@ -1671,6 +1671,44 @@ static int scan_table_wanted(Gen *g)
 	return 0;
 }
 
+/* Classes per warp: a tile the CTA computes but whose masks are not all
+** true is classified again over each warp's own rows, so that on a diagonal
+** or a window's edge the warps whose rows the tile does not reach skip it
+** and those it covers whole take the unmasked body; only the others pay
+** for per-score masks. For masks whose tests need no data along the rows
+** or keys (causal, windows): there the test is a few comparisons. Not with
+** GQA packing (a CTA's rows are not one run of query rows). */
+static int warp_class_wanted(Gen *g, int table)
+{
+	int any = 0;
+	if (table || g->s->pack)
+		return 0;
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		if (!streamed(g->s, i) || !node(g, i)->filter)
+			continue;
+		if (sm80_range_reads(g, i))
+			return 0;
+		any = 1;
+	}
+	return any;
+}
+
+/* any / all of the tile [j0, j1) over this warp's rows: rows q0 + 16 mt
+** warp up to the CTA's (and the query extent's) end. */
+static void warp_class(Gen *g, const Shape *s, PReg any, PReg all)
+{
+	PReg tid = special(g, "%tid.x"), w = R(g, PC_B64), end = R(g, PC_B64);
+	g->wq0 = R(g, PC_B64), g->wq1 = R(g, PC_B64);
+	E3(PTX_SHR, ".u64", po_r(w), po_r(tid), po_i(5));
+	E4(PTX_MAD, ".lo.s64", po_r(g->wq0), po_r(w), po_i(16 * g->mt), po_r(g->q0));
+	E3(PTX_ADD, ".s64", po_r(end), po_r(g->wq0), po_i(16 * g->mt));
+	E3(PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->qext));
+	E3(PTX_SUB, ".s64", po_r(g->wq1), po_r(end), po_i(1));
+	g->wrows = 1;
+	class_flags(g, s, g->j0, g->j1, any, all);
+	g->wrows = 0;
+}
+
 static void scan(Gen *g, const Shape *s, const Scan *sc, PReg from, PReg out, PReg any, PReg all)
 {
 	if (sc->table)
@@ -1972,6 +2010,16 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	/* the loop runs only for a tile the scan found (j0 < send): no test of
 	** `any` here, and none carried across the tile (ptxas kept it as a bit
 	** of a spilled register) */
+	if (warp_class_wanted(g, table)) {
+		int Lwhole = ptx_new_label(f);
+		PReg wany = R(g, PC_PRED);
+		E1(PTX_BRA, ".uni", po_label(Lwhole));
+		ptx_guard(f, all, 0);
+		warp_class(g, s, wany, all);
+		E1(PTX_BRA, ".uni", po_label(Ldone));
+		ptx_guard(f, wany, 1);
+		ptx_label(f, Lwhole);
+	}
 	{
 		/* a partial last tile takes the masked path: its padding must not count */
 		PReg whole = R(g, PC_PRED), w = R(g, PC_B64);
