@@ -172,22 +172,59 @@ static void divrem32(Gen *g, PReg a, PReg b, PReg q, PReg r)
 	}
 }
 
+/* A u32 special register. */
+static PReg special32(Gen *g, const char *sreg)
+{
+	PReg r = R(g, PC_B32);
+	E2(PTX_MOV, ".u32", po_r(r), po_sym(sreg));
+	return r;
+}
+
+/* The CTA's query tile qt and other grid index rest (flattened, class
+** order) from its launch position. The launcher's grid is (query tiles nx,
+** the rest ny), and CTAs start roughly in order of their linear id
+** x + nx y. That order is regrouped: groups of G = ceil(256 / nx) values of
+** the rest (heads, batches) in turn, within a group the query tiles last
+** first, the group's G heads side by side. Under a causal mask the last
+** tiles are the longest: started first, across all of a group's heads, they
+** leave short CTAs for the launch's tail (a simulation of 264 CTA slots put
+** the causal makespan 7% over the ideal with the last tiles first per head,
+** 0-2% with groups). Some 256 CTAs (two per SM on a 128-SM GPU) run at once,
+** on about G heads' K and V, bm (D + DV) 2 bytes per CTA: 16 MiB at D = 128,
+** within the L2. */
+static void launch_order(Gen *g, PReg qt, PReg rest)
+{
+	PReg nx = special32(g, "%nctaid.x"), ny = special32(g, "%nctaid.y"),
+	     cx = special32(g, "%ctaid.x"), cy = special32(g, "%ctaid.y");
+	PReg L = R(g, PC_B32), G = R(g, PC_B32), GT = R(g, PC_B32), grp = R(g, PC_B32),
+	     r = R(g, PC_B32), y0 = R(g, PC_B32), gs = R(g, PC_B32), q = R(g, PC_B32),
+	     y = R(g, PC_B32), t = R(g, PC_B32);
+	E4(PTX_MAD, ".lo.u32", po_r(L), po_r(cy), po_r(nx), po_r(cx));
+	E3(PTX_ADD, ".u32", po_r(G), po_r(nx), po_i(255));
+	E3(PTX_DIV, ".u32", po_r(G), po_r(G), po_r(nx));
+	E3(PTX_MUL, ".lo.u32", po_r(GT), po_r(G), po_r(nx));
+	E3(PTX_DIV, ".u32", po_r(grp), po_r(L), po_r(GT));
+	E3(PTX_MUL, ".lo.u32", po_r(y0), po_r(grp), po_r(G));
+	E3(PTX_MUL, ".lo.u32", po_r(t), po_r(grp), po_r(GT));
+	E3(PTX_SUB, ".u32", po_r(r), po_r(L), po_r(t));
+	E3(PTX_SUB, ".u32", po_r(gs), po_r(ny), po_r(y0));
+	E3(PTX_MIN, ".u32", po_r(gs), po_r(gs), po_r(G));
+	E3(PTX_DIV, ".u32", po_r(q), po_r(r), po_r(gs));
+	E3(PTX_MUL, ".lo.u32", po_r(t), po_r(q), po_r(gs));
+	E3(PTX_SUB, ".u32", po_r(y), po_r(r), po_r(t));
+	E3(PTX_ADD, ".u32", po_r(y), po_r(y), po_r(y0));
+	E3(PTX_SUB, ".u32", po_r(t), po_r(nx), po_r(q));
+	E3(PTX_SUB, ".u32", po_r(t), po_r(t), po_i(1));
+	E2(PTX_CVT, ".u64.u32", po_r(qt), po_r(t));
+	E2(PTX_CVT, ".u64.u32", po_r(rest), po_r(y));
+}
+
 static void decode_grid(Gen *g)
 {
 	const Plan *p = g->p;
 	g->grid = ARENA_ARRAY(g->a, PReg, p->nclasses + 1);
-	PReg qt = special(g, "%ctaid.y"), rest = special(g, "%ctaid.x");
-	/* grid.x = query tiles (consecutive CTAs share K and V in L2) */
-	PReg t = qt;
-	qt = rest, rest = t;
-	/* the last query tiles first: under a causal mask they are the longest,
-	** and starting them early shortens the tail of the launch */
-	{
-		PReg nx = special(g, "%nctaid.x"), r = R(g, PC_B64);
-		E3(PTX_SUB, ".s64", po_r(r), po_r(nx), po_r(qt));
-		E3(PTX_SUB, ".s64", po_r(r), po_r(r), po_i(1));
-		qt = r;
-	}
+	PReg qt = R(g, PC_B64), rest = R(g, PC_B64);
+	launch_order(g, qt, rest);
 	g->q0 = R(g, PC_B64);
 	E3(PTX_MUL, ".lo.s64", po_r(g->q0), po_r(qt), po_i(g->bm));
 	PReg gend = {0};
