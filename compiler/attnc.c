@@ -176,7 +176,9 @@ static int ptxas_failed(const char *arch, const char *err)
 
 /* PTX for every cascade, with ptxas's feedback when px is given: a kernel
 ** of 128-row tiles that ptxas spills more than SPILL_OK bytes of is
-** generated again with 64-row tiles (fewer registers). The sm_90 cubin of
+** generated again with the next K and V tiles copied together (where they
+** were apart: the copy addresses then need no registers across the first
+** contraction), then with 64-row tiles (fewer registers). The sm_90 cubin of
 ** the final PTX is returned in cubin90 when px is given, and its sm_80
 ** cubin in cubin80 when that is not NULL: each round assembles both at
 ** once (the sm_80 run is dropped when the round's PTX is regenerated), so
@@ -201,7 +203,7 @@ static int emit_ptx_tuned(const Program *p, Diag *d, const char *px, char **buf,
 		else
 			snprintf(names[i], len, "%s_fwd", c->name), funcs[i] = names[i];
 	}
-	for (int round = 0; round < 2 && !rc; round++) {
+	for (int round = 0; round < 3 && !rc; round++) {
 		free(*buf), *buf = NULL, *n = 0;
 		FILE *m = open_memstream(buf, n);
 		if (!m) {
@@ -227,10 +229,14 @@ static int emit_ptx_tuned(const Program *p, Diag *d, const char *px, char **buf,
 			break;
 		}
 		int again = 0;
-		for (int i = 0; i < nc && round == 0; i++)
-			if (!cap[i] && info[i].block_m > 64 &&
-			    spills[i] > (info[i].data_masks ? SPILL_OK_DATA : SPILL_OK))
-				cap[i] = 1, again = 1;
+		for (int i = 0; i < nc && round < 2; i++) {
+			if (info[i].block_m <= 64)
+				continue;
+			if (info[i].split_v && spills[i] > SPILL_OK)
+				cap[i] = SM80_CAP_NOSPLIT, again = 1;
+			else if (spills[i] > (info[i].data_masks ? SPILL_OK_DATA : SPILL_OK))
+				cap[i] = SM80_CAP_ROWS64, again = 1;
+		}
 		if (sm80 && again)
 			ptxas_cancel(&j80);
 		else if (sm80) {

@@ -21,6 +21,7 @@
 #include "../ptx/ptx.h"
 
 enum { SM80_BN = 64, SM80_WARPS = 4, SM80_THREADS = 128, SM80_MAXG = 2 };
+enum { SM80_CAP_NONE, SM80_CAP_ROWS64, SM80_CAP_NOSPLIT };
 
 typedef enum SNodeKind {
 	SN_GEMM1,   /* S[i, j] = sum[d] A[.., i, .., d] * B[.., j, .., d]: tensor cores */
@@ -63,7 +64,8 @@ typedef struct Shape {
 	const Expr *vt[SM80_MAXG]; /* distinct V reads */
 	int nvt;
 	long DV;
-	int mt_cap; /* 1: at most one m16 row block per warp */
+	int mt_cap; /* SM80_CAP_ROWS64: one m16 row block per warp; SM80_CAP_NOSPLIT:
+		    ** the next K and V tiles are copied together (sm80_split_v) */
 	/* GQA packing: K/V read head q / pack; a CTA's rows lie in one group of
 	** pack consecutive query rows (NULL: no packing) */
 	const Expr *pack;
@@ -136,7 +138,8 @@ typedef struct Gen {
 	** (the stream's per-warp classes, sm80_kernel.c's warp_class) */
 	int wrows;
 	PReg wq0, wq1;
-	int ninf; /* masked scores are -inf in this tile body: exp guards its max */
+	int splitv; /* the stream copies the next V tile apart from its K */
+	int ninf;   /* masked scores are -inf in this tile body: exp guards its max */
 } Gen;
 
 /* sm80_expr.c */
@@ -171,6 +174,9 @@ void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
 /* sm80_kernel.c */
 PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s);
 int sm80_row_blocks(const Shape *s); /* m16 row blocks per warp */
+/* The stream copies the next V tile apart from its K (after the tile's
+** first contraction). */
+int sm80_split_v(const Shape *s);
 /* Some mask reads data (document ids): the stream scans tiles with loads. */
 int sm80_data_masks(const Plan *p);
 
@@ -182,11 +188,12 @@ typedef struct Sm80Info {
 	unsigned block_m; /* query rows per CTA */
 	unsigned block_n; /* keys per tile */
 	int data_masks;   /* sm80_data_masks: the scan's work is per CTA */
+	int split_v;      /* sm80_split_v */
 	long pack;        /* GQA packing: 0 none, > 0 rows per group, < 0 -(dim index + 1) */
 } Sm80Info;
 
-/* info (NULL or per cascade) is filled; cap (NULL or per cascade): 1 forces
-** 64-row tiles. */
+/* info (NULL or per cascade) is filled; cap (NULL or per cascade): an
+** SM80_CAP_* per cascade. */
 int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, const int *cap);
 
 #endif

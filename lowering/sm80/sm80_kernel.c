@@ -1800,13 +1800,15 @@ static void stream_bounds(Gen *g, const Shape *s, PReg start, PReg end)
 	g->j0 = sj0, g->j1 = sj1;
 }
 
-/* The K and V tiles starting at key j into buffer buf. */
+enum { COPY_K = 1, COPY_V = 2 };
+
+/* The K (COPY_K) and V (COPY_V) tiles starting at key j into buffer buf. */
 static void copy_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const Smem *sm, PReg j,
-		    PReg buf, int whole)
+		    PReg buf, int whole, int which)
 {
-	for (int k = 0; k < s->ng1; k++)
+	for (int k = 0; k < s->ng1 && (which & COPY_K); k++)
 		tile_load_buf(g, &lk[k], j, g->sext, buf, sm->kbuf[k], whole);
-	for (int v = 0; v < s->nvt; v++)
+	for (int v = 0; v < s->nvt && (which & COPY_V); v++)
 		tile_load_buf(g, &lv[v], j, g->sext, buf, sm->vbuf[v], whole);
 }
 
@@ -1815,7 +1817,7 @@ static void copy_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const Sm
 ** all but the newest group always means the current tile has arrived.
 ** Every tile but a ragged last one is copied without per-chunk bounds. */
 static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const Smem *sm, PReg j,
-		     PReg buf, PReg when)
+		     PReg buf, PReg when, int which)
 {
 	int skip = ptx_new_label(g->f), part = ptx_new_label(g->f);
 	E1(PTX_BRA, ".uni", po_label(skip));
@@ -1825,12 +1827,23 @@ static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const S
 	E3(PTX_SETP, ".gt.s64", po_r(p), po_r(end), po_r(g->sext));
 	E1(PTX_BRA, ".uni", po_label(part));
 	ptx_guard(g->f, p, 0);
-	copy_kv(g, s, lk, lv, sm, j, buf, 1);
+	copy_kv(g, s, lk, lv, sm, j, buf, 1, which);
 	E1(PTX_BRA, ".uni", po_label(skip));
 	ptx_label(g->f, part);
-	copy_kv(g, s, lk, lv, sm, j, buf, 0);
+	copy_kv(g, s, lk, lv, sm, j, buf, 0, which);
 	ptx_label(g->f, skip);
 	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
+}
+
+/* The next tile's V into the other buffer (the loop's head copied its K). */
+static void issue_next_v(Gen *g, const Shape *s, TileLoad *lv, const Smem *sm, PReg nxt, PReg buf,
+			 PReg when)
+{
+	if (!g->splitv)
+		return;
+	PReg nbuf = R(g, PC_B32);
+	E3(PTX_XOR, ".b32", po_r(nbuf), po_r(buf), po_i(1));
+	issue_kv(g, s, NULL, lv, sm, nxt, nbuf, when, COPY_V);
 }
 
 /* Q fragments stay in registers when they, the output accumulators and the
@@ -1979,7 +1992,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	** other buffer while tile t computes; a tile whose masks are false
 	** everywhere is neither loaded nor computed */
 	int Lloop = ptx_new_label(f), Lend = ptx_new_label(f);
-	int Lfull = ptx_new_label(f), Ldone = ptx_new_label(f);
+	int Lfull = ptx_new_label(f), Ldone = ptx_new_label(f), Lskip = ptx_new_label(f);
 	PReg kbase[SM80_MAXG], vbase[SM80_MAXG];
 	for (int k = 0; k < s->ng1; k++)
 		kbase[k] = g->kaddr[k];
@@ -1999,7 +2012,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		scan(g, s, &sc, start, j0, any, all);
 	}
 	E2(PTX_MOV, ".b32", po_r(buf), po_i(0));
-	issue_kv(g, s, lk, lv, &sm, j0, buf, any);
+	issue_kv(g, s, lk, lv, &sm, j0, buf, any, COPY_K | COPY_V);
 	/* Q has arrived (the first K/V tile may still be in flight) */
 	E1(PTX_CP_WAIT, "", po_i(1));
 	E1(PTX_BAR, "", po_i(0));
@@ -2014,10 +2027,16 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	/* prefetch the next non-empty tile into the other buffer */
 	E3(PTX_ADD, ".s64", po_r(nxt1), po_r(j0), po_i(SM80_BN));
 	scan(g, s, &sc, nxt1, nxt, anyn, alln);
+	/* 128-row kernels with a head dim above 64 copy the next tile's V after
+	** this tile's first contraction instead of here with its K: the head's
+	** 16 copies per thread held up the contraction's ldmatrix reads in the
+	** memory-instruction queue (H100, D = 128: +2-3%; at D = 64 it cost
+	** some masked kernels 3%) */
+	g->splitv = sm80_split_v(s);
 	{
 		PReg nbuf = R(g, PC_B32);
 		E3(PTX_XOR, ".b32", po_r(nbuf), po_r(buf), po_i(1));
-		issue_kv(g, s, lk, lv, &sm, nxt, nbuf, anyn);
+		issue_kv(g, s, lk, lv, &sm, nxt, nbuf, anyn, g->splitv ? COPY_K : COPY_K | COPY_V);
 	}
 	/* this tile's ldmatrix addresses, before the wait so that they (and
 	** the read of %tid.x) take no time of their own. 128-row kernels with a
@@ -2047,13 +2066,14 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	/* the loop runs only for a tile the scan found (j0 < send): no test of
 	** `any` here, and none carried across the tile (ptxas kept it as a bit
 	** of a spilled register) */
-	if (warp_class_wanted(g, table)) {
+	int wclass = warp_class_wanted(g, table);
+	if (wclass) {
 		int Lwhole = ptx_new_label(f);
 		PReg wany = R(g, PC_PRED);
 		E1(PTX_BRA, ".uni", po_label(Lwhole));
 		ptx_guard(f, all, 0);
 		warp_class(g, s, wany, all);
-		E1(PTX_BRA, ".uni", po_label(Ldone));
+		E1(PTX_BRA, ".uni", po_label(Lskip));
 		ptx_guard(f, wany, 1);
 		ptx_label(f, Lwhole);
 	}
@@ -2080,12 +2100,21 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		E4(PTX_MAD, ".lo.s64", po_r(t.cbase), po_r(q), po_i(2), po_r(j0));
 		E3(PTX_SUB, ".s64", po_r(t.clast), po_r(g->sext), po_i(1));
 	}
+	/* the next tile's V, a contraction after its K: each burst of copies
+	** then competes with fewer of this tile's ldmatrix reads */
+	issue_next_v(g, s, lv, &sm, nxt, buf, anyn);
 	E1(PTX_BRA, ".uni", po_label(Lfull));
 	ptx_guard(f, all, 0);
 	tile_body(g, &t, 1, sbase, &sm);
 	E1(PTX_BRA, ".uni", po_label(Ldone));
 	ptx_label(f, Lfull);
 	tile_body(g, &t, 0, sbase, &sm);
+	if (wclass) {
+		/* a warp that skips this tile still copies its part of the next V */
+		E1(PTX_BRA, ".uni", po_label(Ldone));
+		ptx_label(f, Lskip);
+		issue_next_v(g, s, lv, &sm, nxt, buf, anyn);
+	}
 	ptx_label(f, Ldone);
 	/* every warp is done with this buffer before the next prefetch reuses it */
 	E1(PTX_BAR, "", po_i(0));
@@ -2108,7 +2137,16 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 ** one contraction pair with head dims up to 128. */
 int sm80_row_blocks(const Shape *s)
 {
-	if (s->mt_cap == 1 || s->pack)
+	if (s->mt_cap == SM80_CAP_ROWS64 || s->pack)
 		return 1;
 	return s->ng1 == 1 && s->ng2 == 1 && s->g1[0].D <= 128 && s->DV <= 128 ? 2 : 1;
+}
+
+/* See the stream loop: where a D = 128 kernel with the copies apart spills
+** over budget, the driver tries it with them together (SM80_CAP_NOSPLIT)
+** before 64-row tiles. */
+int sm80_split_v(const Shape *s)
+{
+	return s->mt_cap != SM80_CAP_NOSPLIT && sm80_row_blocks(s) == 2 &&
+	       (s->g1[0].D > 64 || s->DV > 64);
 }
