@@ -65,10 +65,11 @@ typedef struct Shape {
 	int nvt;
 	long DV;
 	int mt_cap; /* SM80_CAP_ROWS64: one m16 row block per warp; SM80_CAP_NOSPLIT:
-		    ** the next K and V tiles are copied together (sm80_split_v) */
+		    ** the next K and V tiles are copied together (split_v) */
 	/* GQA packing: K/V read head q / pack; a CTA's rows lie in one group of
 	** pack consecutive query rows (NULL: no packing) */
 	const Expr *pack;
+	int split_v; /* set by sm80_kernel: the next V tile is copied apart from K */
 } Shape;
 
 /* sm80_shape.c: fills s or returns a reason the plan does not fit. */
@@ -174,9 +175,6 @@ void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
 /* sm80_kernel.c */
 PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s);
 int sm80_row_blocks(const Shape *s); /* m16 row blocks per warp */
-/* The stream copies the next V tile apart from its K (after the tile's
-** first contraction). */
-int sm80_split_v(const Shape *s);
 /* Some mask reads data (document ids): the stream scans tiles with loads. */
 int sm80_data_masks(const Plan *p);
 
@@ -188,7 +186,7 @@ typedef struct Sm80Info {
 	unsigned block_m; /* query rows per CTA */
 	unsigned block_n; /* keys per tile */
 	int data_masks;   /* sm80_data_masks: the scan's work is per CTA */
-	int split_v;      /* sm80_split_v */
+	int split_v;      /* the kernel copies the next V tile apart from its K */
 	long pack;        /* GQA packing: 0 none, > 0 rows per group, < 0 -(dim index + 1) */
 } Sm80Info;
 

@@ -29,7 +29,7 @@ int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, c
 			info[i].block_m = (unsigned)(SM80_WARPS * 16 * sm80_row_blocks(&s));
 			info[i].block_n = SM80_BN;
 			info[i].data_masks = sm80_data_masks(p);
-			info[i].split_v = sm80_split_v(&s);
+			info[i].split_v = s.split_v;
 			info[i].pack = 0;
 			if (s.pack && s.pack->kind == EX_INT)
 				info[i].pack = s.pack->ival;

@@ -1835,6 +1835,17 @@ static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const S
 	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
 }
 
+/* See the stream loop. Not where a tile table's fill already holds many
+** registers (document masking at D = 128 spills 196 bytes either way, and
+** the driver's retry with the copies together doubled its ptxas time);
+** where a kernel with the copies apart spills over budget, the driver tries
+** it with them together (SM80_CAP_NOSPLIT) before 64-row tiles. */
+static int split_v(const Shape *s, int table)
+{
+	return !table && s->mt_cap != SM80_CAP_NOSPLIT && sm80_row_blocks(s) == 2 &&
+	       (s->g1[0].D > 64 || s->DV > 64);
+}
+
 /* The next tile's V into the other buffer (the loop's head copied its K). */
 static void issue_next_v(Gen *g, const Shape *s, TileLoad *lv, const Smem *sm, PReg nxt, PReg buf,
 			 PReg when)
@@ -2032,7 +2043,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	** 16 copies per thread held up the contraction's ldmatrix reads in the
 	** memory-instruction queue (H100, D = 128: +2-3%; at D = 64 it cost
 	** some masked kernels 3%) */
-	g->splitv = sm80_split_v(s);
+	g->splitv = s->split_v = split_v(s, table);
 	{
 		PReg nbuf = R(g, PC_B32);
 		E3(PTX_XOR, ".b32", po_r(nbuf), po_r(buf), po_i(1));
@@ -2140,13 +2151,4 @@ int sm80_row_blocks(const Shape *s)
 	if (s->mt_cap == SM80_CAP_ROWS64 || s->pack)
 		return 1;
 	return s->ng1 == 1 && s->ng2 == 1 && s->g1[0].D <= 128 && s->DV <= 128 ? 2 : 1;
-}
-
-/* See the stream loop: where a D = 128 kernel with the copies apart spills
-** over budget, the driver tries it with them together (SM80_CAP_NOSPLIT)
-** before 64-row tiles. */
-int sm80_split_v(const Shape *s)
-{
-	return s->mt_cap != SM80_CAP_NOSPLIT && sm80_row_blocks(s) == 2 &&
-	       (s->g1[0].D > 64 || s->DV > 64);
 }
