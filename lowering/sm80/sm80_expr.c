@@ -695,49 +695,44 @@ static int is_key_read(Gen *g, const Expr *e)
 	       read_range(g, e) == 's';
 }
 
-/* e reads i32 data along the keys: its tile classes load that data per
-** tile. */
-static int key_reads(Gen *g, const Expr *e)
+/* A read of input data whose subscripts are not fixed on a tile (along the
+** rows or the keys). */
+static int is_range_read(Gen *g, const Expr *e)
+{
+	return e->kind == EX_ACCESS && !e->tensor->def && read_range(g, e) != 0;
+}
+
+/* e or a subexpression satisfies is (a kind of read). */
+static int has_read(Gen *g, const Expr *e, int (*is)(Gen *, const Expr *))
 {
 	if (!e)
 		return 0;
-	if (is_key_read(g, e))
+	if (is(g, e))
 		return 1;
 	for (int i = 0; i < e->nargs; i++)
-		if (key_reads(g, e->args[i]))
+		if (has_read(g, e->args[i], is))
 			return 1;
 	return 0;
+}
+
+/* Node's filter has a read of kind is, in node's variables. */
+static int filter_reads(Gen *g, int node, int (*is)(Gen *, const Expr *))
+{
+	int save = g->node, r;
+	g->node = node;
+	r = has_read(g, ((const Node *)g->p->c->nodes.v[node])->filter, is);
+	g->node = save;
+	return r;
 }
 
 int sm80_key_reads(Gen *g, int node)
 {
-	int save = g->node, r;
-	g->node = node;
-	r = key_reads(g, ((const Node *)g->p->c->nodes.v[node])->filter);
-	g->node = save;
-	return r;
-}
-
-/* e reads input data whose subscripts are not fixed on a tile. */
-static int range_reads(Gen *g, const Expr *e)
-{
-	if (!e)
-		return 0;
-	if (e->kind == EX_ACCESS && !e->tensor->def && read_range(g, e) != 0)
-		return 1;
-	for (int i = 0; i < e->nargs; i++)
-		if (range_reads(g, e->args[i]))
-			return 1;
-	return 0;
+	return filter_reads(g, node, is_key_read);
 }
 
 int sm80_range_reads(Gen *g, int node)
 {
-	int save = g->node, r;
-	g->node = node;
-	r = range_reads(g, ((const Node *)g->p->c->nodes.v[node])->filter);
-	g->node = save;
-	return r;
+	return filter_reads(g, node, is_range_read);
 }
 
 /* Variables of nodes na and nb in the same class take one value (or one
