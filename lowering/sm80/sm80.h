@@ -64,7 +64,7 @@ typedef struct Shape {
 	const Expr *vt[SM80_MAXG]; /* distinct V reads */
 	int nvt;
 	long DV;
-	int mt_cap; /* SM80_CAP_ROWS64: one m16 row block per warp; SM80_CAP_NOSPLIT:
+	int cap; /* SM80_CAP_ROWS64: one m16 row block per warp; SM80_CAP_NOSPLIT:
 		    ** the next K and V tiles are copied together (split_v) */
 	/* GQA packing: K/V read head q / pack; a CTA's rows lie in one group of
 	** pack consecutive query rows (NULL: no packing) */
@@ -139,8 +139,7 @@ typedef struct Gen {
 	** (the stream's per-warp classes, sm80_kernel.c's warp_class) */
 	int wrows;
 	PReg wq0, wq1;
-	int splitv; /* the stream copies the next V tile apart from its K */
-	int ninf;   /* masked scores are -inf in this tile body: exp guards its max */
+	int ninf; /* masked scores are -inf in this tile body: exp guards its max */
 } Gen;
 
 /* sm80_expr.c */

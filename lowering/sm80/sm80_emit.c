@@ -22,7 +22,7 @@ int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, c
 			rc = 1;
 			break;
 		}
-		s.mt_cap = cap ? cap[i] : 0;
+		s.cap = cap ? cap[i] : 0;
 		fs[i] = sm80_kernel(&a, p, &s);
 		if (info) {
 			info[i].smem = fs[i]->smem_bytes;

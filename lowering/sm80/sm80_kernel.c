@@ -1842,7 +1842,7 @@ static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const S
 ** it with them together (SM80_CAP_NOSPLIT) before 64-row tiles. */
 static int split_v(const Shape *s, int table)
 {
-	return !table && s->mt_cap != SM80_CAP_NOSPLIT && sm80_row_blocks(s) == 2 &&
+	return !table && s->cap != SM80_CAP_NOSPLIT && sm80_row_blocks(s) == 2 &&
 	       (s->g1[0].D > 64 || s->DV > 64);
 }
 
@@ -1850,7 +1850,7 @@ static int split_v(const Shape *s, int table)
 static void issue_next_v(Gen *g, const Shape *s, TileLoad *lv, const Smem *sm, PReg nxt, PReg buf,
 			 PReg when)
 {
-	if (!g->splitv)
+	if (!s->split_v)
 		return;
 	PReg nbuf = R(g, PC_B32);
 	E3(PTX_XOR, ".b32", po_r(nbuf), po_r(buf), po_i(1));
@@ -2043,11 +2043,11 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	** 16 copies per thread held up the contraction's ldmatrix reads in the
 	** memory-instruction queue (H100, D = 128: +2-3%; at D = 64 it cost
 	** some masked kernels 3%) */
-	g->splitv = s->split_v = split_v(s, table);
+	s->split_v = split_v(s, table);
 	{
 		PReg nbuf = R(g, PC_B32);
 		E3(PTX_XOR, ".b32", po_r(nbuf), po_r(buf), po_i(1));
-		issue_kv(g, s, lk, lv, &sm, nxt, nbuf, anyn, g->splitv ? COPY_K : COPY_K | COPY_V);
+		issue_kv(g, s, lk, lv, &sm, nxt, nbuf, anyn, s->split_v ? COPY_K : COPY_K | COPY_V);
 	}
 	/* this tile's ldmatrix addresses, before the wait so that they (and
 	** the read of %tid.x) take no time of their own. 128-row kernels with a
@@ -2148,7 +2148,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 ** one contraction pair with head dims up to 128. */
 int sm80_row_blocks(const Shape *s)
 {
-	if (s->mt_cap == SM80_CAP_ROWS64 || s->pack)
+	if (s->cap == SM80_CAP_ROWS64 || s->pack)
 		return 1;
 	return s->ng1 == 1 && s->ng2 == 1 && s->g1[0].D <= 128 && s->DV <= 128 ? 2 : 1;
 }
