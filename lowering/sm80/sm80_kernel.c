@@ -1355,7 +1355,123 @@ static void store_pairs(Gen *g, Tile *t, int i, int pc, PReg q, const PReg *okr,
 	}
 }
 
-static void epilogue(Gen *g, Tile *t)
+/* Node i's output can go out through shared memory (store_staged): no GQA
+** packing (rows map to addresses linearly), Q's rows are wide enough for a
+** row of the output, and a warp's 32 lanes cover whole rows or a row in
+** whole steps of 32 chunks (value head dims 64, 128, 256). */
+static int staged_wanted(const Gen *g, const Smem *sm)
+{
+	const Shape *s = g->s;
+	long cpr = s->DV / 8;
+	return !s->pack && s->ng1 >= 1 && s->DV % 8 == 0 && sm->qs[0] >= (uint32_t)(s->DV * 2) &&
+	       (32 % cpr == 0 || cpr % 32 == 0);
+}
+
+/* The output accumulators through the warp's own rows of Q's shared memory
+** (free since the last contraction: each warp reads only its own rows of Q),
+** then out with 16-byte stores that write whole rows: 16 coalesced stores
+** per thread at D = 128 instead of 64 four-byte ones that write each row in
+** 16-byte pieces, as FlashAttention-2's epilogue does. The warp orders its
+** own shared writes and reads with bar.warp.sync; no CTA barrier. Needs
+** the column dimension contiguous and every other stride a multiple of 8
+** elements (the runtime checks 16-byte base pointers); other layouts
+** branch to `pairs`. */
+static void store_staged(Gen *g, int i, int pc, const Smem *sm, PReg sbase, int pairs)
+{
+	const Tensor *out = node(g, i)->out;
+	long cpr = g->s->DV / 8, net = cpr;
+	int f16 = out->dtype == DT_F16, rw = 16 * g->mt;
+	uint32_t qs = sm->qs[0];
+	PReg mis = R(g, PC_B64), bad = R(g, PC_PRED), one = R(g, PC_PRED);
+	E2(PTX_MOV, ".b64", po_r(mis), po_i(0));
+	for (int k = 0; k < out->rank; k++)
+		if (k != pc)
+			E3(PTX_OR, ".b64", po_r(mis), po_r(mis), po_r(g->tstride[out->id][k]));
+	E3(PTX_AND, ".b64", po_r(mis), po_r(mis), po_i(7));
+	E3(PTX_SETP, ".ne.s64", po_r(bad), po_r(mis), po_i(0));
+	E3(PTX_SETP, ".ne.s64", po_r(one), po_r(g->tstride[out->id][pc]), po_i(1));
+	E3(PTX_OR, ".pred", po_r(bad), po_r(bad), po_r(one));
+	E1(PTX_BRA, ".uni", po_label(pairs));
+	ptx_guard(g->f, bad, 0);
+	/* the warp's rows start at warp * rw; the thread writes its pairs at row
+	** lane / 4 (+ 8, + 16, ...) and column 2 (lane % 4) (+ 8 et) */
+	PReg wrow = R(g, PC_B64), r = R(g, PC_B64), c = R(g, PC_B64), w = R(g, PC_B32);
+	E3(PTX_MUL, ".lo.s64", po_r(wrow), po_r(g->warp), po_i(rw));
+	E3(PTX_SHR, ".u64", po_r(r), po_r(g->lane), po_i(2));
+	E3(PTX_ADD, ".s64", po_r(r), po_r(r), po_r(wrow));
+	E3(PTX_AND, ".b64", po_r(c), po_r(g->lane), po_i(3));
+	E3(PTX_SHL, ".b64", po_r(c), po_r(c), po_i(2));
+	E4(PTX_MAD, ".lo.s64", po_r(c), po_r(r), po_i(qs), po_r(c));
+	E2(PTX_CVT, ".u32.u64", po_r(w), po_r(c));
+	E3(PTX_ADD, ".u32", po_r(w), po_r(w), po_r(sbase));
+	/* the warp's last reads of Q (its ldmatrix) are behind it; its lanes
+	** agree before the first write, and again before the rows are read */
+	E1(PTX_BAR_WARP, "", po_i(-1));
+	for (int h = 0; h < 2 * g->mt; h++)
+		for (int et = 0; et < net; et++) {
+			int el = h / 2 * (int)net * 4 + et * 4 + h % 2 * 2;
+			PReg x = R(g, PC_B32);
+			E3(PTX_CVT, f16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32", po_r(x),
+			   po_r(g->acc[i][el + 1]), po_r(g->acc[i][el]));
+			E2(PTX_ST, ".shared.b32",
+			   po_mem(w, (int32_t)(sm->q[0] + (uint32_t)(h / 2 * 16 + h % 2 * 8) * qs +
+					       (uint32_t)et * 16)),
+			   po_r(x));
+		}
+	E1(PTX_BAR_WARP, "", po_i(-1));
+	/* lane l reads 16-byte chunk l % cpr of row l / cpr (cpr <= 32), or
+	** chunk l of the row (cpr >= 32); step `it` adds 32 chunks */
+	PReg lrow = R(g, PC_B64), lch = R(g, PC_B64), rd = R(g, PC_B32);
+	if (cpr <= 32) {
+		int sh = 0;
+		while ((1L << sh) < cpr)
+			sh++;
+		E3(PTX_SHR, ".u64", po_r(lrow), po_r(g->lane), po_i(sh));
+		E3(PTX_AND, ".b64", po_r(lch), po_r(g->lane), po_i(cpr - 1));
+	} else {
+		E2(PTX_MOV, ".b64", po_r(lrow), po_i(0));
+		E2(PTX_MOV, ".b64", po_r(lch), po_r(g->lane));
+	}
+	E3(PTX_ADD, ".s64", po_r(lrow), po_r(lrow), po_r(wrow));
+	E3(PTX_SHL, ".b64", po_r(c), po_r(lch), po_i(4));
+	PReg c2 = R(g, PC_B64);
+	E4(PTX_MAD, ".lo.s64", po_r(c2), po_r(lrow), po_i(qs), po_r(c));
+	E2(PTX_CVT, ".u32.u64", po_r(rd), po_r(c2));
+	E3(PTX_ADD, ".u32", po_r(rd), po_r(rd), po_r(sbase));
+	/* global addresses of the lane's first chunk and of the row below it */
+	Expr **args = ARENA_ARRAY(g->a, Expr *, out->rank + 1);
+	for (int k = 0; k < out->rank; k++)
+		args[k] = expr_index(g->a, k);
+	PReg row = R(g, PC_B64), row1 = R(g, PC_B64), col = R(g, PC_B64), lim = R(g, PC_B64);
+	E3(PTX_ADD, ".s64", po_r(row), po_r(lrow), po_r(g->q0));
+	E3(PTX_ADD, ".s64", po_r(row1), po_r(row), po_i(1));
+	E3(PTX_SHL, ".b64", po_r(col), po_r(lch), po_i(3));
+	E3(PTX_SUB, ".s64", po_r(lim), po_r(g->qext), po_r(row));
+	g->node = i, g->row = row, g->col = col;
+	PReg ga = sm80_addr(g, out, args);
+	g->row = row1;
+	PReg rstride = R(g, PC_B64);
+	E3(PTX_SUB, ".s64", po_r(rstride), po_r(sm80_addr(g, out, args)), po_r(ga));
+	long its = rw * cpr / 32, prow = 0;
+	for (long it = 0; it < its; it++) {
+		long roff = it * 32 / cpr, coff = it * 32 % cpr;
+		if (roff != prow) {
+			PReg n = R(g, PC_B64);
+			E4(PTX_MAD, ".lo.s64", po_r(n), po_r(rstride), po_i(roff - prow), po_r(ga));
+			ga = n, prow = roff;
+		}
+		PReg v[4], ok = R(g, PC_PRED);
+		for (int k = 0; k < 4; k++)
+			v[k] = R(g, PC_B32);
+		E2(PTX_LD, ".shared.v4.b32", po_vec(v, 4),
+		   po_mem(rd, (int32_t)(sm->q[0] + (uint32_t)roff * qs + (uint32_t)coff * 16)));
+		E3(PTX_SETP, ".gt.s64", po_r(ok), po_r(lim), po_i(roff));
+		E2(PTX_ST, ".global.v4.b32", po_mem(ga, (int32_t)(coff * 16)), po_vec(v, 4));
+		ptx_guard(g->f, ok, 0);
+	}
+}
+
+static void epilogue(Gen *g, Tile *t, const Smem *sm, PReg sbase)
 {
 	const Cascade *c = g->c;
 	g->nmemo = 0;
@@ -1404,6 +1520,12 @@ static void epilogue(Gen *g, Tile *t)
 				continue;
 			int pc = pair_column(g, i), slow = ptx_new_label(g->f),
 			    done = ptx_new_label(g->f);
+			if (pc >= 0 && staged_wanted(g, sm)) {
+				int pairs = ptx_new_label(g->f);
+				store_staged(g, i, pc, sm, sbase, pairs);
+				E1(PTX_BRA, ".uni", po_label(done));
+				ptx_label(g->f, pairs);
+			}
 			if (pc >= 0) {
 				store_pairs(g, t, i, pc, q, okr, slow);
 				E1(PTX_BRA, ".uni", po_label(done));
@@ -2138,7 +2260,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	/* fresh parameters and grid indices: not held across the stream */
 	load_params(g);
 	decode_grid(g);
-	epilogue(g, &t);
+	epilogue(g, &t, &sm, sbase);
 	E(g, PTX_RET, "", 0, Z, Z, Z, Z, Z);
 	return f;
 }
