@@ -24,7 +24,7 @@ run "$A" "$OUT/ab_A1.txt" && run "$B" "$OUT/ab_B1.txt" && run "$A" "$OUT/ab_A2.t
 # kernel N -> tflops_tiles, per file; then the table
 awk '
 FNR == 1 { f++ }
-/tflops_tiles/ { for (i = 1; i <= NF; i++) { if ($i ~ /^N=/) n = substr($i, 3); if ($i == "tflops_tiles") v = $(i + 1) }
+$1 ~ /_d[0-9]+$/ && /tflops_tiles/ { for (i = 1; i <= NF; i++) { if ($i ~ /^N=/) n = substr($i, 3); if ($i == "tflops_tiles") v = $(i + 1) }
 	k = $1 " " n; if (!(k in seen)) { seen[k] = 1; order[++m] = k } val[f, k] = v }
 END {
 	printf "%-24s %6s %15s %15s %7s\n", "kernel", "N", "A (2 runs)", "B (2 runs)", "B/A"

@@ -75,6 +75,13 @@ typedef struct Shape {
 /* sm80_shape.c: fills s or returns a reason the plan does not fit. */
 const char *sm80_shape(Arena *a, const Plan *p, Shape *s);
 
+/* A tile value c * G kept as G (sm80_scale.c). */
+typedef struct Sm80Fold {
+	int gemm;          /* the SN_GEMM1 node G, or -1: not folded */
+	const Expr *scale; /* c: a float param or a positive literal */
+	PReg c, cl2e;      /* per tile body: |c| (FLT_MIN where c = 0) and |c| log2(e) */
+} Sm80Fold;
+
 /* The generator's state while one kernel is emitted. */
 typedef struct Gen {
 	Arena *a;
@@ -139,7 +146,9 @@ typedef struct Gen {
 	** (the stream's per-warp classes, sm80_kernel.c's warp_class) */
 	int wrows;
 	PReg wq0, wq1;
-	int ninf; /* masked scores are -inf in this tile body: exp guards its max */
+	int ninf;       /* masked scores are -inf in this tile body: exp guards its max */
+	Sm80Fold *fold; /* [nodes] (sm80_scale.c) */
+	int raw;        /* reads of folded nodes give G, not c * G */
 } Gen;
 
 /* sm80_expr.c */
@@ -170,6 +179,14 @@ int sm80_range_reads(Gen *g, int node);
 void sm80_key_ranges(Gen *g, int node, const PReg *st, const PReg *end, int n);
 /* Predicates: the tile box always / never satisfies node's filter. */
 void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
+
+/* sm80_scale.c: scores c * G kept as G, c folded into the row max and the
+** exponent (see the file's head). */
+void sm80_scale_plan(Gen *g);
+void sm80_scale_tile(Gen *g);
+PReg sm80_scale_c(Gen *g, int node, int log2);
+int sm80_folded(const Gen *g, int id);
+void sm80_scale_negate_q(Gen *g, int gemm1, PReg sbase, uint32_t soff, uint32_t bytes, PReg tid);
 
 /* sm80_kernel.c */
 PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s);

@@ -145,8 +145,15 @@ static PReg computed(Gen *g, const Expr *e)
 {
 	int id = e->tensor->def->id;
 	switch (g->s->n[id].kind) {
-	case SN_GEMM1:
-	case SN_MAP: return g->tile[id][g->elem];
+	case SN_MAP:
+		if (sm80_folded(g, id) && !g->raw) {
+			PReg d = R(g, PC_F32);
+			E3(PTX_MUL, ".f32", po_r(d), po_r(sm80_scale_c(g, id, 0)),
+			   po_r(g->tile[id][g->elem]));
+			return d;
+		}
+		return g->tile[id][g->elem];
+	case SN_GEMM1: return g->tile[id][g->elem];
 	case SN_GEMM2:
 	case SN_EPI_ELEM: return g->acc[id][g->elem];
 	default: return g->rowv[id][g->half];
@@ -354,9 +361,21 @@ static PReg call(Gen *g, const Expr *e)
 	if (e->op == FN_EXP && a0->kind == EX_BINOP && a0->op == OP_SUB && a0->type == VT_FLOAT) {
 		/* exp(a - b) = ex2(a * log2e - b * log2e): one FFMA per score, as
 		** FlashAttention folds the max into the exponent */
-		PReg a = sm80_expr(g, a0->args[0]), b = sm80_expr(g, a0->args[1]);
+		const Expr *x = a0->args[0];
+		int fold =
+		    x->kind == EX_ACCESS && x->tensor->def && sm80_folded(g, x->tensor->def->id);
+		/* a = c * G kept as G: ex2(G * (c log2e) - b log2e) (sm80_scale.c) */
+		g->raw = fold;
+		PReg a = sm80_expr(g, x);
+		g->raw = 0;
+		PReg b = sm80_expr(g, a0->args[1]);
 		PReg t = R(g, PC_F32), d = R(g, PC_F32);
-		E4(PTX_FMA, ".rn.f32", po_r(t), po_r(a), po_f(LOG2E), po_r(neg_log2e(g, b)));
+		if (fold)
+			E4(PTX_FMA, ".rn.f32", po_r(t), po_r(a),
+			   po_r(sm80_scale_c(g, x->tensor->def->id, 1)), po_r(neg_log2e(g, b)));
+		else
+			E4(PTX_FMA, ".rn.f32", po_r(t), po_r(a), po_f(LOG2E),
+			   po_r(neg_log2e(g, b)));
 		E2(PTX_EX2, ".approx.ftz.f32", po_r(d), po_r(t));
 		return d;
 	}

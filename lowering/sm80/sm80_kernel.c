@@ -1122,6 +1122,7 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 	if (t->lastref >= 0)
 		t->chg = sm80_pconst(g, 0);
 	g->ninf = masked && t->mo >= 0;
+	sm80_scale_tile(g);
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = node(g, i);
 		int mo = masked && i == t->mo, own = masked && !t->moid[i];
@@ -1133,22 +1134,37 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 		case SN_MAP:
 			for (int el = 0; el < nel; el++) {
 				scope_elem(g, t, i, el);
-				g->tile[i][el] = sm80_expr(g, n->body);
+				/* c * G kept as G: no instruction (sm80_scale.c) */
+				g->tile[i][el] = sm80_folded(g, i) ? g->tile[g->fold[i].gemm][el]
+								   : sm80_expr(g, n->body);
 				if (mo)
 					g->tile[i][el] =
 					    mask_elem(g, t, i, el, g->tile[i][el], -INFINITY);
 			}
 			break;
-		case SN_RMAX:
+		case SN_RMAX: {
+			/* max[j](c G) = c max[j](G), c >= 0: one multiply per row
+			** instead of one per score (sm80_scale.c) */
+			const Expr *b = n->body;
+			int fold = b->kind == EX_ACCESS && b->tensor->def &&
+				   sm80_folded(g, b->tensor->def->id);
 			for (int h = 0; h < nrs; h++) {
 				PReg m = fmov(g, -INFINITY);
 				for (int el = 0; el < nel; el++) {
 					if (el_rs(el) != h)
 						continue;
+					g->raw = fold;
 					PReg v = masked_value(g, t, i, el, n->body, own, -INFINITY);
+					g->raw = 0;
 					E3(PTX_MAX, ".f32", po_r(m), po_r(m), po_r(v));
 				}
 				m = quad_reduce(g, m, 1);
+				if (fold) {
+					PReg cm = R(g, PC_F32);
+					E3(PTX_MUL, ".f32", po_r(cm), po_r(m),
+					   po_r(sm80_scale_c(g, b->tensor->def->id, 0)));
+					m = cm;
+				}
 				if (t->lazy[i]) {
 					lazy_max(g, t, i, h, m);
 					continue;
@@ -1161,6 +1177,7 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 			if (i == t->lastref)
 				lazy_rescale(g, t);
 			break;
+		}
 		case SN_REF:
 			for (int h = 0; h < nrs; h++) {
 				g->node = i, g->half = h, g->row = t->crows[h];
@@ -2048,6 +2065,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		g->rowv[i] = ARENA_ARRAY(a, PReg, MAXRS);
 		g->acc[i] = ARENA_ARRAY(a, PReg, MAXMT * s->DV / 8 * 4 + 1);
 	}
+	sm80_scale_plan(g);
 	declare_params(g);
 	load_params(g);
 	decode_grid(g);
@@ -2149,6 +2167,8 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	/* Q has arrived (the first K/V tile may still be in flight) */
 	E1(PTX_CP_WAIT, "", po_i(1));
 	E1(PTX_BAR, "", po_i(0));
+	for (int k = 0; k < s->ng1; k++)
+		sm80_scale_negate_q(g, k, sbase, sm.q[k], (uint32_t)g->bm * sm.qs[k], tid);
 	q_frags(g, qf, &sm, sbase);
 	ptx_label(f, Lloop);
 	PReg fin = R(g, PC_PRED);

@@ -109,7 +109,8 @@ int main(int argc, char **argv)
 	long dims[32] = {0};
 	const char *ints[16];
 	int nints = 0, iters = 0;
-	double ramp = 0;
+	double ramp = 0, pset[32];
+	int pidx[32], npset = 0;
 	for (int i = 0; i < nd; i++)
 		dims[i] = F(_dim_fixed)(i);
 	for (int a = 1; a < argc; a++) {
@@ -122,6 +123,10 @@ int main(int argc, char **argv)
 			for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 				if (!strncmp(t, "ramp=", 5))
 					ramp = atof(t + 5);
+				/* paramK=V: the K-th param (declaration order) is V */
+				if (!strncmp(t, "param", 5) && strchr(t, '=') && npset < 32)
+					pidx[npset] = atoi(t + 5),
+					pset[npset++] = atof(strchr(t, '=') + 1);
 				for (int i = 0; i < nd; i++) {
 					size_t l = strlen(F(_dim_name)(i));
 					if (!strncmp(t, F(_dim_name)(i), l) && t[l] == '=')
@@ -143,6 +148,13 @@ int main(int argc, char **argv)
 	}
 	double params[32];
 	F(_param_defaults)(dims, params);
+	for (int i = 0; i < npset; i++) {
+		if (pidx[i] < 0 || pidx[i] >= np) {
+			printf("param%d: the kernel has %d params\nFAIL\n", pidx[i], np);
+			return 1;
+		}
+		params[pidx[i]] = pset[i];
+	}
 	check(attnrt_init(), "init");
 	void *host_f[64] = {0}, *dev[64] = {0}, *hraw[64] = {0};
 	long numel[64];

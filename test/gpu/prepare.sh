@@ -10,12 +10,13 @@ DIR=${1:-.carry/gpu}
 rm -rf "$DIR" && mkdir -p "$DIR/gen"
 : > "$DIR/cases.txt"
 # example (NAME_d64: the same with D = 64, O only; NAME_o: O only)  cascade  shape sets (ragged,
-# N_q != N_kv, N = 1, GQA group 1/4/8;
+# N_q != N_kv, N = 1, GQA group 1/4/8; paramK=V sets the K-th param: a negative or
+# zero softmax scale, which the kernels fold into the row max and the exponent;
 # ramp=R: scores that grow along the keys, so that running maxes move)  [int ranges;
 # lo:hi:run gives runs of equal ids, packed documents; N > 8192 crosses the
 # tile table's window]
 cat > "$DIR/plan.txt" <<'CASES'
-full full B=2,H=3,N=200,M=333 B=1,H=2,N=1,M=77 B=2,H=2,N=64,M=64 B=1,H=2,N=300,M=900,ramp=8
+full full B=2,H=3,N=200,M=333 B=1,H=2,N=1,M=77 B=2,H=2,N=64,M=64 B=1,H=2,N=300,M=900,ramp=8 B=2,H=3,N=200,M=333,param0=-0.09 B=1,H=2,N=130,M=250,param0=0
 causal causal B=2,H=4,N=257 B=1,H=1,N=1 B=3,H=2,N=64 B=2,H=2,N=600,ramp=8
 gqa gqa B=2,HKV=2,G=4,N=130,M=190 B=1,HKV=3,G=1,N=65,M=65 B=1,HKV=1,G=8,N=100,M=300 B=1,HKV=2,G=4,N=200,M=700,ramp=8
 mqa mqa B=2,H=4,N=150 B=1,H=3,N=1
@@ -32,12 +33,13 @@ mla mla B=2,H=2,N=140 B=1,H=1,N=1
 decode decode B=2,HKV=2,G=4,M=300 B=1,HKV=2,G=8,M=900,ramp=8 B=1,HKV=3,G=8,M=1 B=3,HKV=1,G=1,M=70 B=1,HKV=2,G=80,M=130 --int kv_len=0:300
 multi gqa_groups B=2,HKV=2,G=4,N=130 B=1,HKV=1,G=8,N=1 B=1,HKV=3,G=1,N=65
 full_d64 full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=900,ramp=8
-causal_d64 causal B=2,H=4,N=257 B=1,H=1,N=1 B=2,H=2,N=600,ramp=8
+causal_d64 causal B=2,H=4,N=257 B=1,H=1,N=1 B=2,H=2,N=600,ramp=8 B=2,H=2,N=300,param0=-0.2 B=1,H=2,N=200,param0=0
 sliding_window_d64 sliding_window B=2,H=2,N=700 B=1,H=1,N=33
 alibi_d64 alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6
 prefix_lm_d64 prefix_lm B=3,H=2,N=160 B=1,H=2,N=400,ramp=8 --int prefix_len=0:160
 document_d64 document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 --int doc=0:40:700
-document_o document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 --int doc=0:40:1500
+document_o document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 B=2,H=2,N=180,param0=-0.1 --int doc=0:40:1500
+full_o full B=2,H=3,N=200,M=333,param0=-0.09 B=1,H=2,N=300,M=900,ramp=8 B=1,H=2,N=70,M=130,param0=0
 CASES
 mkdir -p "$DIR/src"
 while read -r file casc rest; do
