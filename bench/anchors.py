@@ -44,9 +44,23 @@ def rec(**kw):
     print(json.dumps(kw), flush=True)
 
 
+SOAK = float(os.environ.get("ANCHORS_SOAK", "1.0"))
+
+
 def bench(fn):
+    """do_bench's median after SOAK seconds of back-to-back calls. On the H100
+    every kernel here runs at the board's power cap (nvidia-smi: SW power cap,
+    690-700 W), and the SM clock settles within about a second: timed cold,
+    a system measured after a light one (or after none) ran at higher clocks
+    than one measured after a heavy one, and the order of the systems moved
+    their ratios by up to 8% (bench/RESULTS.md, seventh session)."""
     fn()
     torch.cuda.synchronize()
+    t = time.time()
+    while time.time() - t < SOAK:
+        for _ in range(10):
+            fn()
+        torch.cuda.synchronize()
     return do_bench(fn, warmup=50, rep=300, return_mode="median")
 
 
