@@ -41,8 +41,10 @@ typedef struct SGemm1 {
 } SGemm1;
 
 typedef struct SGemm2 {
-	const Expr *x; /* per (i, j) factor */
-	const Expr *v; /* V read: key index and e */
+	const Expr *x;    /* per (i, j) factor: the factors of X that read the key */
+	const Expr *xrow; /* the others (lam[h] in differential attention), or NULL:
+			  ** they multiply the accumulators once after the stream */
+	const Expr *v;    /* V read: key index and e */
 	int evar;
 	long DV;
 	int vslot; /* which V tile in shared memory */

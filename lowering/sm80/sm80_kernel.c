@@ -1510,6 +1510,18 @@ static void epilogue(Gen *g, Tile *t, const Smem *sm, PReg sbase)
 				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(s));
 			}
 	int net = (int)(g->s->DV / 8);
+	/* factors of P constant along the keys (SGemm2.xrow), once per row */
+	for (int i = 0; i < c->nodes.n; i++) {
+		const Expr *xr = g->s->n[i].kind == SN_GEMM2 ? g->s->g2[g->s->n[i].g].xrow : NULL;
+		for (int h = 0; h < nrs && xr; h++) {
+			g->node = i, g->half = h, g->row = t->crows[h];
+			PReg f = sm80_expr(g, xr);
+			for (int el = 0; el < g->mt * net * 4; el++)
+				if (el / (net * 4) * 2 + ((el >> 1) & 1) == h)
+					E3(PTX_MUL, ".f32", po_r(g->acc[i][el]),
+					   po_r(g->acc[i][el]), po_r(f));
+		}
+	}
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = node(g, i);
 		SNodeKind k = g->s->n[i].kind;

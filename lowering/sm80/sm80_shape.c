@@ -100,6 +100,31 @@ static int kinds_of(const Plan *p, const Node *n, int i, int qcls, int scls, int
 	return m;
 }
 
+/* l * r, either of which may be NULL (1). */
+static const Expr *times(Arena *a, const Expr *l, const Expr *r)
+{
+	return !l ? r : !r ? l : expr_binop(a, OP_MUL, (Expr *)l, (Expr *)r);
+}
+
+/* Splits a float product X into the factors that read the key variable sv
+** (*xj) and those that do not (*xr), either NULL where there are none. P is
+** rounded to bf16 before its contraction with V; a factor constant along
+** the keys moves to the f32 accumulators instead, where it cannot round
+** away a difference: differential attention's lam[h] * softmax2 rounded
+** lam = 0.9995 to 1 and gave O = 0 for (1 - lam) V. */
+static void split_row_factors(Arena *a, const Expr *x, int sv, const Expr **xj, const Expr **xr)
+{
+	if (x->kind == EX_BINOP && x->op == OP_MUL && x->type == VT_FLOAT) {
+		const Expr *aj, *ar, *bj, *br;
+		split_row_factors(a, x->args[0], sv, &aj, &ar);
+		split_row_factors(a, x->args[1], sv, &bj, &br);
+		*xj = times(a, aj, bj), *xr = times(a, ar, br);
+		return;
+	}
+	int reads_key = sv >= 64 || (expr_vars(x) >> sv & 1);
+	*xj = reads_key ? x : NULL, *xr = reads_key ? NULL : x;
+}
+
 static const char *gemm2(Arena *a, const Plan *p, int i, Shape *s)
 {
 	const Node *n = p->c->nodes.v[i];
@@ -133,7 +158,12 @@ static const char *gemm2(Arena *a, const Plan *p, int i, Shape *s)
 			return "contractions with V over different value indices";
 		s->DV = dv, s->ecls = p->cls[i][evar];
 		SGemm2 *g2 = &s->g2[s->ng2];
-		g2->x = x, g2->v = v, g2->evar = evar, g2->DV = dv, g2->vslot = -1;
+		g2->x = x, g2->xrow = NULL, g2->v = v, g2->evar = evar, g2->DV = dv, g2->vslot = -1;
+		if (x->type == VT_FLOAT) {
+			split_row_factors(a, x, sv, &g2->x, &g2->xrow);
+			if (!g2->x)
+				g2->x = expr_float(a, 1.0);
+		}
 		for (int t = 0; t < s->nvt; t++)
 			if (s->vt[t]->tensor == v->tensor)
 				g2->vslot = t;

@@ -109,8 +109,9 @@ int main(int argc, char **argv)
 	long dims[32] = {0};
 	const char *ints[16];
 	int nints = 0, iters = 0;
-	double ramp = 0, pset[32];
-	int pidx[32], npset = 0;
+	double ramp = 0, pset[32], fillv[8];
+	int pidx[32], npset = 0, nfill = 0;
+	const char *fill[8];
 	for (int i = 0; i < nd; i++)
 		dims[i] = F(_dim_fixed)(i);
 	for (int a = 1; a < argc; a++) {
@@ -127,6 +128,13 @@ int main(int argc, char **argv)
 				if (!strncmp(t, "param", 5) && strchr(t, '=') && npset < 32)
 					pidx[npset] = atoi(t + 5),
 					pset[npset++] = atof(strchr(t, '=') + 1);
+				/* name=V with a lower-case input's name: every element is V */
+				else if (*t >= 'a' && *t <= 'z' && strncmp(t, "ramp=", 5) &&
+					 nfill < 8) {
+					char *eq = strchr(t, '=');
+					fill[nfill] = strndup(t, (size_t)(eq - t));
+					fillv[nfill++] = atof(eq + 1);
+				}
 				for (int i = 0; i < nd; i++) {
 					size_t l = strlen(F(_dim_name)(i));
 					if (!strncmp(t, F(_dim_name)(i), l) && t[l] == '=')
@@ -196,6 +204,9 @@ int main(int argc, char **argv)
 				} else {
 					float v = (float)(normal() * (1 + ramp * (double)e /
 									      (double)numel[i]));
+					for (int q = 0; q < nfill; q++)
+						if (!strcmp(fill[q], name[i]))
+							v = (float)fillv[q];
 					if (dt[i] == T_BF16) {
 						uint16_t h = to_bf16(v);
 						((uint16_t *)hraw[i])[e] = h, v = from_bf16(h);

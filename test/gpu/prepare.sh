@@ -12,6 +12,8 @@ rm -rf "$DIR" && mkdir -p "$DIR/gen"
 # example (NAME_d64: the same with D = 64, O only; NAME_o: O only)  cascade  shape sets (ragged,
 # N_q != N_kv, N = 1, GQA group 1/4/8; paramK=V sets the K-th param: a negative or
 # zero softmax scale, which the kernels fold into the row max and the exponent;
+# name=V fills the input `name` with V: lam = 0.9995 makes differential
+# attention's O = (1 - lam) V at N = 1, which P rounded to bf16 with lam lost;
 # ramp=R: scores that grow along the keys, so that running maxes move)  [int ranges;
 # lo:hi:run gives runs of equal ids, packed documents; N > 8192 crosses the
 # tile table's window]
@@ -28,7 +30,7 @@ document document B=2,H=2,N=180 B=1,H=1,N=1 --int doc=0:3
 relpos_bias relpos_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1
 sink gpt_oss_sink B=2,H=3,N=140 B=1,H=1,N=1
 sigmoid sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1
-diff diff_attn B=2,H=2,N=120 B=1,H=1,N=1
+diff diff_attn B=2,H=2,N=120 B=1,H=1,N=1 B=1,H=2,N=1,lam=0.9995 B=1,H=2,N=40,lam=0.9995
 mla mla B=2,H=2,N=140 B=1,H=1,N=1
 decode decode B=2,HKV=2,G=4,M=300 B=1,HKV=2,G=8,M=900,ramp=8 B=1,HKV=3,G=8,M=1 B=3,HKV=1,G=1,M=70 B=1,HKV=2,G=80,M=130 --int kv_len=0:300
 multi gqa_groups B=2,HKV=2,G=4,N=130 B=1,HKV=1,G=8,N=1 B=1,HKV=3,G=1,N=65
