@@ -1331,6 +1331,25 @@ static int pair_column(Gen *g, int i)
 	return pc < 0 ? -1 : pc;
 }
 
+/* Branches to `other` unless out's column dimension pc is contiguous and
+** every other stride has no bit of mask set (1: even, for 4-byte pairs; 7:
+** multiples of 8 elements, for 16-byte rows): a uniform test of the
+** stride parameters. */
+static void layout_guard(Gen *g, const Tensor *out, int pc, int mask, int other)
+{
+	PReg mis = R(g, PC_B64), bad = R(g, PC_PRED), one = R(g, PC_PRED);
+	E2(PTX_MOV, ".b64", po_r(mis), po_i(0));
+	for (int k = 0; k < out->rank; k++)
+		if (k != pc)
+			E3(PTX_OR, ".b64", po_r(mis), po_r(mis), po_r(g->tstride[out->id][k]));
+	E3(PTX_AND, ".b64", po_r(mis), po_r(mis), po_i(mask));
+	E3(PTX_SETP, ".ne.s64", po_r(bad), po_r(mis), po_i(0));
+	E3(PTX_SETP, ".ne.s64", po_r(one), po_r(g->tstride[out->id][pc]), po_i(1));
+	E3(PTX_OR, ".pred", po_r(bad), po_r(bad), po_r(one));
+	E1(PTX_BRA, ".uni", po_label(other));
+	ptx_guard(g->f, bad, 0);
+}
+
 /* Stores of the output accumulators as bf16x2 / f16x2 pairs (adjacent
 ** columns of one row), from one row address per row and immediate column
 ** offsets: 64 32-bit stores per thread at D = 128 instead of 128 16-bit
@@ -1342,17 +1361,7 @@ static void store_pairs(Gen *g, Tile *t, int i, int pc, PReg q, const PReg *okr,
 {
 	const Tensor *out = node(g, i)->out;
 	int net = (int)(g->s->DV / 8), f16 = out->dtype == DT_F16;
-	PReg odd = R(g, PC_B64), bad = R(g, PC_PRED), one = R(g, PC_PRED);
-	E2(PTX_MOV, ".b64", po_r(odd), po_i(0));
-	for (int k = 0; k < out->rank; k++)
-		if (k != pc)
-			E3(PTX_OR, ".b64", po_r(odd), po_r(odd), po_r(g->tstride[out->id][k]));
-	E3(PTX_AND, ".b64", po_r(odd), po_r(odd), po_i(1));
-	E3(PTX_SETP, ".ne.s64", po_r(bad), po_r(odd), po_i(0));
-	E3(PTX_SETP, ".ne.s64", po_r(one), po_r(g->tstride[out->id][pc]), po_i(1));
-	E3(PTX_OR, ".pred", po_r(bad), po_r(bad), po_r(one));
-	E1(PTX_BRA, ".uni", po_label(slow));
-	ptx_guard(g->f, bad, 0);
+	layout_guard(g, out, pc, 1, slow);
 	Expr **args = ARENA_ARRAY(g->a, Expr *, out->rank + 1);
 	for (int k = 0; k < out->rank; k++)
 		args[k] = expr_index(g->a, k);
@@ -1399,17 +1408,7 @@ static void store_staged(Gen *g, int i, int pc, const Smem *sm, PReg sbase, int 
 	long cpr = g->s->DV / 8, net = cpr;
 	int f16 = out->dtype == DT_F16, rw = 16 * g->mt;
 	uint32_t qs = sm->qs[0];
-	PReg mis = R(g, PC_B64), bad = R(g, PC_PRED), one = R(g, PC_PRED);
-	E2(PTX_MOV, ".b64", po_r(mis), po_i(0));
-	for (int k = 0; k < out->rank; k++)
-		if (k != pc)
-			E3(PTX_OR, ".b64", po_r(mis), po_r(mis), po_r(g->tstride[out->id][k]));
-	E3(PTX_AND, ".b64", po_r(mis), po_r(mis), po_i(7));
-	E3(PTX_SETP, ".ne.s64", po_r(bad), po_r(mis), po_i(0));
-	E3(PTX_SETP, ".ne.s64", po_r(one), po_r(g->tstride[out->id][pc]), po_i(1));
-	E3(PTX_OR, ".pred", po_r(bad), po_r(bad), po_r(one));
-	E1(PTX_BRA, ".uni", po_label(pairs));
-	ptx_guard(g->f, bad, 0);
+	layout_guard(g, out, pc, 7, pairs);
 	/* the warp's rows start at warp * rw; the thread writes its pairs at row
 	** lane / 4 (+ 8, + 16, ...) and column 2 (lane % 4) (+ 8 et) */
 	PReg wrow = R(g, PC_B64), r = R(g, PC_B64), c = R(g, PC_B64), w = R(g, PC_B32);
