@@ -188,6 +188,7 @@ void sm80_scale_plan(Gen *g);
 void sm80_scale_tile(Gen *g);
 PReg sm80_scale_c(Gen *g, int node, int log2);
 int sm80_folded(const Gen *g, int id);
+int sm80_folded_read(const Gen *g, const Expr *e);
 void sm80_scale_negate_q(Gen *g, int gemm1, PReg sbase, uint32_t soff, uint32_t bytes, PReg tid);
 
 /* sm80_kernel.c */

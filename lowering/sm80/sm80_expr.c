@@ -12,25 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sm80.h"
+#include "sm80_ops.h"
 
 static const float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
-
-static PReg R(Gen *g, PtxCls c)
-{
-	return ptx_reg(g->f, c);
-}
-
-static void E(Gen *g, PtxOpcode op, const char *m, int n, PtxOpnd a, PtxOpnd b, PtxOpnd c,
-	      PtxOpnd d)
-{
-	PtxOpnd o[4] = {a, b, c, d};
-	ptx_emit(g->f, op, m, n, o);
-}
-
-#define E2(op, m, a, b)       E(g, op, m, 2, a, b, (PtxOpnd){0}, (PtxOpnd){0})
-#define E3(op, m, a, b, c)    E(g, op, m, 3, a, b, c, (PtxOpnd){0})
-#define E4(op, m, a, b, c, d) E(g, op, m, 4, a, b, c, d)
 
 /* shfl.sync.bfly needs five operands, one more than E takes. */
 static void shfl_bfly(Gen *g, PReg d, PReg x, int lanemask)
@@ -362,17 +346,16 @@ static PReg call(Gen *g, const Expr *e)
 		/* exp(a - b) = ex2(a * log2e - b * log2e): one FFMA per score, as
 		** FlashAttention folds the max into the exponent */
 		const Expr *x = a0->args[0];
-		int fold =
-		    x->kind == EX_ACCESS && x->tensor->def && sm80_folded(g, x->tensor->def->id);
+		int fold = sm80_folded_read(g, x);
 		/* a = c * G kept as G: ex2(G * (c log2e) - b log2e) (sm80_scale.c) */
-		g->raw = fold;
+		g->raw = fold >= 0;
 		PReg a = sm80_expr(g, x);
 		g->raw = 0;
 		PReg b = sm80_expr(g, a0->args[1]);
 		PReg t = R(g, PC_F32), d = R(g, PC_F32);
-		if (fold)
-			E4(PTX_FMA, ".rn.f32", po_r(t), po_r(a),
-			   po_r(sm80_scale_c(g, x->tensor->def->id, 1)), po_r(neg_log2e(g, b)));
+		if (fold >= 0)
+			E4(PTX_FMA, ".rn.f32", po_r(t), po_r(a), po_r(sm80_scale_c(g, fold, 1)),
+			   po_r(neg_log2e(g, b)));
 		else
 			E4(PTX_FMA, ".rn.f32", po_r(t), po_r(a), po_f(LOG2E),
 			   po_r(neg_log2e(g, b)));

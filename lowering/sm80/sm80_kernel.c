@@ -538,6 +538,12 @@ static int el_rs(int el)
 	return el / NEL * 2 + ((el >> 1) & 1);
 }
 
+/* The row slot of output accumulator el (net = DV / 8 n8 tiles per row block). */
+static int acc_rs(int net, int el)
+{
+	return el / (net * 4) * 2 + ((el >> 1) & 1);
+}
+
 static int el_nt(int el)
 {
 	return el % NEL / 4;
@@ -1145,24 +1151,22 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 		case SN_RMAX: {
 			/* max[j](c G) = c max[j](G), c >= 0: one multiply per row
 			** instead of one per score (sm80_scale.c) */
-			const Expr *b = n->body;
-			int fold = b->kind == EX_ACCESS && b->tensor->def &&
-				   sm80_folded(g, b->tensor->def->id);
+			int fold = sm80_folded_read(g, n->body);
 			for (int h = 0; h < nrs; h++) {
 				PReg m = fmov(g, -INFINITY);
 				for (int el = 0; el < nel; el++) {
 					if (el_rs(el) != h)
 						continue;
-					g->raw = fold;
+					g->raw = fold >= 0;
 					PReg v = masked_value(g, t, i, el, n->body, own, -INFINITY);
 					g->raw = 0;
 					E3(PTX_MAX, ".f32", po_r(m), po_r(m), po_r(v));
 				}
 				m = quad_reduce(g, m, 1);
-				if (fold) {
+				if (fold >= 0) {
 					PReg cm = R(g, PC_F32);
 					E3(PTX_MUL, ".f32", po_r(cm), po_r(m),
-					   po_r(sm80_scale_c(g, b->tensor->def->id, 0)));
+					   po_r(sm80_scale_c(g, fold, 0)));
 					m = cm;
 				}
 				if (t->lazy[i]) {
@@ -1389,7 +1393,7 @@ static int staged_wanted(const Gen *g, const Smem *sm)
 {
 	const Shape *s = g->s;
 	long cpr = s->DV / 8;
-	return !s->pack && s->ng1 >= 1 && s->DV % 8 == 0 && sm->qs[0] >= (uint32_t)(s->DV * 2) &&
+	return !s->pack && s->ng1 >= 1 && sm->qs[0] >= (uint32_t)(s->DV * 2) &&
 	       (32 % cpr == 0 || cpr % 32 == 0);
 }
 
@@ -1405,7 +1409,7 @@ static int staged_wanted(const Gen *g, const Smem *sm)
 static void store_staged(Gen *g, int i, int pc, const Smem *sm, PReg sbase, int pairs)
 {
 	const Tensor *out = node(g, i)->out;
-	long cpr = g->s->DV / 8, net = cpr;
+	long cpr = g->s->DV / 8; /* 16-byte chunks per row, and n8 tiles per row block */
 	int f16 = out->dtype == DT_F16, rw = 16 * g->mt;
 	uint32_t qs = sm->qs[0];
 	layout_guard(g, out, pc, 7, pairs);
@@ -1424,8 +1428,8 @@ static void store_staged(Gen *g, int i, int pc, const Smem *sm, PReg sbase, int 
 	** agree before the first write, and again before the rows are read */
 	E1(PTX_BAR_WARP, "", po_i(-1));
 	for (int h = 0; h < 2 * g->mt; h++)
-		for (int et = 0; et < net; et++) {
-			int el = h / 2 * (int)net * 4 + et * 4 + h % 2 * 2;
+		for (int et = 0; et < cpr; et++) {
+			int el = h / 2 * (int)cpr * 4 + et * 4 + h % 2 * 2;
 			PReg x = R(g, PC_B32);
 			E3(PTX_CVT, f16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32", po_r(x),
 			   po_r(g->acc[i][el + 1]), po_r(g->acc[i][el]));
@@ -1516,7 +1520,7 @@ static void epilogue(Gen *g, Tile *t, const Smem *sm, PReg sbase)
 			g->node = i, g->half = h, g->row = t->crows[h];
 			PReg f = sm80_expr(g, xr);
 			for (int el = 0; el < g->mt * net * 4; el++)
-				if (el / (net * 4) * 2 + ((el >> 1) & 1) == h)
+				if (acc_rs(net, el) == h)
 					E3(PTX_MUL, ".f32", po_r(g->acc[i][el]),
 					   po_r(g->acc[i][el]), po_r(f));
 		}
@@ -1539,7 +1543,7 @@ static void epilogue(Gen *g, Tile *t, const Smem *sm, PReg sbase)
 			}
 		} else if (k == SN_EPI_ELEM || (k == SN_GEMM2 && out)) {
 			for (int el = 0; el < g->mt * net * 4 && k == SN_EPI_ELEM; el++) {
-				int h = el / (net * 4) * 2 + ((el >> 1) & 1);
+				int h = acc_rs(net, el);
 				g->node = i, g->elem = el, g->half = h, g->row = t->crows[h];
 				g->col = elem_col(g, q, el);
 				g->acc[i][el] = sm80_expr(g, n->body);
@@ -1560,7 +1564,7 @@ static void epilogue(Gen *g, Tile *t, const Smem *sm, PReg sbase)
 			}
 			ptx_label(g->f, slow);
 			for (int el = 0; el < g->mt * net * 4; el++) {
-				int h = el / (net * 4) * 2 + ((el >> 1) & 1);
+				int h = acc_rs(net, el);
 				g->node = i, g->row = t->crows[h], g->col = elem_col(g, q, el);
 				store(g, i, g->acc[i][el], okr[h]);
 			}

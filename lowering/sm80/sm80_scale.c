@@ -14,26 +14,9 @@
 #include <float.h>
 #include <math.h>
 
-#include "sm80.h"
+#include "sm80_ops.h"
 
 static const float LOG2E = 1.4426950408889634f;
-
-static PReg R(Gen *g, PtxCls c)
-{
-	return ptx_reg(g->f, c);
-}
-
-static void E(Gen *g, PtxOpcode op, const char *m, int n, PtxOpnd a, PtxOpnd b, PtxOpnd c,
-	      PtxOpnd d)
-{
-	PtxOpnd o[4] = {a, b, c, d};
-	ptx_emit(g->f, op, m, n, o);
-}
-
-#define E1(op, m, a)          E(g, op, m, 1, a, (PtxOpnd){0}, (PtxOpnd){0}, (PtxOpnd){0})
-#define E2(op, m, a, b)       E(g, op, m, 2, a, b, (PtxOpnd){0}, (PtxOpnd){0})
-#define E3(op, m, a, b, c)    E(g, op, m, 3, a, b, c, (PtxOpnd){0})
-#define E4(op, m, a, b, c, d) E(g, op, m, 4, a, b, c, d)
 
 /* e reads node `node` (or NULL). */
 static int reads(const Expr *e, int node)
@@ -141,6 +124,13 @@ PReg sm80_scale_c(Gen *g, int i, int log2)
 int sm80_folded(const Gen *g, int id)
 {
 	return g->fold && g->fold[id].gemm >= 0;
+}
+
+/* The folded node that e reads as a whole (S[b, h, i, j]), or -1. */
+int sm80_folded_read(const Gen *g, const Expr *e)
+{
+	int ok = e->kind == EX_ACCESS && e->tensor->def && sm80_folded(g, e->tensor->def->id);
+	return ok ? e->tensor->def->id : -1;
 }
 
 /* Where a folded node's scale is a negative param, negates the rows of
