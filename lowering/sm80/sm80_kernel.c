@@ -235,7 +235,10 @@ static void decode_grid(Gen *g)
 		PReg X = sm80_expr(g, g->s->pack), tpg = R(g, PC_B64), grp = R(g, PC_B64),
 		     tl = R(g, PC_B64);
 		E3(PTX_ADD, ".s64", po_r(tpg), po_r(X), po_i(g->bm - 1));
-		E3(PTX_DIV, ".u64", po_r(tpg), po_r(tpg), po_i(g->bm));
+		int lg = 0; /* bm is 64 or 128: a shift, not a 64-bit division */
+		while ((1 << lg) < g->bm)
+			lg++;
+		E3(PTX_SHR, ".u64", po_r(tpg), po_r(tpg), po_i(lg));
 		divrem32(g, qt, tpg, grp, tl);
 		E3(PTX_MUL, ".lo.s64", po_r(tl), po_r(tl), po_i(g->bm));
 		E4(PTX_MAD, ".lo.s64", po_r(g->q0), po_r(grp), po_r(X), po_r(tl));
@@ -365,8 +368,14 @@ static void tile_load_setup(Gen *g, TileLoad *L, int gnode, const Expr *acc, int
 	PReg col = R(g, PC_B64);
 	L->row0 = R(g, PC_B64), L->loff = R(g, PC_B64), L->stepbytes = R(g, PC_B64),
 	L->saddr = R(g, PC_B32);
-	E3(PTX_DIV, ".u64", po_r(L->row0), po_r(tid), po_i(cpr));
-	E3(PTX_REM, ".u64", po_r(col), po_r(tid), po_i(cpr));
+	/* in 32 bits: ptxas turns a 64-bit division, even by a constant, into
+	** a call of its division subroutine (three loaders made six calls, some
+	** 2,000 cycles before the CTA's first load was issued) */
+	PReg r32 = R(g, PC_B32), c32 = R(g, PC_B32);
+	E3(PTX_DIV, ".u32", po_r(r32), po_r(L->tid32), po_i(cpr));
+	E3(PTX_REM, ".u32", po_r(c32), po_r(L->tid32), po_i(cpr));
+	E2(PTX_CVT, ".u64.u32", po_r(L->row0), po_r(r32));
+	E2(PTX_CVT, ".u64.u32", po_r(col), po_r(c32));
 	E3(PTX_MUL, ".lo.s64", po_r(L->loff), po_r(L->row0), po_r(L->rowstride));
 	E4(PTX_MAD, ".lo.s64", po_r(L->loff), po_r(col), po_i(16), po_r(L->loff));
 	E3(PTX_MUL, ".lo.s64", po_r(L->stepbytes), po_r(L->rowstride), po_i(L->step));
