@@ -141,6 +141,7 @@ typedef struct Gen {
 		int end;         /* code[end]: the first instruction after its code */
 		int in_prologue; /* its code is in the straight-line prologue (computed or
 				 ** moved there): it dominates all that follows */
+		int whole; /* the lane's range over all of its own tile [j0, j1): no vote */
 	} rng[72]; /* the table's first window: 32 tiles' ranges of up to two key reads */
 	int nrng;
 	int lanelocal; /* a test read a key range: its predicates are per lane */
@@ -179,6 +180,13 @@ int sm80_range_reads(Gen *g, int node);
 ** tests: computed together so that their loads are in flight together
 ** (the tests' warp votes keep ptxas from moving loads across them). */
 void sm80_key_ranges(Gen *g, int node, const PReg *st, const PReg *end, int n);
+/* Node's key reads all step by one stride per key (doc[b, j]), so that
+** sm80_key_ranges_lanes can take them. */
+int sm80_key_ranges_lanes_ok(Gen *g, int node);
+/* The key ranges node's filter reads over the 32 tiles from key st, one
+** tile per lane: lane l's is tile l, [su, eu), whole in that lane (its
+** tests need no vote). */
+void sm80_key_ranges_lanes(Gen *g, int node, PReg st, PReg su, PReg eu);
 /* Predicates: the tile box always / never satisfies node's filter. */
 void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
 

@@ -1727,25 +1727,12 @@ static void table_next(Gen *g, PReg sbase, uint32_t off)
 	E2(PTX_ST, ".shared.u16", po_mem(a, (int32_t)(off + TAB_NEXT)), po_r(e));
 }
 
-/* The classes of the TAB_TILES tiles from key wb (a window's start) into
-** the table (plan_smem): warp w tests tiles 32 w to 32 w + 31 of the
-** window, `batch` at a time (the loads of a batch's key ranges first, then
-** its tests), and stops past the stream's end; its lane 0 writes the
-** warp's two words; then each thread makes one tile's entry. Barriers
-** before (no warp still reads the old window; not for the first), after
-** the words and after the entries: the caller's control flow is the same
-** in every warp, since the table decides it. */
-static void table_fill(Gen *g, const Shape *s, PReg sbase, uint32_t off, PReg wb, int batch,
-		       int first)
+/* Tiles tested `batch` at a time, every lane on each (the key ranges
+** per lane, the tests voted over the warp): bit u of the words is tile
+** st + u SM80_BN. */
+static void table_tiles(Gen *g, const Shape *s, PReg st, PReg anyw, PReg allw, PReg bitm, int batch)
 {
-	PReg anyw = R(g, PC_B32), allw = R(g, PC_B32), st = R(g, PC_B64), bitm = R(g, PC_B32);
 	PReg su[32], end[32];
-	if (!first)
-		E1(PTX_BAR, "", po_i(1));
-	E2(PTX_MOV, ".b32", po_r(anyw), po_i(0));
-	E2(PTX_MOV, ".b32", po_r(allw), po_i(0));
-	E2(PTX_MOV, ".b32", po_r(bitm), po_i(1));
-	E4(PTX_MAD, ".lo.s64", po_r(st), po_r(g->warp), po_i(32 * SM80_BN), po_r(wb));
 	int Lk = ptx_new_label(g->f);
 	if (batch < 32)
 		ptx_label(g->f, Lk);
@@ -1780,6 +1767,57 @@ static void table_fill(Gen *g, const Shape *s, PReg sbase, uint32_t off, PReg wb
 		E1(PTX_BRA, ".uni", po_label(Lk));
 		ptx_guard(g->f, more, 0);
 	}
+}
+
+/* The first window with every key read plain (sm80_key_ranges_lanes):
+** lane l tests tile st + l SM80_BN alone, and two ballots make the words. */
+static int lanes_wanted(Gen *g, const Shape *s)
+{
+	for (int i = 0; i < g->c->nodes.n; i++)
+		if (streamed(s, i) && !class_done(g, s, i) && !sm80_key_ranges_lanes_ok(g, i))
+			return 0;
+	return 1;
+}
+
+static void table_lanes(Gen *g, const Shape *s, PReg st, PReg anyw, PReg allw)
+{
+	PReg su = R(g, PC_B64), eu = R(g, PC_B64), in = R(g, PC_PRED), an = R(g, PC_PRED),
+	     al = R(g, PC_PRED);
+	E4(PTX_MAD, ".lo.s64", po_r(su), po_r(g->lane), po_i(SM80_BN), po_r(st));
+	E3(PTX_ADD, ".s64", po_r(eu), po_r(su), po_i(SM80_BN));
+	E3(PTX_MIN, ".s64", po_r(eu), po_r(eu), po_r(g->sext));
+	for (int i = 0; i < g->c->nodes.n; i++)
+		if (streamed(s, i) && !class_done(g, s, i))
+			sm80_key_ranges_lanes(g, i, st, su, eu);
+	class_flags(g, s, su, eu, an, al);
+	E3(PTX_SETP, ".lt.s64", po_r(in), po_r(su), po_r(g->send));
+	E3(PTX_AND, ".pred", po_r(an), po_r(an), po_r(in));
+	E3(PTX_VOTE, ".ballot.b32", po_r(anyw), po_r(an), po_i(-1));
+	E3(PTX_VOTE, ".ballot.b32", po_r(allw), po_r(al), po_i(-1));
+}
+
+/* The classes of the TAB_TILES tiles from key wb (a window's start) into
+** the table (plan_smem): warp w tests tiles 32 w to 32 w + 31 of the
+** window, `batch` at a time (the loads of a batch's key ranges first, then
+** its tests), and stops past the stream's end; its lane 0 writes the
+** warp's two words; then each thread makes one tile's entry. Barriers
+** before (no warp still reads the old window; not for the first), after
+** the words and after the entries: the caller's control flow is the same
+** in every warp, since the table decides it. */
+static void table_fill(Gen *g, const Shape *s, PReg sbase, uint32_t off, PReg wb, int batch,
+		       int first)
+{
+	PReg anyw = R(g, PC_B32), allw = R(g, PC_B32), st = R(g, PC_B64), bitm = R(g, PC_B32);
+	if (!first)
+		E1(PTX_BAR, "", po_i(1));
+	E2(PTX_MOV, ".b32", po_r(anyw), po_i(0));
+	E2(PTX_MOV, ".b32", po_r(allw), po_i(0));
+	E2(PTX_MOV, ".b32", po_r(bitm), po_i(1));
+	E4(PTX_MAD, ".lo.s64", po_r(st), po_r(g->warp), po_i(32 * SM80_BN), po_r(wb));
+	if (batch == 32 && lanes_wanted(g, s))
+		table_lanes(g, s, st, anyw, allw);
+	else
+		table_tiles(g, s, st, anyw, allw, bitm, batch);
 	PReg w32 = u32of(g, g->warp), a = R(g, PC_B32), l0 = R(g, PC_PRED), t0 = R(g, PC_PRED);
 	E4(PTX_MAD, ".lo.u32", po_r(a), po_r(w32), po_i(4), po_r(sbase));
 	E3(PTX_SETP, ".eq.s64", po_r(l0), po_r(g->lane), po_i(0));
