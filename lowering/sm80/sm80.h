@@ -145,6 +145,10 @@ typedef struct Gen {
 	} rng[72]; /* the table's first window: 32 tiles' ranges of up to two key reads */
 	int nrng;
 	int lanelocal; /* a test read a key range: its predicates are per lane */
+	/* the first window's ids staged through shared memory (the K and V
+	** buffers, free before the stream): smem base register and offset */
+	PReg idsbase;
+	uint32_t idstage;
 	/* tile classes over one warp's rows [wq0, wq1] instead of the CTA's
 	** (the stream's per-warp classes, sm80_kernel.c's warp_class) */
 	int wrows;
@@ -180,13 +184,16 @@ int sm80_range_reads(Gen *g, int node);
 ** tests: computed together so that their loads are in flight together
 ** (the tests' warp votes keep ptxas from moving loads across them). */
 void sm80_key_ranges(Gen *g, int node, const PReg *st, const PReg *end, int n);
-/* Node's key reads all step by one stride per key (doc[b, j]), so that
-** sm80_key_ranges_lanes can take them. */
+/* The number of node's key reads where all step by one stride per key
+** (doc[b, j]), so that sm80_key_ranges_lanes can take them; -1 where not. */
 int sm80_key_ranges_lanes_ok(Gen *g, int node);
 /* The key ranges node's filter reads over the 32 tiles from key st, one
 ** tile per lane: lane l's is tile l, [su, eu), whole in that lane (its
-** tests need no vote). */
+** tests need no vote), its ids staged through shared memory (g->idstage,
+** SM80_IDSTAGE_BYTES: one key read). */
 void sm80_key_ranges_lanes(Gen *g, int node, PReg st, PReg su, PReg eu);
+/* Bytes the staging of sm80_key_ranges_lanes takes (one window's ids). */
+enum { SM80_IDSTAGE_TILE = 64 * 4 + 16, SM80_IDSTAGE_BYTES = 128 * SM80_IDSTAGE_TILE };
 /* Predicates: the tile box always / never satisfies node's filter. */
 void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
 

@@ -1082,34 +1082,34 @@ static void key_ranges_plain(Gen *g, const Expr *e, const PReg *st, const PReg *
 	}
 }
 
-/* One step of a transposing reduction: the lanes whose bit m is clear
-** keep values [0, h) of v and send [h, 2h) to their partner, which keeps
-** those; each kept value takes the op of its partner's. */
-static void transpose_step(Gen *g, PReg *v, int h, int m, PReg hi, int op)
+/* The ranges over the CTA's rows of the reads in e (doc[b, i]), cached. */
+static void row_ranges(Gen *g, const Expr *e)
 {
-	for (int i = 0; i < h; i++) {
-		PReg send = R(g, PC_B32), keep = R(g, PC_B32), recv = R(g, PC_B32);
-		E4(PTX_SELP, ".b32", po_r(send), po_r(v[i]), po_r(v[i + h]), po_r(hi));
-		E4(PTX_SELP, ".b32", po_r(keep), po_r(v[i + h]), po_r(v[i]), po_r(hi));
-		shfl_bfly(g, recv, send, m);
-		v[i] = R(g, PC_B32);
-		E3(op, ".s32", po_r(v[i]), po_r(keep), po_r(recv));
+	if (!e)
+		return;
+	if (e->kind == EX_ACCESS && e->type == VT_INT && !e->tensor->def && read_range(g, e) == 'q') {
+		range_read(g, e, 'q');
+		return;
 	}
+	for (int i = 0; i < e->nargs; i++)
+		row_ranges(g, e->args[i]);
 }
 
-/* The same loads as key_ranges_plain over 32 tiles (lane l holds keys l
-** and l + 32 of each, coalesced), then a transposing reduction: five
-** butterfly steps halve the values each lane holds, 31 shuffles per bound
-** in all, and leave lane l with the range of tile l over all its 64 keys.
-** The tile tests then run once per lane with no vote: the table's first
-** window took some thousand instructions per warp with 32 tests and 64
-** votes each (H100 trace, document1024 D = 128: 4.1 us from the CTA's Q
-** loads to the table). */
-static void key_ranges_lanes(Gen *g, const Expr *e, PReg st, PReg su, PReg eu)
+/* key_ranges_lanes through shared memory: the lanes copy the ids of the
+** warp's 32 tiles with cp.async (coalesced, as the loads were), one tile to
+** 272 bytes (16 of padding: lane l's 16-byte reads of tile l then fall in
+** eight bank groups), then each lane reads its own tile back and takes its
+** range. With registers as the loads' destinations ptxas placed the first
+** tiles' min and max between the loads, and the loads after them waited
+** for the first ones' data: the table took 4 us per CTA on the H100
+** (document1024), against about 1 us for the CTA's Q. The rows' ranges go
+** between the copies and the wait, their loads in flight with them. */
+static void key_ranges_staged(Gen *g, const Expr *e, PReg st, PReg su, PReg eu)
 {
-	enum { T = 32 };
+	enum { T = 32, TS = SM80_IDSTAGE_TILE };
 	PReg x0 = R(g, PC_B64), x1 = R(g, PC_B64), stride = R(g, PC_B64), lim = R(g, PC_B64),
-	     lim32 = R(g, PC_B32), col = g->col, w[2 * T], mn[T], mx[T], a = {0, 0};
+	     lim32 = R(g, PC_B32), col = g->col, a = {0, 0}, wb32 = R(g, PC_B32),
+	     sl = R(g, PC_B32), rd = R(g, PC_B32), n = R(g, PC_B64), n32 = R(g, PC_B32);
 	E3(PTX_ADD, ".s64", po_r(x0), po_r(st), po_r(g->lane));
 	E3(PTX_ADD, ".s64", po_r(x1), po_r(x0), po_i(1));
 	g->col = x0;
@@ -1121,47 +1121,58 @@ static void key_ranges_lanes(Gen *g, const Expr *e, PReg st, PReg su, PReg eu)
 	E3(PTX_SHL, ".b64", po_r(stride), po_r(stride), po_i(5));
 	E3(PTX_SUB, ".s64", po_r(lim), po_r(g->sext), po_r(x0));
 	E2(PTX_CVT, ".s32.s64", po_r(lim32), po_r(lim));
+	PReg w32 = R(g, PC_B32), l32 = R(g, PC_B32);
+	E2(PTX_CVT, ".u32.u64", po_r(w32), po_r(g->warp));
+	E2(PTX_CVT, ".u32.u64", po_r(l32), po_r(g->lane));
+	E4(PTX_MAD, ".lo.u32", po_r(wb32), po_r(w32), po_i(T * TS), po_r(g->idsbase));
+	E3(PTX_ADD, ".u32", po_r(wb32), po_r(wb32), po_i((int64_t)g->idstage));
+	E4(PTX_MAD, ".lo.u32", po_r(sl), po_r(l32), po_i(4), po_r(wb32));
 	for (int k = 0; k < 2 * T; k++) {
 		PReg ak = a0, in = R(g, PC_PRED);
 		if (k) {
 			ak = R(g, PC_B64);
 			E3(PTX_ADD, ".s64", po_r(ak), po_r(a), po_r(stride));
 		}
-		a = ak, w[k] = R(g, PC_B32);
+		a = ak;
 		E3(PTX_SETP, ".gt.s32", po_r(in), po_r(lim32), po_i(32 * k));
-		E2(PTX_LD, ".global.nc.s32", po_r(w[k]), po_mem(ak, 0));
+		E3(PTX_CP_ASYNC, ".ca.shared.global",
+		   po_mem(sl, (int32_t)((k / 2) * TS + (k % 2) * 128)), po_mem(ak, 0), po_i(4));
 		ptx_guard(g->f, in, 0);
 	}
-	/* keys past the end keep the identities of min and max */
-	for (int u = 0; u < T; u++) {
-		mn[u] = R(g, PC_B32), mx[u] = R(g, PC_B32);
-		E2(PTX_MOV, ".b32", po_r(mn[u]), po_i(INT32_MAX));
-		E2(PTX_MOV, ".b32", po_r(mx[u]), po_i(INT32_MIN));
-		for (int k = 2 * u; k < 2 * u + 2; k++) {
+	E(g, PTX_CP_COMMIT, "", 0, (PtxOpnd){0}, (PtxOpnd){0}, (PtxOpnd){0}, (PtxOpnd){0});
+	row_ranges(g, ((const Node *)g->p->c->nodes.v[g->node])->filter);
+	E1(PTX_CP_WAIT, "", po_i(0));
+	E1(PTX_BAR_WARP, "", po_i(-1));
+	/* the lane's tile: its keys that exist, n = min(max(sext - su, 0), 64) */
+	E3(PTX_SUB, ".s64", po_r(n), po_r(g->sext), po_r(su));
+	E3(PTX_MAX, ".s64", po_r(n), po_r(n), po_i(0));
+	E3(PTX_MIN, ".s64", po_r(n), po_r(n), po_i(SM80_BN));
+	E2(PTX_CVT, ".s32.s64", po_r(n32), po_r(n));
+	E4(PTX_MAD, ".lo.u32", po_r(rd), po_r(l32), po_i(TS), po_r(wb32));
+	PReg mn = R(g, PC_B32), mx = R(g, PC_B32);
+	E2(PTX_MOV, ".b32", po_r(mn), po_i(INT32_MAX));
+	E2(PTX_MOV, ".b32", po_r(mx), po_i(INT32_MIN));
+	for (int c = 0; c < SM80_BN / 4; c++) {
+		PReg w[4] = {R(g, PC_B32), R(g, PC_B32), R(g, PC_B32), R(g, PC_B32)};
+		E2(PTX_LD, ".shared.v4.s32", po_vec(w, 4), po_mem(rd, 16 * c));
+		for (int i = 0; i < 4; i++) {
 			PReg in = R(g, PC_PRED);
-			E3(PTX_SETP, ".gt.s32", po_r(in), po_r(lim32), po_i(32 * k));
-			E3(PTX_MIN, ".s32", po_r(mn[u]), po_r(mn[u]), po_r(w[k]));
+			E3(PTX_SETP, ".gt.s32", po_r(in), po_r(n32), po_i(4 * c + i));
+			E3(PTX_MIN, ".s32", po_r(mn), po_r(mn), po_r(w[i]));
 			ptx_guard(g->f, in, 0);
-			E3(PTX_MAX, ".s32", po_r(mx[u]), po_r(mx[u]), po_r(w[k]));
+			E3(PTX_MAX, ".s32", po_r(mx), po_r(mx), po_r(w[i]));
 			ptx_guard(g->f, in, 0);
 		}
 	}
-	for (int m = 16, h = T / 2; m >= 1; m >>= 1, h >>= 1) {
-		PReg bit = R(g, PC_B64), hi = R(g, PC_PRED);
-		E3(PTX_AND, ".b64", po_r(bit), po_r(g->lane), po_i(m));
-		E3(PTX_SETP, ".ne.s64", po_r(hi), po_r(bit), po_i(0));
-		transpose_step(g, mn, h, m, hi, PTX_MIN);
-		transpose_step(g, mx, h, m, hi, PTX_MAX);
-	}
-	struct Sm80Range *c = &g->rng[range_slot(g)];
-	c->e = e, c->node = g->node, c->kind = 's', c->mn = mn[0], c->mx = mx[0];
-	c->j0 = su, c->j1 = eu, c->end = g->f->ncode, c->whole = 1;
-	c->in_prologue = g->f->ncode <= prologue_end(g->f);
+	struct Sm80Range *cr = &g->rng[range_slot(g)];
+	cr->e = e, cr->node = g->node, cr->kind = 's', cr->mn = mn, cr->mx = mx;
+	cr->j0 = su, cr->j1 = eu, cr->end = g->f->ncode, cr->whole = 1;
+	cr->in_prologue = g->f->ncode <= prologue_end(g->f);
 }
 
 typedef struct LaneRanges {
 	PReg st, su, eu;
-	int ok;
+	int ok, n; /* all key reads plain; how many */
 } LaneRanges;
 
 static void lane_ranges(Gen *g, const Expr *e, LaneRanges *lr)
@@ -1177,6 +1188,7 @@ static void lane_ranges(Gen *g, const Expr *e, LaneRanges *lr)
 		lr->ok = 0;
 		return;
 	}
+	lr->n++;
 	if (!lr->st.n)
 		return; /* the check only */
 	PReg sj0 = g->j0, sj1 = g->j1, mn, mx;
@@ -1185,23 +1197,23 @@ static void lane_ranges(Gen *g, const Expr *e, LaneRanges *lr)
 	int cached = range_cached(g, e, 's', &mn, &mx, &whole);
 	g->j0 = sj0, g->j1 = sj1;
 	if (!cached)
-		key_ranges_lanes(g, e, lr->st, lr->su, lr->eu);
+		key_ranges_staged(g, e, lr->st, lr->su, lr->eu);
 }
 
 int sm80_key_ranges_lanes_ok(Gen *g, int node)
 {
 	int save = g->node;
-	LaneRanges lr = {{0, 0}, {0, 0}, {0, 0}, 1};
+	LaneRanges lr = {{0, 0}, {0, 0}, {0, 0}, 1, 0};
 	g->node = node;
 	lane_ranges(g, ((const Node *)g->p->c->nodes.v[node])->filter, &lr);
 	g->node = save;
-	return lr.ok;
+	return lr.ok ? lr.n : -1;
 }
 
 void sm80_key_ranges_lanes(Gen *g, int node, PReg st, PReg su, PReg eu)
 {
 	int save = g->node;
-	LaneRanges lr = {st, su, eu, 1};
+	LaneRanges lr = {st, su, eu, 1, 0};
 	g->node = node;
 	lane_ranges(g, ((const Node *)g->p->c->nodes.v[node])->filter, &lr);
 	g->node = save;

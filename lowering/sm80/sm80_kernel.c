@@ -1769,14 +1769,23 @@ static void table_tiles(Gen *g, const Shape *s, PReg st, PReg anyw, PReg allw, P
 	}
 }
 
-/* The first window with every key read plain (sm80_key_ranges_lanes):
-** lane l tests tile st + l SM80_BN alone, and two ballots make the words. */
+/* The first window where its one key read is plain and its ids fit the
+** staging (sm80_key_ranges_lanes): lane l tests tile st + l SM80_BN alone,
+** and two ballots make the words. */
 static int lanes_wanted(Gen *g, const Shape *s)
 {
-	for (int i = 0; i < g->c->nodes.n; i++)
-		if (streamed(s, i) && !class_done(g, s, i) && !sm80_key_ranges_lanes_ok(g, i))
+	int n = 0;
+	if (!g->idsbase.n)
+		return 0;
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		if (!streamed(s, i) || class_done(g, s, i))
+			continue;
+		int k = sm80_key_ranges_lanes_ok(g, i);
+		if (k < 0)
 			return 0;
-	return 1;
+		n += k;
+	}
+	return n == 1;
 }
 
 static void table_lanes(Gen *g, const Shape *s, PReg st, PReg anyw, PReg allw)
@@ -2220,8 +2229,15 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		PReg start = R(g, PC_B64);
 		g->send = R(g, PC_B64);
 		stream_bounds(g, s, start, g->send);
-		if (sc.table)
+		if (sc.table) {
+			/* the K and V buffers, contiguous after the one Q tile, are
+			** free until the first tile's loads: the ids' staging */
+			uint32_t kv0 = sm.k[0], kv1 = sm.v[s->nvt - 1] + 2 * sm.vbuf[s->nvt - 1];
+			if (s->ng1 == 1 && kv1 - kv0 >= SM80_IDSTAGE_BYTES)
+				g->idsbase = sbase, g->idstage = kv0;
 			table_fill(g, s, sbase, sc.off, window_of(g, start), 32, 1);
+			g->idsbase = (PReg){0, 0};
+		}
 		scan(g, s, &sc, start, j0, any, all);
 	}
 	E2(PTX_MOV, ".b32", po_r(buf), po_i(0));
