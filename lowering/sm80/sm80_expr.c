@@ -1087,7 +1087,8 @@ static void row_ranges(Gen *g, const Expr *e)
 {
 	if (!e)
 		return;
-	if (e->kind == EX_ACCESS && e->type == VT_INT && !e->tensor->def && read_range(g, e) == 'q') {
+	if (e->kind == EX_ACCESS && e->type == VT_INT && !e->tensor->def &&
+	    read_range(g, e) == 'q') {
 		range_read(g, e, 'q');
 		return;
 	}
@@ -1108,8 +1109,8 @@ static void key_ranges_staged(Gen *g, const Expr *e, PReg st, PReg su, PReg eu)
 {
 	enum { T = 32, TS = SM80_IDSTAGE_TILE };
 	PReg x0 = R(g, PC_B64), x1 = R(g, PC_B64), stride = R(g, PC_B64), lim = R(g, PC_B64),
-	     lim32 = R(g, PC_B32), col = g->col, a = {0, 0}, wb32 = R(g, PC_B32),
-	     sl = R(g, PC_B32), rd = R(g, PC_B32), n = R(g, PC_B64), n32 = R(g, PC_B32);
+	     lim32 = R(g, PC_B32), col = g->col, a = {0, 0}, wb32 = R(g, PC_B32), sl = R(g, PC_B32),
+	     rd = R(g, PC_B32), n = R(g, PC_B64), n32 = R(g, PC_B32);
 	E3(PTX_ADD, ".s64", po_r(x0), po_r(st), po_r(g->lane));
 	E3(PTX_ADD, ".s64", po_r(x1), po_r(x0), po_i(1));
 	g->col = x0;
