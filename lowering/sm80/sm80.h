@@ -72,6 +72,7 @@ typedef struct Shape {
 	** pack consecutive query rows (NULL: no packing) */
 	const Expr *pack;
 	int split_v; /* set by sm80_kernel: the next V tile is copied apart from K */
+	int table;   /* set by sm80_kernel: a tile table (masks that load data per tile) */
 } Shape;
 
 /* sm80_shape.c: fills s or returns a reason the plan does not fit. */
@@ -141,7 +142,7 @@ typedef struct Gen {
 		int end;         /* code[end]: the first instruction after its code */
 		int in_prologue; /* its code is in the straight-line prologue (computed or
 				 ** moved there): it dominates all that follows */
-		int whole; /* the lane's range over all of its own tile [j0, j1): no vote */
+		int whole;       /* the lane's range over all of its own tile [j0, j1): no vote */
 	} rng[72]; /* the table's first window: 32 tiles' ranges of up to two key reads */
 	int nrng;
 	int lanelocal; /* a test read a key range: its predicates are per lane */
@@ -221,6 +222,7 @@ typedef struct Sm80Info {
 	unsigned block_n; /* keys per tile */
 	int data_masks;   /* sm80_data_masks: the scan's work is per CTA */
 	int split_v;      /* the kernel copies the next V tile apart from its K */
+	int table;        /* the kernel keeps a tile table (document ids along the keys) */
 	long pack;        /* GQA packing: 0 none, > 0 rows per group, < 0 -(dim index + 1) */
 } Sm80Info;
 

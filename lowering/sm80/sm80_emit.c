@@ -30,6 +30,7 @@ int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, c
 			info[i].block_n = SM80_BN;
 			info[i].data_masks = sm80_data_masks(p);
 			info[i].split_v = s.split_v;
+			info[i].table = s.table;
 			info[i].pack = 0;
 			if (s.pack && s.pack->kind == EX_INT)
 				info[i].pack = s.pack->ival;

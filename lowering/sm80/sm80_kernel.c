@@ -2045,14 +2045,16 @@ static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const S
 	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
 }
 
-/* See the stream loop. Not where a tile table's fill already holds many
-** registers (document masking at D = 128 spills 196 bytes either way, and
-** the driver's retry with the copies together doubled its ptxas time);
-** where a kernel with the copies apart spills over budget, the driver tries
-** it with them together (SM80_CAP_NOSPLIT) before 64-row tiles. */
-static int split_v(const Shape *s, int table)
+/* See the stream loop. Where a kernel with the copies apart spills over
+** budget, the driver tries it with them together (SM80_CAP_NOSPLIT) before
+** 64-row tiles. Kernels with a tile table split too since its first window
+** is staged through shared memory: document masking at D = 128 spills 180
+** bytes either way, and the split ran 1.4-1.9% (2k) and 3.4-4.4% (8k)
+** faster (H100, C-bench A/B); before, the table's fill held many registers
+** and the retry doubled its ptxas time. */
+static int split_v(const Shape *s)
 {
-	return !table && s->cap != SM80_CAP_NOSPLIT && sm80_row_blocks(s) == 2 &&
+	return s->cap != SM80_CAP_NOSPLIT && sm80_row_blocks(s) == 2 &&
 	       (s->g1[0].D > 64 || s->DV > 64);
 }
 
@@ -2125,6 +2127,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	g->f = f;
 	Smem sm = {0};
 	int table = scan_table_wanted(g);
+	s->table = table;
 	plan_smem(s, &sm, g->bm, table);
 	f->smem_bytes = sm.total;
 	int n = p->c->nodes.n;
@@ -2263,7 +2266,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	** 16 copies per thread held up the contraction's ldmatrix reads in the
 	** memory-instruction queue (H100, D = 128: +2-3%; at D = 64 it cost
 	** some masked kernels 3%) */
-	s->split_v = split_v(s, table);
+	s->split_v = split_v(s);
 	{
 		PReg nbuf = R(g, PC_B32);
 		E3(PTX_XOR, ".b32", po_r(nbuf), po_r(buf), po_i(1));
