@@ -1029,14 +1029,15 @@ static int key_plain(Gen *g, const Expr *e)
 	return 1;
 }
 
-/* The ranges of plain key read e over n consecutive tiles from st[0]: the
-** lane's element addresses step by 32 keys' stride, so each of its 2 n
-** loads costs an add, and all loads come before any min or max. */
-static void key_ranges_plain(Gen *g, const Expr *e, const PReg *st, const PReg *end, int n)
+/* A lane's walk over a plain key read e from key st: x0 = st + lane (its
+** first key) and x1 = x0 + 1 into the caller's registers, the address of
+** key x0 (returned), stride = 32 keys' bytes, and lim32 = sext - x0 as
+** s32 (dims are below 2^31; made here where the caller has none yet). */
+static PReg key_lane_walk(Gen *g, const Expr *e, PReg st, PReg x0, PReg x1, PReg stride, PReg lim,
+			  PReg *lim32)
 {
-	PReg x0 = R(g, PC_B64), x1 = R(g, PC_B64), stride = R(g, PC_B64), lim = R(g, PC_B64),
-	     col = g->col, in[2 * 32], w[2 * 32], a = {0, 0};
-	E3(PTX_ADD, ".s64", po_r(x0), po_r(st[0]), po_r(g->lane));
+	PReg col = g->col;
+	E3(PTX_ADD, ".s64", po_r(x0), po_r(st), po_r(g->lane));
 	E3(PTX_ADD, ".s64", po_r(x1), po_r(x0), po_i(1));
 	g->col = x0;
 	PReg a0 = sm80_addr(g, e->tensor, e->args);
@@ -1045,12 +1046,25 @@ static void key_ranges_plain(Gen *g, const Expr *e, const PReg *st, const PReg *
 	g->col = col;
 	E3(PTX_SUB, ".s64", po_r(stride), po_r(a1), po_r(a0));
 	E3(PTX_SHL, ".b64", po_r(stride), po_r(stride), po_i(5));
-	/* element k (key x0 + 32 k) exists where 32 k < sext - x0 (in s32:
-	** dims are below 2^31); tested again at its min and max, so that no
-	** predicate is live across the loads */
-	PReg lim32 = R(g, PC_B32);
+	if (!lim32->n)
+		*lim32 = R(g, PC_B32);
 	E3(PTX_SUB, ".s64", po_r(lim), po_r(g->sext), po_r(x0));
-	E2(PTX_CVT, ".s32.s64", po_r(lim32), po_r(lim));
+	E2(PTX_CVT, ".s32.s64", po_r(*lim32), po_r(lim));
+	return a0;
+}
+
+/* The ranges of plain key read e over n consecutive tiles from st[0]: the
+** lane's element addresses step by 32 keys' stride, so each of its 2 n
+** loads costs an add, and all loads come before any min or max. */
+static void key_ranges_plain(Gen *g, const Expr *e, const PReg *st, const PReg *end, int n)
+{
+	PReg x0 = R(g, PC_B64), x1 = R(g, PC_B64), stride = R(g, PC_B64), lim = R(g, PC_B64),
+	     col = g->col, in[2 * 32], w[2 * 32], a = {0, 0};
+	/* element k (key x0 + 32 k) exists where 32 k < sext - x0; tested again
+	** at its min and max, so that no predicate is live across the loads */
+	PReg lim32 = {0, 0};
+	PReg a0 = key_lane_walk(g, e, st[0], x0, x1, stride, lim, &lim32);
+	(void)col;
 	for (int k = 0; k < 2 * n; k++) {
 		PReg ak = a0;
 		if (k) {
@@ -1111,17 +1125,8 @@ static void key_ranges_staged(Gen *g, const Expr *e, PReg st, PReg su, PReg eu)
 	PReg x0 = R(g, PC_B64), x1 = R(g, PC_B64), stride = R(g, PC_B64), lim = R(g, PC_B64),
 	     lim32 = R(g, PC_B32), col = g->col, a = {0, 0}, wb32 = R(g, PC_B32), sl = R(g, PC_B32),
 	     rd = R(g, PC_B32), n = R(g, PC_B64), n32 = R(g, PC_B32);
-	E3(PTX_ADD, ".s64", po_r(x0), po_r(st), po_r(g->lane));
-	E3(PTX_ADD, ".s64", po_r(x1), po_r(x0), po_i(1));
-	g->col = x0;
-	PReg a0 = sm80_addr(g, e->tensor, e->args);
-	g->col = x1;
-	PReg a1 = sm80_addr(g, e->tensor, e->args);
-	g->col = col;
-	E3(PTX_SUB, ".s64", po_r(stride), po_r(a1), po_r(a0));
-	E3(PTX_SHL, ".b64", po_r(stride), po_r(stride), po_i(5));
-	E3(PTX_SUB, ".s64", po_r(lim), po_r(g->sext), po_r(x0));
-	E2(PTX_CVT, ".s32.s64", po_r(lim32), po_r(lim));
+	PReg a0 = key_lane_walk(g, e, st, x0, x1, stride, lim, &lim32);
+	(void)col;
 	PReg w32 = R(g, PC_B32), l32 = R(g, PC_B32);
 	E2(PTX_CVT, ".u32.u64", po_r(w32), po_r(g->warp));
 	E2(PTX_CVT, ".u32.u64", po_r(l32), po_r(g->lane));
