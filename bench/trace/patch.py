@@ -21,7 +21,7 @@ for line in L:
     if not decl and s.startswith('.reg .f32'):
         out.append(line)
         out.append('\t.reg .u64 %tr<24>; .reg .u32 %trs<12>; .reg .pred %trp<3>;')
-        out.append('\tmov.u64 %tr0, %globaltimer; mov.u64 %tr1, 0; mov.u64 %tr2, 0; mov.u64 %tr3, 0; mov.u64 %tr5, 0; mov.u64 %tr9, %clock64; mov.u64 %tr16, 0; mov.u64 %tr17, 0; mov.u64 %tr18, 0; mov.u64 %tr19, 0; mov.u64 %tr10, %clock64; setp.eq.u32 %trp0, 1, 1;')
+        out.append('\tmov.u64 %tr0, %globaltimer; mov.u64 %tr1, 0; mov.u64 %tr2, 0; mov.u64 %tr3, 0; mov.u64 %tr5, 0; mov.u64 %tr16, 0; mov.u64 %tr17, 0; mov.u64 %tr18, 0; mov.u64 %tr19, 0; mov.u64 %tr10, %clock64; setp.eq.u32 %trp0, 1, 1;')
         decl = True; continue
     if s == 'cp.async.commit_group;' and ncommit < 2 and not l1:
         out.append(line); out.append('\tmov.u64 %%tr%d, %%globaltimer;' % (16 + ncommit)); ncommit += 1; continue

@@ -187,7 +187,7 @@ int sm80_range_reads(Gen *g, int node);
 void sm80_key_ranges(Gen *g, int node, const PReg *st, const PReg *end, int n);
 /* The number of node's key reads where all step by one stride per key
 ** (doc[b, j]), so that sm80_key_ranges_lanes can take them; -1 where not. */
-int sm80_key_ranges_lanes_ok(Gen *g, int node);
+int sm80_plain_key_reads(Gen *g, int node);
 /* The key ranges node's filter reads over the 32 tiles from key st, one
 ** tile per lane: lane l's is tile l, [su, eu), whole in that lane (its
 ** tests need no vote), its ids staged through shared memory (g->idstage,

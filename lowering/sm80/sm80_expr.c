@@ -892,7 +892,8 @@ static int hoist(Gen *g, int s)
 static int range_cached(Gen *g, const Expr *e, int k, PReg *mn, PReg *mx, int *whole)
 {
 	PReg none = {0, 0};
-	*whole = 0;
+	if (whole)
+		*whole = 0;
 	for (int i = 0; i < g->nrng; i++) {
 		const struct Sm80Range *c = &g->rng[i];
 		if (c->kind != k || !sm80_same_read(g, c->node, c->e, g->node, e, 0))
@@ -902,7 +903,9 @@ static int range_cached(Gen *g, const Expr *e, int k, PReg *mn, PReg *mx, int *w
 		if (k == 's' && (!same_preg(c->j0, g->j0) || !same_preg(c->j1, g->j1) ||
 				 code_has(g->f, c->end, g->f->ncode, g->j0, g->j1)))
 			continue;
-		*mn = c->mn, *mx = c->mx, *whole = c->whole;
+		*mn = c->mn, *mx = c->mx;
+		if (whole)
+			*whole = c->whole;
 		return 1;
 	}
 	return 0;
@@ -1059,12 +1062,11 @@ static PReg key_lane_walk(Gen *g, const Expr *e, PReg st, PReg x0, PReg x1, PReg
 static void key_ranges_plain(Gen *g, const Expr *e, const PReg *st, const PReg *end, int n)
 {
 	PReg x0 = R(g, PC_B64), x1 = R(g, PC_B64), stride = R(g, PC_B64), lim = R(g, PC_B64),
-	     col = g->col, in[2 * 32], w[2 * 32], a = {0, 0};
+	     in[2 * 32], w[2 * 32], a = {0, 0};
 	/* element k (key x0 + 32 k) exists where 32 k < sext - x0; tested again
 	** at its min and max, so that no predicate is live across the loads */
 	PReg lim32 = {0, 0};
 	PReg a0 = key_lane_walk(g, e, st[0], x0, x1, stride, lim, &lim32);
-	(void)col;
 	for (int k = 0; k < 2 * n; k++) {
 		PReg ak = a0;
 		if (k) {
@@ -1123,10 +1125,9 @@ static void key_ranges_staged(Gen *g, const Expr *e, PReg st, PReg su, PReg eu)
 {
 	enum { T = 32, TS = SM80_IDSTAGE_TILE };
 	PReg x0 = R(g, PC_B64), x1 = R(g, PC_B64), stride = R(g, PC_B64), lim = R(g, PC_B64),
-	     lim32 = R(g, PC_B32), col = g->col, a = {0, 0}, wb32 = R(g, PC_B32), sl = R(g, PC_B32),
+	     lim32 = R(g, PC_B32), a = {0, 0}, wb32 = R(g, PC_B32), sl = R(g, PC_B32),
 	     rd = R(g, PC_B32), n = R(g, PC_B64), n32 = R(g, PC_B32);
 	PReg a0 = key_lane_walk(g, e, st, x0, x1, stride, lim, &lim32);
-	(void)col;
 	PReg w32 = R(g, PC_B32), l32 = R(g, PC_B32);
 	E2(PTX_CVT, ".u32.u64", po_r(w32), po_r(g->warp));
 	E2(PTX_CVT, ".u32.u64", po_r(l32), po_r(g->lane));
@@ -1198,31 +1199,32 @@ static void lane_ranges(Gen *g, const Expr *e, LaneRanges *lr)
 	if (!lr->st.n)
 		return; /* the check only */
 	PReg sj0 = g->j0, sj1 = g->j1, mn, mx;
-	int whole;
 	g->j0 = lr->su, g->j1 = lr->eu;
-	int cached = range_cached(g, e, 's', &mn, &mx, &whole);
+	int cached = range_cached(g, e, 's', &mn, &mx, NULL);
 	g->j0 = sj0, g->j1 = sj1;
 	if (!cached)
 		key_ranges_staged(g, e, lr->st, lr->su, lr->eu);
 }
 
-int sm80_key_ranges_lanes_ok(Gen *g, int node)
+/* lane_ranges over node's filter, in node's variables. */
+static LaneRanges node_lane_ranges(Gen *g, int node, LaneRanges lr)
 {
 	int save = g->node;
-	LaneRanges lr = {{0, 0}, {0, 0}, {0, 0}, 1, 0};
 	g->node = node;
 	lane_ranges(g, ((const Node *)g->p->c->nodes.v[node])->filter, &lr);
 	g->node = save;
+	return lr;
+}
+
+int sm80_plain_key_reads(Gen *g, int node)
+{
+	LaneRanges lr = node_lane_ranges(g, node, (LaneRanges){{0, 0}, {0, 0}, {0, 0}, 1, 0});
 	return lr.ok ? lr.n : -1;
 }
 
 void sm80_key_ranges_lanes(Gen *g, int node, PReg st, PReg su, PReg eu)
 {
-	int save = g->node;
-	LaneRanges lr = {st, su, eu, 1, 0};
-	g->node = node;
-	lane_ranges(g, ((const Node *)g->p->c->nodes.v[node])->filter, &lr);
-	g->node = save;
+	node_lane_ranges(g, node, (LaneRanges){st, su, eu, 1, 0});
 }
 
 typedef struct KeyBatch {
@@ -1241,8 +1243,7 @@ static void key_batch(Gen *g, const Expr *e, const KeyBatch *kb)
 	}
 	PReg sj0 = g->j0, sj1 = g->j1, mn, mx;
 	g->j0 = kb->st[0], g->j1 = kb->end[0];
-	int whole;
-	int cached = range_cached(g, e, 's', &mn, &mx, &whole);
+	int cached = range_cached(g, e, 's', &mn, &mx, NULL);
 	g->j0 = sj0, g->j1 = sj1;
 	if (cached)
 		return;

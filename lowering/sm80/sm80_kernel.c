@@ -143,6 +143,15 @@ static PReg class_extent(Gen *g, int cls)
 	return sm80_expr(g, g->p->classes[cls].extent);
 }
 
+/* log2 of x, a power of two (shift counts of tile sizes and strides). */
+static int log2_of(long x)
+{
+	int n = 0;
+	while ((1L << n) < x)
+		n++;
+	return n;
+}
+
 /* Lane and warp as b64, re-read from %tid.x where a tile needs them, so
 ** that they are not held in registers across the contractions. */
 static void lane_ids(Gen *g)
@@ -235,10 +244,8 @@ static void decode_grid(Gen *g)
 		PReg X = sm80_expr(g, g->s->pack), tpg = R(g, PC_B64), grp = R(g, PC_B64),
 		     tl = R(g, PC_B64);
 		E3(PTX_ADD, ".s64", po_r(tpg), po_r(X), po_i(g->bm - 1));
-		int lg = 0; /* bm is 64 or 128: a shift, not a 64-bit division */
-		while ((1 << lg) < g->bm)
-			lg++;
-		E3(PTX_SHR, ".u64", po_r(tpg), po_r(tpg), po_i(lg));
+		/* bm is 64 or 128: a shift, not a 64-bit division */
+		E3(PTX_SHR, ".u64", po_r(tpg), po_r(tpg), po_i(log2_of(g->bm)));
 		divrem32(g, qt, tpg, grp, tl);
 		E3(PTX_MUL, ".lo.s64", po_r(tl), po_r(tl), po_i(g->bm));
 		E4(PTX_MAD, ".lo.s64", po_r(g->q0), po_r(grp), po_r(X), po_r(tl));
@@ -382,9 +389,8 @@ static void tile_load_setup(Gen *g, TileLoad *L, int gnode, const Expr *acc, int
 	L->baseoff = R(g, PC_B64);
 	E3(PTX_ADD, ".s64", po_r(L->baseoff), po_r(L->base), po_r(L->loff));
 	L->pname = g->pn[acc->tensor->id];
-	L->stepshift = 0, L->aligned = rowcls == g->s->scls && SM80_BN % L->step == 0;
-	while ((1 << L->stepshift) < L->step)
-		L->stepshift++;
+	L->stepshift = log2_of(L->step),
+	L->aligned = rowcls == g->s->scls && SM80_BN % L->step == 0;
 	E4(PTX_MAD, ".lo.u32", po_r(L->saddr), po_r(u32of(g, L->row0)), po_i(sstride), po_r(sbase));
 	E4(PTX_MAD, ".lo.u32", po_r(L->saddr), po_r(u32of(g, col)), po_i(16), po_r(L->saddr));
 	E3(PTX_ADD, ".u32", po_r(L->saddr), po_r(L->saddr), po_i(soff));
@@ -1452,10 +1458,7 @@ static void store_staged(Gen *g, int i, int pc, const Smem *sm, PReg sbase, int 
 	** chunk l of the row (cpr >= 32); step `it` adds 32 chunks */
 	PReg lrow = R(g, PC_B64), lch = R(g, PC_B64), rd = R(g, PC_B32);
 	if (cpr <= 32) {
-		int sh = 0;
-		while ((1L << sh) < cpr)
-			sh++;
-		E3(PTX_SHR, ".u64", po_r(lrow), po_r(g->lane), po_i(sh));
+		E3(PTX_SHR, ".u64", po_r(lrow), po_r(g->lane), po_i(log2_of(cpr)));
 		E3(PTX_AND, ".b64", po_r(lch), po_r(g->lane), po_i(cpr - 1));
 	} else {
 		E2(PTX_MOV, ".b64", po_r(lrow), po_i(0));
@@ -1780,7 +1783,7 @@ static int lanes_wanted(Gen *g, const Shape *s)
 	for (int i = 0; i < g->c->nodes.n; i++) {
 		if (!streamed(s, i) || class_done(g, s, i))
 			continue;
-		int k = sm80_key_ranges_lanes_ok(g, i);
+		int k = sm80_plain_key_reads(g, i);
 		if (k < 0)
 			return 0;
 		n += k;
