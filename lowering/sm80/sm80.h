@@ -128,8 +128,9 @@ typedef struct Gen {
 		PReg v, u;
 	} kc[16];
 	int nkc;
-	int mt; /* m16 row blocks per warp: 1 or 2 */
-	int bm; /* query rows per CTA: SM80_WARPS * 16 * mt */
+	int mt;      /* m16 row blocks per warp: 1 or 2 */
+	int bm;      /* query rows per CTA: SM80_WARPS * 16 * mt */
+	int grouped; /* launch order by groups of heads (masks read the query row) */
 	/* sm80_expr.c: min and max (s32) of data reads over the CTA's query rows
 	** or a tile's keys, reused where the code that computed them dominates
 	** and its inputs are unchanged (see range_cached) */
