@@ -151,6 +151,10 @@ typedef struct Gen {
 	** buffers, free before the stream): smem base register and offset */
 	PReg idsbase;
 	uint32_t idstage;
+	/* emits the CTA's Q copies and their commit right after the staged ids'
+	** commit, so that the table waits for the ids alone (sm80_kernel.c);
+	** cleared once it ran */
+	void (*after_ids)(struct Gen *g);
 	/* tile classes over one warp's rows [wq0, wq1] instead of the CTA's
 	** (the stream's per-warp classes, sm80_kernel.c's warp_class) */
 	int wrows;

@@ -1147,8 +1147,14 @@ static void key_ranges_staged(Gen *g, const Expr *e, PReg st, PReg su, PReg eu)
 		ptx_guard(g->f, in, 0);
 	}
 	E(g, PTX_CP_COMMIT, "", 0, (PtxOpnd){0}, (PtxOpnd){0}, (PtxOpnd){0}, (PtxOpnd){0});
+	int later = 0;
+	if (g->after_ids) {
+		g->after_ids(g);
+		g->after_ids = NULL;
+		later = 1;
+	}
 	row_ranges(g, ((const Node *)g->p->c->nodes.v[g->node])->filter);
-	E1(PTX_CP_WAIT, "", po_i(0));
+	E1(PTX_CP_WAIT, "", po_i(later));
 	E1(PTX_BAR_WARP, "", po_i(-1));
 	/* the lane's tile: its keys that exist, n = min(max(sext - su, 0), 64) */
 	E3(PTX_SUB, ".s64", po_r(n), po_r(g->sext), po_r(su));

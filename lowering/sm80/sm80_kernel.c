@@ -2146,9 +2146,40 @@ static int row_masked(Gen *g, const Shape *s)
 	return 0;
 }
 
+/* The generator and the kernel's Q loads, for q_after_ids. */
+typedef struct KGen {
+	Gen g; /* first: a Gen * of a KGen is the KGen's */
+	TileLoad *lq;
+} KGen;
+
+/* The CTA's Q copies and their commit, emitted after the first document
+** table window's ids were committed (g->after_ids): the table then waits for
+** the ids alone, where with Q committed first its wait_group 0 waited for Q's
+** 32 KiB too. */
+static void q_after_ids(Gen *g)
+{
+	KGen *k = (KGen *)g;
+	for (int i = 0; i < g->s->ng1; i++)
+		tile_load(g, &k->lq[i], g->q0, g->qext, 0, 0);
+	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
+}
+
+/* The first table window's ids go through shared memory (key_ranges_staged):
+** its staging fits in the K and V buffers and one plain key read decides the
+** tiles. */
+static int ids_staged(Gen *g, const Shape *s, const Smem *sm, PReg sbase)
+{
+	uint32_t kv0 = sm->k[0], kv1 = sm->v[s->nvt - 1] + 2 * sm->vbuf[s->nvt - 1];
+	if (s->ng1 != 1 || kv1 - kv0 < SM80_IDSTAGE_BYTES)
+		return 0;
+	g->idsbase = sbase, g->idstage = kv0;
+	return 1;
+}
+
 PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 {
-	Gen G = {0}, *g = &G;
+	KGen KG = {0};
+	Gen *g = &KG.g;
 	g->a = a, g->p = p, g->c = p->c, g->s = s;
 	g->mt = sm80_row_blocks(s), g->bm = SM80_WARPS * 16 * g->mt;
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);
@@ -2189,9 +2220,13 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		t.okset[i] = ARENA_ARRAY(a, unsigned char, MAXMT *NEL);
 	}
 	tile_rows(g, &t);
-	/* Q tiles and their fragments */
+	/* Q tiles and their fragments; with a staged table, Q is copied after
+	** the table's ids */
 	QFrag qf[SM80_MAXG];
 	TileLoad lq[SM80_MAXG], lk[SM80_MAXG], lv[SM80_MAXG];
+	int qlate = table && ids_staged(g, s, &sm, sbase) && lanes_wanted(g, s);
+	g->idsbase = (PReg){0, 0};
+	KG.lq = lq;
 	for (int k = 0; k < s->ng1; k++) {
 		int node = -1;
 		for (int i = 0; i < n; i++)
@@ -2199,7 +2234,8 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 				node = i;
 		tile_load_setup(g, &lq[k], node, s->g1[k].a, s->qcls, g->bm, s->g1[k].D, sm.q[k],
 				sm.qs[k], sbase, tid);
-		tile_load(g, &lq[k], g->q0, g->qext, 0, 0);
+		if (!qlate)
+			tile_load(g, &lq[k], g->q0, g->qext, 0, 0);
 		tile_load_setup(g, &lk[k], node, s->g1[k].b, s->scls, SM80_BN, s->g1[k].D, sm.k[k],
 				sm.ks[k], sbase, tid);
 		g->kaddr[k] = lane_addr(g, sbase, sm.k[k], sm.ks[k], 0);
@@ -2213,7 +2249,8 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 				sbase, tid);
 		g->vaddr[v] = lane_addr(g, sbase, sm.v[v], sm.vs, 1);
 	}
-	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
+	if (!qlate)
+		E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
 	/* running state */
 	for (int i = 0; i < n; i++) {
 		SNodeKind k = s->n[i].kind;
@@ -2265,11 +2302,12 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		if (sc.table) {
 			/* the K and V buffers, contiguous after the one Q tile, are
 			** free until the first tile's loads: the ids' staging */
-			uint32_t kv0 = sm.k[0], kv1 = sm.v[s->nvt - 1] + 2 * sm.vbuf[s->nvt - 1];
-			if (s->ng1 == 1 && kv1 - kv0 >= SM80_IDSTAGE_BYTES)
-				g->idsbase = sbase, g->idstage = kv0;
+			ids_staged(g, s, &sm, sbase);
+			g->after_ids = qlate ? q_after_ids : NULL;
 			table_fill(g, s, sbase, sc.off, window_of(g, start), 32, 1);
 			g->idsbase = (PReg){0, 0};
+			if (g->after_ids) /* not staged after all: Q now */
+				q_after_ids(g), g->after_ids = NULL;
 		}
 		scan(g, s, &sc, start, j0, any, all);
 	}
