@@ -20,7 +20,7 @@
 #include "../../compiler/plan.h"
 #include "../ptx/ptx.h"
 
-enum { SM80_BN = 64, SM80_WARPS = 4, SM80_THREADS = 128, SM80_MAXG = 2 };
+enum { SM80_BN = 64, SM80_WARPS = 4, SM80_THREADS = 128, SM80_MAXG = 2, SM80_MAXSHIFT = 8 };
 enum { SM80_CAP_NONE, SM80_CAP_ROWS64, SM80_CAP_NOSPLIT };
 
 typedef enum SNodeKind {
@@ -124,10 +124,16 @@ typedef struct Gen {
 	** u * float(rest + c j) (e the product) also u */
 	struct {
 		const Expr *e;
-		int half, coef;
+		int half, coef; /* half -1 - m: one value for row block m (sm80_shift.c) */
 		PReg v, u;
+		PReg *col; /* half < 0: the element values per column offset (64) */
 	} kc[16];
 	int nkc;
+	/* sm80_shift.c: key casts whose row part may come from one row per
+	** thread and row block (row0[m], the block's first row slot) */
+	const Expr *shift[SM80_MAXSHIFT];
+	int nshift;
+	PReg row0[2];
 	int mt;      /* m16 row blocks per warp: 1 or 2 */
 	int bm;      /* query rows per CTA: SM80_WARPS * 16 * mt */
 	int grouped; /* launch order by groups of heads (masks read the query row) */
@@ -211,6 +217,11 @@ PReg sm80_scale_c(Gen *g, int node, int log2);
 int sm80_folded(const Gen *g, int id);
 int sm80_folded_read(const Gen *g, const Expr *e);
 void sm80_scale_negate_q(Gen *g, int gemm1, PReg sbase, uint32_t soff, uint32_t bytes, PReg tid);
+
+/* sm80_shift.c: bias terms of relative positions evaluated at one row per
+** thread where softmax cannot see the difference (see the file's head). */
+void sm80_shift_plan(Gen *g);
+int sm80_shifted(const Gen *g, const Expr *cast);
 
 /* sm80_kernel.c */
 PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s);

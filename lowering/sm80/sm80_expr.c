@@ -443,13 +443,36 @@ static int fits_s32(const Expr *e)
 ** float for positions below 2^24, instead of per element a 64-bit key, a
 ** subtraction and an I2F (a quarter-rate instruction). An empty register
 ** when e is not of that form or not in a tile body. */
-/* The kc entry of e for the row slot in scope, or g->nkc. */
-static int kc_find(const Gen *g, const Expr *e)
+/* The kc entry of e for row slot `half` (-1: all of them), or g->nkc. */
+static int kc_find(const Gen *g, const Expr *e, int half)
 {
 	int k = 0;
-	while (k < g->nkc && (g->kc[k].e != e || g->kc[k].half != g->half))
+	while (k < g->nkc && (g->kc[k].e != e || g->kc[k].half != half))
 		k++;
 	return k;
+}
+
+/* The row slot key of a key cast's kc entries: -1 - m where its row part
+** comes from row block m's first row (sm80_shift.c), the slot otherwise. */
+static int kc_half(const Gen *g, const Expr *cast)
+{
+	return sm80_shifted(g, cast) ? -1 - g->half / 2 : g->half;
+}
+
+/* The element's value of shared kc entry k at the column offset in scope,
+** once per tile body: v + coef coloff (key_cast) or u coef coloff + v. */
+static PReg kc_column(Gen *g, int k, int scaled)
+{
+	PReg *c = &g->kc[k].col[g->coloff];
+	if (c->n)
+		return *c;
+	*c = R(g, PC_F32);
+	float off = (float)(g->kc[k].coef * g->coloff);
+	if (scaled)
+		E4(PTX_FMA, ".rn.f32", po_r(*c), po_r(g->kc[k].u), po_f(off), po_r(g->kc[k].v));
+	else
+		E3(PTX_ADD, ".f32", po_r(*c), po_r(g->kc[k].v), po_f(off));
+	return *c;
 }
 
 static PReg key_cast(Gen *g, const Expr *e)
@@ -459,21 +482,29 @@ static PReg key_cast(Gen *g, const Expr *e)
 	Expr *rest;
 	if (g->stage || g->elem < 0 || !g->cbase.n || a->type != VT_INT || !fits_s32(a) || sv < 0)
 		return (PReg){0};
-	k = kc_find(g, e);
+	int half = kc_half(g, e);
+	k = kc_find(g, e, half);
 	if (k == g->nkc) {
 		if (k == (int)(sizeof g->kc / sizeof g->kc[0]) ||
 		    !sm80_key_linear(g, sv, a, &coef, &rest) || coef == 0)
 			return (PReg){0};
+		PReg row = g->row;
+		if (half < 0)
+			g->row = g->row0[-1 - half];
 		PReg r = sm80_expr(g, rest), x = R(g, PC_B64), lo = R(g, PC_B32);
+		g->row = row;
 		E3(coef > 0 ? PTX_ADD : PTX_SUB, ".s64", po_r(x), po_r(r), po_r(g->cbase));
 		E2(PTX_CVT, ".u32.u64", po_r(lo), po_r(x));
-		g->kc[k].e = e, g->kc[k].half = g->half, g->kc[k].coef = coef;
+		g->kc[k].e = e, g->kc[k].half = half, g->kc[k].coef = coef;
 		g->kc[k].v = R(g, PC_F32);
+		g->kc[k].col = half < 0 ? ARENA_ARRAY(g->a, PReg, SM80_BN) : NULL;
 		E2(PTX_CVT, ".rn.f32.s32", po_r(g->kc[k].v), po_r(lo));
 		g->nkc++;
 	}
 	if (!g->coloff)
 		return g->kc[k].v;
+	if (g->kc[k].col)
+		return kc_column(g, k, 0);
 	PReg d = R(g, PC_F32);
 	E3(PTX_ADD, ".f32", po_r(d), po_r(g->kc[k].v), po_f((float)(g->kc[k].coef * g->coloff)));
 	return d;
@@ -504,7 +535,7 @@ static PReg scaled_key_cast(Gen *g, const Expr *e)
 		const Expr *c = e->args[s], *u = e->args[1 - s];
 		if (c->kind != EX_CAST || u->type != VT_FLOAT || !row_uniform(g, u))
 			continue;
-		int k = kc_find(g, e), save = g->coloff;
+		int half = kc_half(g, c), k = kc_find(g, e, half), save = g->coloff;
 		if (k == g->nkc) {
 			if (k == (int)(sizeof g->kc / sizeof g->kc[0]) - 1)
 				return (PReg){0};
@@ -513,14 +544,17 @@ static PReg scaled_key_cast(Gen *g, const Expr *e)
 			g->coloff = save;
 			if (!base.n)
 				return (PReg){0};
-			int coef = g->kc[kc_find(g, c)].coef; /* key_cast's entry */
+			int coef = g->kc[kc_find(g, c, half)].coef; /* key_cast's entry */
 			k = g->nkc++;
-			g->kc[k].e = e, g->kc[k].half = g->half, g->kc[k].coef = coef;
+			g->kc[k].e = e, g->kc[k].half = half, g->kc[k].coef = coef;
 			g->kc[k].u = sm80_expr(g, u), g->kc[k].v = R(g, PC_F32);
+			g->kc[k].col = half < 0 ? ARENA_ARRAY(g->a, PReg, SM80_BN) : NULL;
 			E3(PTX_MUL, ".f32", po_r(g->kc[k].v), po_r(g->kc[k].u), po_r(base));
 		}
 		if (!g->coloff)
 			return g->kc[k].v;
+		if (g->kc[k].col)
+			return kc_column(g, k, 1);
 		PReg d = R(g, PC_F32);
 		E4(PTX_FMA, ".rn.f32", po_r(d), po_r(g->kc[k].u),
 		   po_f((float)(g->kc[k].coef * g->coloff)), po_r(g->kc[k].v));

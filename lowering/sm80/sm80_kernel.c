@@ -605,7 +605,8 @@ static PReg key_of(Gen *g, Tile *t, int el, int clamp)
 static void scope_elem(Gen *g, Tile *t, int i, int el)
 {
 	g->node = i, g->elem = el, g->half = el_rs(el);
-	g->row = t->crows[g->half], g->col = key_of(g, t, el, 1);
+	g->row = t->crows[g->half], g->row0[0] = t->crows[0], g->row0[1] = t->crows[2 * g->mt - 2],
+	g->col = key_of(g, t, el, 1);
 	g->cbase = t->cbase, g->coloff = el_nt(el) * 8 + (el & 1);
 }
 
@@ -2200,6 +2201,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		g->acc[i] = ARENA_ARRAY(a, PReg, MAXMT * s->DV / 8 * 4 + 1);
 	}
 	sm80_scale_plan(g);
+	sm80_shift_plan(g);
 	declare_params(g);
 	load_params(g);
 	g->grouped = row_masked(g, s);

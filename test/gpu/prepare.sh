@@ -42,6 +42,7 @@ prefix_lm_d64 prefix_lm B=3,H=2,N=160 B=1,H=2,N=400,ramp=8 --int prefix_len=0:16
 document_d64 document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 --int doc=0:40:700
 document_o document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 B=2,H=2,N=180,param0=-0.1 --int doc=0:40:1500
 full_o full B=2,H=3,N=200,M=333,param0=-0.09 B=1,H=2,N=300,M=900,ramp=8 B=1,H=2,N=70,M=130,param0=0
+alibi_o alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6 B=1,H=2,N=3000 B=2,H=2,N=300,param0=-0.1
 CASES
 mkdir -p "$DIR/src"
 while read -r file casc rest; do
@@ -50,7 +51,8 @@ while read -r file casc rest; do
 	src="examples/$file.attn"
 	case "$file" in
 	*_o)
-		# NAME_o: O only (document's 128-row kernel, kept with its spills)
+		# NAME_o: O only (document's 128-row kernel, kept with its spills;
+		# ALiBi's bias at one row per thread, sm80_shift.c)
 		src="$DIR/src/$file.attn"
 		sed -e '/^  out L\[/d' -e '/^  L\[b, h, i\]/d' "examples/${file%_o}.attn" > "$src"
 		;;
