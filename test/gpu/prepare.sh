@@ -16,7 +16,7 @@ rm -rf "$DIR" && mkdir -p "$DIR/gen"
 # attention's O = (1 - lam) V at N = 1, which P rounded to bf16 with lam lost;
 # ramp=R: scores that grow along the keys, so that running maxes move)  [int ranges;
 # lo:hi:run gives runs of equal ids, packed documents; N > 8192 crosses the
-# tile table's window]
+# tile table's window; N = 181 and 4001: ragged rows whose later batches start off 16 bytes]
 cat > "$DIR/plan.txt" <<'CASES'
 full full B=2,H=3,N=200,M=333 B=1,H=2,N=1,M=77 B=2,H=2,N=64,M=64 B=1,H=2,N=300,M=900,ramp=8 B=2,H=3,N=200,M=333,param0=-0.09 B=1,H=2,N=130,M=250,param0=0
 causal causal B=2,H=4,N=257 B=1,H=1,N=1 B=3,H=2,N=64 B=2,H=2,N=600,ramp=8
@@ -39,8 +39,8 @@ causal_d64 causal B=2,H=4,N=257 B=1,H=1,N=1 B=2,H=2,N=600,ramp=8 B=2,H=2,N=300,p
 sliding_window_d64 sliding_window B=2,H=2,N=700 B=1,H=1,N=33
 alibi_d64 alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6
 prefix_lm_d64 prefix_lm B=3,H=2,N=160 B=1,H=2,N=400,ramp=8 --int prefix_len=0:160
-document_d64 document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 --int doc=0:40:700
-document_o document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 B=2,H=2,N=180,param0=-0.1 --int doc=0:40:1500
+document_d64 document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 B=3,H=1,N=4001 --int doc=0:40:700
+document_o document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 B=2,H=2,N=180,param0=-0.1 B=3,H=2,N=181 --int doc=0:40:1500
 full_o full B=2,H=3,N=200,M=333,param0=-0.09 B=1,H=2,N=300,M=900,ramp=8 B=1,H=2,N=70,M=130,param0=0
 alibi_o alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6 B=1,H=2,N=3000 B=2,H=2,N=300,param0=-0.1
 CASES
