@@ -1,8 +1,9 @@
 # bench/trace/patch.py SRC DST NAME D [OIDX]: a copy of an attnc kernel's PTX with
 # %globaltimer stamps per CTA, written by thread 0 past the end of O, 128
 # bytes per CTA in launch order (the caller allocates them: trace.c). The
-# stamps: start; after the first and second cp.async.commit_group (Q's loads;
-# the next group: the first K/V tile, or the staged document ids); after the
+# stamps: start; after the first and second cp.async.commit_group (Q's loads,
+# then the first K/V tile; with a staged document table the ids come first and
+# Q second, so analyze.py's "Q commit" is then the ids' commit); after the
 # first two bar.sync 1 (a document table's words and entries); the loop head
 # $L1 (first arrival); the end of the first tile ($L4); the loop exit ($L2);
 # the end; plus %smid, the loop's trip count and %clock64 cycles from the
