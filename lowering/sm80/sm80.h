@@ -206,6 +206,8 @@ int sm80_plain_key_reads(Gen *g, int node);
 void sm80_key_ranges_lanes(Gen *g, int node, PReg st, PReg su, PReg eu);
 /* Bytes the staging of sm80_key_ranges_lanes takes (one window's ids). */
 enum { SM80_IDSTAGE_TILE = 64 * 4 + 16, SM80_IDSTAGE_BYTES = 128 * SM80_IDSTAGE_TILE };
+/* e, in node's variables, reads an index of class cls. */
+int sm80_reads_class(const Gen *g, int node, const Expr *e, int cls);
 /* Predicates: the tile box always / never satisfies node's filter. */
 void sm80_tile_class(Gen *g, int node, PReg *always, PReg *never);
 

@@ -459,20 +459,25 @@ static int kc_half(const Gen *g, const Expr *cast)
 	return sm80_shifted(g, cast) ? -1 - g->half / 2 : g->half;
 }
 
-/* The element's value of shared kc entry k at the column offset in scope,
-** once per tile body: v + coef coloff (key_cast) or u coef coloff + v. */
-static PReg kc_column(Gen *g, int k, int scaled)
+/* The element's value of kc entry k at the column offset in scope: v +
+** coef coloff (key_cast) or u coef coloff + v (scaled_key_cast); an entry
+** shared by row slots keeps it per column offset, once per tile body. */
+static PReg kc_element(Gen *g, int k, int scaled)
 {
-	PReg *c = &g->kc[k].col[g->coloff];
-	if (c->n)
+	if (!g->coloff)
+		return g->kc[k].v;
+	PReg *c = g->kc[k].col ? &g->kc[k].col[g->coloff] : NULL, d;
+	if (c && c->n)
 		return *c;
-	*c = R(g, PC_F32);
+	d = R(g, PC_F32);
 	float off = (float)(g->kc[k].coef * g->coloff);
 	if (scaled)
-		E4(PTX_FMA, ".rn.f32", po_r(*c), po_r(g->kc[k].u), po_f(off), po_r(g->kc[k].v));
+		E4(PTX_FMA, ".rn.f32", po_r(d), po_r(g->kc[k].u), po_f(off), po_r(g->kc[k].v));
 	else
-		E3(PTX_ADD, ".f32", po_r(*c), po_r(g->kc[k].v), po_f(off));
-	return *c;
+		E3(PTX_ADD, ".f32", po_r(d), po_r(g->kc[k].v), po_f(off));
+	if (c)
+		*c = d;
+	return d;
 }
 
 static PReg key_cast(Gen *g, const Expr *e)
@@ -501,13 +506,16 @@ static PReg key_cast(Gen *g, const Expr *e)
 		E2(PTX_CVT, ".rn.f32.s32", po_r(g->kc[k].v), po_r(lo));
 		g->nkc++;
 	}
-	if (!g->coloff)
-		return g->kc[k].v;
-	if (g->kc[k].col)
-		return kc_column(g, k, 0);
-	PReg d = R(g, PC_F32);
-	E3(PTX_ADD, ".f32", po_r(d), po_r(g->kc[k].v), po_f((float)(g->kc[k].coef * g->coloff)));
-	return d;
+	return kc_element(g, k, 0);
+}
+
+int sm80_reads_class(const Gen *g, int node, const Expr *e, int cls)
+{
+	unsigned long long vars = expr_vars(e);
+	for (int v = 0; v < 64; v++)
+		if ((vars >> v & 1) && g->p->cls[node][v] == cls)
+			return 1;
+	return 0;
 }
 
 /* u is the same at every key of a row: no key index, no computed values. */
@@ -551,14 +559,7 @@ static PReg scaled_key_cast(Gen *g, const Expr *e)
 			g->kc[k].col = half < 0 ? ARENA_ARRAY(g->a, PReg, SM80_BN) : NULL;
 			E3(PTX_MUL, ".f32", po_r(g->kc[k].v), po_r(g->kc[k].u), po_r(base));
 		}
-		if (!g->coloff)
-			return g->kc[k].v;
-		if (g->kc[k].col)
-			return kc_column(g, k, 1);
-		PReg d = R(g, PC_F32);
-		E4(PTX_FMA, ".rn.f32", po_r(d), po_r(g->kc[k].u),
-		   po_f((float)(g->kc[k].coef * g->coloff)), po_r(g->kc[k].v));
-		return d;
+		return kc_element(g, k, 1);
 	}
 	return (PReg){0};
 }
@@ -1027,6 +1028,16 @@ static int range_slot(Gen *g)
 	return best;
 }
 
+/* Records a range for range_cached: read e (of node g->node, kind k) over
+** [j0, j1) has min mn and max mx, in code ending at `end`. */
+static void range_note(Gen *g, const Expr *e, int k, PReg mn, PReg mx, PReg j0, PReg j1, int end,
+		       int in_prologue, int whole)
+{
+	struct Sm80Range *c = &g->rng[range_slot(g)];
+	c->e = e, c->node = g->node, c->kind = k, c->mn = mn, c->mx = mx;
+	c->j0 = j0, c->j1 = j1, c->end = end, c->in_prologue = in_prologue, c->whole = whole;
+}
+
 /* The interval of an i32 read over range k of the tile, with s32 bounds
 ** (callers widen them where needed): computed once where it can be reused
 ** (see range_cached). */
@@ -1045,9 +1056,7 @@ static Ival range_read(Gen *g, const Expr *e, int k)
 			pro = 1;
 		else if (!pro)
 			end = g->f->ncode;
-		struct Sm80Range *c = &g->rng[range_slot(g)];
-		c->e = e, c->node = g->node, c->kind = k, c->mn = mn, c->mx = mx;
-		c->j0 = g->j0, c->j1 = g->j1, c->end = end, c->in_prologue = pro, c->whole = 0;
+		range_note(g, e, k, mn, mx, g->j0, g->j1, end, pro, 0);
 	}
 	return (Ival){mn, mx, 1, 1};
 }
@@ -1125,10 +1134,8 @@ static void key_ranges_plain(Gen *g, const Expr *e, const PReg *st, const PReg *
 			E3(PTX_MAX, ".s32", po_r(mx), po_r(mx), po_r(w[k]));
 			ptx_guard(g->f, in[k], 0);
 		}
-		struct Sm80Range *c = &g->rng[range_slot(g)];
-		c->e = e, c->node = g->node, c->kind = 's', c->mn = mn, c->mx = mx;
-		c->j0 = st[u], c->j1 = end[u], c->end = g->f->ncode, c->whole = 0;
-		c->in_prologue = g->f->ncode <= prologue_end(g->f);
+		range_note(g, e, 's', mn, mx, st[u], end[u], g->f->ncode,
+			   g->f->ncode <= prologue_end(g->f), 0);
 	}
 }
 
@@ -1211,10 +1218,7 @@ static void key_ranges_staged(Gen *g, const Expr *e, PReg st, PReg su, PReg eu)
 			ptx_guard(g->f, in, 0);
 		}
 	}
-	struct Sm80Range *cr = &g->rng[range_slot(g)];
-	cr->e = e, cr->node = g->node, cr->kind = 's', cr->mn = mn, cr->mx = mx;
-	cr->j0 = su, cr->j1 = eu, cr->end = g->f->ncode, cr->whole = 1;
-	cr->in_prologue = g->f->ncode <= prologue_end(g->f);
+	range_note(g, e, 's', mn, mx, su, eu, g->f->ncode, g->f->ncode <= prologue_end(g->f), 1);
 }
 
 typedef struct LaneRanges {

@@ -588,6 +588,8 @@ static void tile_rows(Gen *g, Tile *t)
 		E3(PTX_ADD, ".s64", po_r(t->rows[h]), po_r(base), po_i(h / 2 * 16 + h % 2 * 8));
 		E3(PTX_MIN, ".s64", po_r(t->crows[h]), po_r(t->rows[h]), po_r(last));
 	}
+	/* each row block's first row slot (sm80_shift.c) */
+	g->row0[0] = t->crows[0], g->row0[1] = t->crows[2 * g->mt - 2];
 }
 
 /* Key index of score element el (clamped: padding evaluates in-bounds
@@ -605,8 +607,7 @@ static PReg key_of(Gen *g, Tile *t, int el, int clamp)
 static void scope_elem(Gen *g, Tile *t, int i, int el)
 {
 	g->node = i, g->elem = el, g->half = el_rs(el);
-	g->row = t->crows[g->half], g->row0[0] = t->crows[0], g->row0[1] = t->crows[2 * g->mt - 2],
-	g->col = key_of(g, t, el, 1);
+	g->row = t->crows[g->half], g->col = key_of(g, t, el, 1);
 	g->cbase = t->cbase, g->coloff = el_nt(el) * 8 + (el & 1);
 }
 
@@ -2137,12 +2138,8 @@ static int row_masked(Gen *g, const Shape *s)
 {
 	for (int i = 0; i < g->c->nodes.n; i++) {
 		const Node *n = node(g, i);
-		if (!streamed(s, i) || !n->filter)
-			continue;
-		unsigned long long vars = expr_vars(n->filter);
-		for (int v = 0; v < 64; v++)
-			if ((vars >> v & 1) && g->p->cls[i][v] == s->qcls)
-				return 1;
+		if (streamed(s, i) && n->filter && sm80_reads_class(g, i, n->filter, s->qcls))
+			return 1;
 	}
 	return 0;
 }
@@ -2165,9 +2162,10 @@ static void q_after_ids(Gen *g)
 	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
 }
 
-/* The first table window's ids go through shared memory (key_ranges_staged):
-** its staging fits in the K and V buffers and one plain key read decides the
-** tiles. */
+/* The first table window's ids go through shared memory (key_ranges_staged)
+** where its staging fits in the K and V buffers, contiguous after the one Q
+** tile and free until the first tile's loads: sets g->idsbase (cleared
+** after the first fill). */
 static int ids_staged(Gen *g, const Shape *s, const Smem *sm, PReg sbase)
 {
 	uint32_t kv0 = sm->k[0], kv1 = sm->v[s->nvt - 1] + 2 * sm->vbuf[s->nvt - 1];
@@ -2227,7 +2225,6 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	QFrag qf[SM80_MAXG];
 	TileLoad lq[SM80_MAXG], lk[SM80_MAXG], lv[SM80_MAXG];
 	int qlate = table && ids_staged(g, s, &sm, sbase) && lanes_wanted(g, s);
-	g->idsbase = (PReg){0, 0};
 	KG.lq = lq;
 	for (int k = 0; k < s->ng1; k++) {
 		int node = -1;
@@ -2302,9 +2299,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		g->send = R(g, PC_B64);
 		stream_bounds(g, s, start, g->send);
 		if (sc.table) {
-			/* the K and V buffers, contiguous after the one Q tile, are
-			** free until the first tile's loads: the ids' staging */
-			ids_staged(g, s, &sm, sbase);
+			/* the ids' staging (ids_staged, set above) */
 			g->after_ids = qlate ? q_after_ids : NULL;
 			table_fill(g, s, sbase, sc.off, window_of(g, start), 32, 1);
 			g->idsbase = (PReg){0, 0};

@@ -18,19 +18,6 @@
 */
 #include "sm80_ops.h"
 
-/* e reads tensor t (or e is NULL: no). */
-static int reads_tensor(const Expr *e, const Tensor *t)
-{
-	if (!e)
-		return 0;
-	if (e->kind == EX_ACCESS && e->tensor == t)
-		return 1;
-	for (int i = 0; i < e->nargs; i++)
-		if (reads_tensor(e->args[i], t))
-			return 1;
-	return 0;
-}
-
 /* Every read of S or M in e is inside exp(S - M). */
 static int only_exp_diffs(const Expr *e, const Tensor *S, const Tensor *M)
 {
@@ -73,7 +60,7 @@ static int shift_blind(const Gen *g, int i)
 	const Tensor *M = ((const Node *)g->c->nodes.v[m])->out;
 	for (int k = 0; k < g->c->nodes.n; k++) {
 		const Node *o = g->c->nodes.v[k];
-		if (reads_tensor(o->filter, sn->out) || reads_tensor(o->filter, M))
+		if (expr_reads(o->filter, sn->out) || expr_reads(o->filter, M))
 			return 0;
 		if (k != m && !only_exp_diffs(o->body, sn->out, M))
 			return 0;
@@ -96,11 +83,7 @@ static int reads_computed(const Expr *e)
 ** the CTA's rows. */
 static int rows_alike(const Gen *g, int node, const Expr *u)
 {
-	unsigned long long vars = expr_vars(u);
-	for (int v = 0; v < 64; v++)
-		if ((vars >> v & 1) && g->p->cls[node][v] == g->s->qcls)
-			return 0;
-	return !reads_computed(u);
+	return !sm80_reads_class(g, node, u, g->s->qcls) && !reads_computed(u);
 }
 
 /* The additive terms of node i's body: a key cast, alone or times u. */
