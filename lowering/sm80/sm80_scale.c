@@ -34,7 +34,11 @@ static int reads(const Expr *e, int node)
 /* The contraction node (SN_GEMM1) that node i scales, or -1: i is a tile
 ** value c * G (or G * c) with c a float param or a positive literal, G is
 ** read by no other node and is not an output (its Q is negated where c is
-** negative), and no node after a contraction with V reads i. */
+** negative), and no node after a contraction with V reads i. Document
+** masking at D = 128 was once left out (the fold moved ptxas's spills and
+** cost it 1-2%); with the later prologue it spills less with the fold (152
+** bytes against 180) and ran 2.3% (2k) and 1.3% (8k) faster (H100, C-bench
+** A/B, 2026-11-24). */
 static int scaled_gemm(const Gen *g, int i, const Expr **c)
 {
 	const Shape *s = g->s;
@@ -42,12 +46,6 @@ static int scaled_gemm(const Gen *g, int i, const Expr **c)
 	const Expr *e = n->body;
 	if (s->n[i].kind != SN_MAP || !e || e->kind != EX_BINOP || e->op != OP_MUL ||
 	    e->type != VT_FLOAT)
-		return -1;
-	/* 128-row kernels whose masks read data (document ids) keep up to 256
-	** spilled bytes; at head dims above 64 the fold moved ptxas's spills
-	** and cost them 1-2% (H100, document1024 D = 128: 280 -> 277 and 282 ->
-	** 275 TFLOP/s at 2k and 8k keys, where every other kernel gained 0-4%) */
-	if (sm80_data_masks(g->p) && g->mt == 2 && (s->g1[0].D > 64 || s->DV > 64))
 		return -1;
 	for (int k = 0; k < 2; k++) {
 		const Expr *x = e->args[k], *y = e->args[1 - k];
