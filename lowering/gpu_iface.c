@@ -113,6 +113,11 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		"\nstatic AttnrtKernel %s_kernel = {\"%s_fwd\", attn_images, sizeof attn_images / "
 		"sizeof attn_images[0], %uu, %d, NULL};\n",
 		n, n, im->info[idx].smem, SM80_THREADS);
+	if (im->info[idx].onewin)
+		fprintf(o,
+			"static AttnrtKernel %s_kernel_short = {\"%s_fwd_short\", attn_images, "
+			"sizeof attn_images / sizeof attn_images[0], %uu, %d, NULL};\n",
+			n, n, im->info[idx].smem, SM80_THREADS);
 	fprintf(o,
 		"\nvoid %s_shape(int tensor, const long *dims, int64_t *shape)\n{\n\tswitch "
 		"(tensor) {\n",
@@ -258,10 +263,14 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		"attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: the grid (%%ld x %%ld blocks) "
 		"is too large\", gx, gy);\n",
 		n);
-	fprintf(
-	    o,
-	    "\treturn attnrt_launch(&%s_kernel, (unsigned)gx, (unsigned)gy, 1, stream, args);\n}\n",
-	    n);
+	fprintf(o, "\tAttnrtKernel *kern = &%s_kernel;\n", n);
+	if (im->info[idx].onewin && p->stream >= 0) {
+		/* keys within the tile table's first window: no refill */
+		fputs("\tif (", o);
+		dim_expr(o, p->classes[p->stream].extent);
+		fprintf(o, " <= %d)\n\t\tkern = &%s_kernel_short;\n", SM80_WINDOW_KEYS, n);
+	}
+	fputs("\treturn attnrt_launch(kern, (unsigned)gx, (unsigned)gy, 1, stream, args);\n}\n", o);
 	/* typed API */
 	fprintf(o, "\nvoid %s_gpu_defaults(%s_gpu_args *a)\n{\n", n, n);
 	for (int i = 0; i < c->dims.n; i++) {

@@ -22,6 +22,8 @@
 
 enum { SM80_BN = 64, SM80_WARPS = 4, SM80_THREADS = 128, SM80_MAXG = 2, SM80_MAXSHIFT = 8 };
 enum { SM80_CAP_NONE, SM80_CAP_ROWS64, SM80_CAP_NOSPLIT };
+/* Keys one tile-table window covers: 128 tiles of 64 (sm80_kernel.c). */
+enum { SM80_WINDOW_KEYS = 8192 };
 
 typedef enum SNodeKind {
 	SN_GEMM1,   /* S[i, j] = sum[d] A[.., i, .., d] * B[.., j, .., d]: tensor cores */
@@ -73,6 +75,10 @@ typedef struct Shape {
 	const Expr *pack;
 	int split_v; /* set by sm80_kernel: the next V tile is copied apart from K */
 	int table;   /* set by sm80_kernel: a tile table (masks that load data per tile) */
+	/* the kernel for keys that fit the tile table's first window
+	** (SM80_WINDOW_KEYS): the stream ends where it leaves it, with no refill
+	** (sm80_kernel.c's scan_table); its entry is NAME_fwd_short */
+	int onewin;
 } Shape;
 
 /* sm80_shape.c: fills s or returns a reason the plan does not fit. */
@@ -227,6 +233,8 @@ int sm80_shifted(const Gen *g, const Expr *cast);
 
 /* sm80_kernel.c */
 PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s);
+/* After sm80_kernel(s): a second entry without the table's refill pays. */
+int sm80_onewin_wanted(const Shape *s);
 int sm80_row_blocks(const Shape *s); /* m16 row blocks per warp */
 /* Some mask reads data (document ids): the stream scans tiles with loads. */
 int sm80_data_masks(const Plan *p);
@@ -242,6 +250,7 @@ typedef struct Sm80Info {
 	int split_v;      /* the kernel copies the next V tile apart from its K */
 	int table;        /* the kernel keeps a tile table (document ids along the keys) */
 	long pack;        /* GQA packing: 0 none, > 0 rows per group, < 0 -(dim index + 1) */
+	int onewin;       /* a second entry, NAME_fwd_short, for keys up to SM80_WINDOW_KEYS */
 } Sm80Info;
 
 /* info (NULL or per cascade) is filled; cap (NULL or per cascade): an

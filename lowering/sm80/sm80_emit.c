@@ -1,7 +1,9 @@
 /*
 ** lowering/sm80/sm80_emit.c: PTX for every cascade of a file (--target=sm_80).
 ** The same PTX is assembled for sm_80 and sm_90 and kept for newer GPUs,
-** whose drivers compile it at load time.
+** whose drivers compile it at load time. A cascade whose masks keep a
+** tile table has two entries: NAME_fwd and NAME_fwd_short, the same kernel
+** for keys that fit the table's first window, without its refill.
 */
 #include "sm80.h"
 
@@ -10,7 +12,8 @@ int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, c
 	Arena a;
 	arena_init(&a);
 	int n = prog->cascades.n, rc = 0;
-	PtxFunc **fs = ARENA_ARRAY(&a, PtxFunc *, n + 1);
+	PtxFunc **fs = ARENA_ARRAY(&a, PtxFunc *, 2 * n + 1);
+	int nf = n;
 	for (int i = 0; i < n && !rc; i++) {
 		const Cascade *c = prog->cascades.v[i];
 		Plan *p = plan_build(&a, c, "sm_80");
@@ -24,6 +27,14 @@ int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, c
 		}
 		s.cap = cap ? cap[i] : 0;
 		fs[i] = sm80_kernel(&a, p, &s);
+		int onewin = sm80_onewin_wanted(&s);
+		if (onewin) {
+			/* the same kernel without the table's refill (Shape.onewin) */
+			Shape s1;
+			sm80_shape(&a, p, &s1);
+			s1.cap = s.cap, s1.onewin = 1;
+			fs[nf++] = sm80_kernel(&a, p, &s1);
+		}
 		if (info) {
 			info[i].smem = fs[i]->smem_bytes;
 			info[i].block_m = (unsigned)(SM80_WARPS * 16 * sm80_row_blocks(&s));
@@ -32,6 +43,7 @@ int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, c
 			info[i].split_v = s.split_v;
 			info[i].table = s.table;
 			info[i].pack = 0;
+			info[i].onewin = onewin;
 			if (s.pack && s.pack->kind == EX_INT)
 				info[i].pack = s.pack->ival;
 			else if (s.pack)
@@ -39,7 +51,7 @@ int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, c
 		}
 	}
 	if (!rc)
-		ptx_print_module(out, "sm_80", "7.8", fs, n);
+		ptx_print_module(out, "sm_80", "7.8", fs, nf);
 	arena_free(&a);
 	return rc;
 }

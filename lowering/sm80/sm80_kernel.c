@@ -1697,6 +1697,7 @@ enum { REFILL_BATCH = 4 };
 
 _Static_assert(TAB_TILES == 128 && (int)SM80_THREADS == (int)TAB_TILES,
 	       "the table's search takes its bits as two u64 words, a thread per tile");
+_Static_assert(TAB_TILES *SM80_BN == SM80_WINDOW_KEYS, "a window's keys");
 
 /* The lowest set bit of x at or after bit p (0 <= p <= 64) of a u64 word,
 ** or 64 where there is none: x's bits below p are shifted out (a shift by
@@ -1874,7 +1875,14 @@ static PReg window_of(Gen *g, PReg x)
 ** tile the next one to compute; the scan reads the window's start and the
 ** tile's entry at once (windows are aligned, so the entry's place does not
 ** wait for the start), and refills the table where the stream leaves the
-** window. */
+** window. The refill's tile tests, in the stream loop beside the output
+** accumulators, made ptxas spill 152 bytes (document masking, D = 128)
+** where without them it spilled 24 and ran 4-5% faster; saving the
+** accumulators to local memory around the refill, or computing its row
+** ranges and lane ids again there, did not change that. So such a table
+** kernel comes twice (sm80_emit.c, sm80_onewin_wanted): one without the
+** refill (Shape.onewin), which the launcher takes where the keys fit the
+** first window (N <= 8192), and the general one. */
 static void scan_table(Gen *g, const Shape *s, PReg sbase, uint32_t off, PReg from, PReg out,
 		       PReg any, PReg all)
 {
@@ -1896,8 +1904,14 @@ static void scan_table(Gen *g, const Shape *s, PReg sbase, uint32_t off, PReg fr
 	E3(PTX_SETP, ".lt.u64", po_r(inw), po_r(d), po_i((int64_t)TAB_TILES * SM80_BN));
 	E1(PTX_BRA, ".uni", po_label(Lhave));
 	ptx_guard(g->f, inw, 0);
-	table_fill(g, s, sbase, off, window_of(g, out), REFILL_BATCH, 0);
-	E1(PTX_BRA, ".uni", po_label(Lscan));
+	if (s->onewin) {
+		/* every key is in the first window: the stream is done */
+		E2(PTX_MOV, ".b64", po_r(out), po_r(g->send));
+		E1(PTX_BRA, ".uni", po_label(Ldone));
+	} else {
+		table_fill(g, s, sbase, off, window_of(g, out), REFILL_BATCH, 0);
+		E1(PTX_BRA, ".uni", po_label(Lscan));
+	}
 	ptx_label(g->f, Lhave);
 	{
 		PReg pos = R(g, PC_B32), fl = R(g, PC_B32), found = R(g, PC_PRED);
@@ -2182,7 +2196,8 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	g->a = a, g->p = p, g->c = p->c, g->s = s;
 	g->mt = sm80_row_blocks(s), g->bm = SM80_WARPS * 16 * g->mt;
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);
-	ptx_func_init(f, a, arena_printf(a, "%s_fwd", p->c->name), SM80_THREADS);
+	ptx_func_init(f, a, arena_printf(a, s->onewin ? "%s_fwd_short" : "%s_fwd", p->c->name),
+		      SM80_THREADS);
 	g->f = f;
 	Smem sm = {0};
 	int table = scan_table_wanted(g);
@@ -2429,6 +2444,17 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	epilogue(g, &t, &sm, sbase);
 	E(g, PTX_RET, "", 0, Z, Z, Z, Z, Z);
 	return f;
+}
+
+/* Whether a table kernel also comes without the refill (Shape.onewin; see
+** scan_table): where it holds 128 rows with a head dim above 64, at the
+** register limit, the refill's tests made ptxas spill in the stream loop
+** (document1024 D = 128: +8.0% at 2k and +5.6% at 8k without them). At
+** D = 64 the kernel did not spill either way, and the one-window kernel ran
+** 1-2.5% slower (H100, C-bench A/B), so it keeps one entry. */
+int sm80_onewin_wanted(const Shape *s)
+{
+	return s->table && sm80_row_blocks(s) == 2 && (s->g1[0].D > 64 || s->DV > 64);
 }
 
 /* Two m16 row blocks per warp (128-row CTAs) halve the shared-memory reads
