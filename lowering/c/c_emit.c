@@ -346,8 +346,9 @@ static void emit_entries(CGen *g)
 	}
 	fprintf(o, "\tdefault: break;\n\t}\n}\n");
 	fprintf(o, "\nint %s_run(const %s_args *a, int nthreads)\n{\n", c->name, c->name);
-	fprintf(o, "\tlong dims[%d];\n\tdouble params[%d];\n\tvoid *data[%d];\n", c->dims.n + 1,
-		c->params.n + 1, c->tensors.n + 1);
+	/* params zeroed: a cascade without any still passes the array */
+	fprintf(o, "\tlong dims[%d];\n\tdouble params[%d] = {0};\n\tvoid *data[%d];\n",
+		c->dims.n + 1, c->params.n + 1, c->tensors.n + 1);
 	for (int i = 0; i < c->dims.n; i++)
 		fprintf(o, "\tdims[%d] = a->%s;\n", i, ((Dim *)c->dims.v[i])->name);
 	for (int i = 0; i < c->params.n; i++)

@@ -226,10 +226,13 @@ int cg_streamable(CGen *g, const char **why)
 			*why = "a computed tensor is read at shifted indices";
 			return 0;
 		}
+		/* two variables of one logical index: a computed tensor read
+		** along both (T[b, h, j] * T[b, h, i]); the tiles would name
+		** one range for both */
 		for (int v = 0; v < n->nfree + n->nred; v++)
 			for (int w = v + 1; w < n->nfree + n->nred; w++)
-				if (p->cls[i][v] == p->cls[i][w] && p->classes[p->cls[i][v]].grid) {
-					*why = "a node uses one grid index twice";
+				if (p->cls[i][v] == p->cls[i][w]) {
+					*why = "a node uses one index twice";
 					return 0;
 				}
 	}
