@@ -33,6 +33,8 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from triton.testing import do_bench
 
+from table import table
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.environ.get("OUT", "/tmp")
 dev, dt = "cuda", torch.bfloat16
@@ -249,31 +251,9 @@ def main():
                     rec(sys="attnc", variant=vname, N=N, D=D, error=str(e)[:200])
             del q, k, v, o
             torch.cuda.empty_cache()
+    os.makedirs(OUT, exist_ok=True)
     json.dump(rows, open(os.path.join(OUT, "bench.json"), "w"), indent=1)
-    # the table: TFLOP/s and ratios against the anchors measured above
-    print("\nTABLE  D     N  variant        attnc  fa2  cudnn  flex  | attnc/fa2 attnc/cudnn attnc/flex  rel_err  vs_own_full"
-          "  vs_own_full_tiles")
-    by = {}
-    for r in rows:
-        if "tflops" in r:
-            by[(r["D"], r["N"], r["variant"], r["sys"])] = r
-    for D in Ds:
-        for N in Ns:
-            own_full = by.get((D, N, "full", "attnc"), {}).get("tflops")
-            for vname in ("full", "causal", "sliding1024", "document1024", "prefixlm1024", "alibi", "softcap30",
-                          "alibi_causal"):
-                a = by.get((D, N, vname, "attnc"))
-                if not a:
-                    continue
-                t = lambda s: by.get((D, N, vname, s), {}).get("tflops")
-                fa2, cud, fx = t("sdpa_flash2"), t("sdpa_cudnn"), t("flex")
-                ratio = lambda x: ("%.2f" % (a["tflops"] / x)) if x else "-"
-                num = lambda x: ("%.0f" % x) if x else "-"
-                tiles = ("%.2f" % (a["tflops_tiles"] / own_full)) if own_full and "tflops_tiles" in a else "-"
-                print("TABLE %4d %5d  %-13s %5.0f %4s %6s %5s  | %9s %11s %10s  %.1e  %.2f  %17s" % (
-                    D, N, vname, a["tflops"], num(fa2), num(cud), num(fx), ratio(fa2), ratio(cud), ratio(fx),
-                    a.get("rel_err") or 0, a["tflops"] / own_full if own_full else 0, tiles))
-
+    table(rows, Ds, Ns)
 
 if __name__ == "__main__":
     t0 = time.time()

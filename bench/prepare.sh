@@ -29,6 +29,6 @@ for f in "$DIR"/attn/*.attn; do
 	printf "%-22s %10.3f %10.3f %10.3f\n" "$n" "$(echo "$t2 - $t1" | bc)" "$(echo "$t1 - $t0" | bc)" \
 		"$(echo "($t2 - $t1) - ($t1 - $t0)" | bc)" >> "$DIR/compile_time.txt"
 done
-cp bench/anchors.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
+cp bench/anchors.py bench/table.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
 cp -r runtime "$DIR/runtime"
 cat "$DIR/compile_time.txt"
