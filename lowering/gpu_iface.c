@@ -259,10 +259,33 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	/* benchmarks read the tile shape from here (bench/anchors.py) */
 	fprintf(o, "\t/* CTA tile: %u query rows x %u keys */\n", bm, im->info[idx].block_n);
 	fprintf(o,
-		"\tif (gy > 65535 || gx > 2147483647L)\n\t\treturn "
+		"\tif (gy > 65535 || gx > 2147483647L || gx * gy > 2147483647L)\n\t\treturn "
 		"attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: the grid (%%ld x %%ld blocks) "
 		"is too large\", gx, gy);\n",
 		n);
+	/* the grid decode's divisors as magic pairs, after the cascade's params
+	** (lowering/sm80/sm80.h, SM80_MAGIC_*): the launch order's groups of
+	** G = ceil(256 / gx) values of the rest, then each grid class's extent */
+	int nm = SM80_MAGIC_FIXED;
+	for (int k = 0; k < p->nclasses; k++)
+		nm += 2 * (p->classes[k].grid && !p->classes[k].qtile);
+	fprintf(o, "\tuint32_t gm[%d];\n\t{\n", nm);
+	fputs("\t\tuint64_t nx = gx > 0 ? (uint64_t)gx : 1, G = (nx + 255) / nx, GT = G * nx;\n"
+	      "\t\tuint64_t ng = ((uint64_t)gy + G - 1) / G, GL = (uint64_t)gy - (ng - 1) * G;\n"
+	      "\t\tgm[0] = (uint32_t)G;\n\t\tgm[1] = (uint32_t)GT;\n"
+	      "\t\tattnrt_divmagic(GT, &gm[2], &gm[3]);\n"
+	      "\t\tattnrt_divmagic(G, &gm[4], &gm[5]);\n"
+	      "\t\tattnrt_divmagic(GL, &gm[6], &gm[7]);\n",
+	      o);
+	for (int k = 0, m = SM80_MAGIC_FIXED; k < p->nclasses; k++) {
+		if (!p->classes[k].grid || p->classes[k].qtile)
+			continue;
+		fputs("\t\tattnrt_divmagic((uint64_t)(", o);
+		dim_expr(o, p->classes[k].extent);
+		fprintf(o, "), &gm[%d], &gm[%d]);\n", m, m + 1);
+		m += 2;
+	}
+	fprintf(o, "\t}\n\tfor (int i = 0; i < %d; i++)\n\t\targs[k++] = &gm[i];\n", nm);
 	fprintf(o, "\tAttnrtKernel *kern = &%s_kernel;\n", n);
 	if (im->info[idx].onewin && p->stream >= 0) {
 		/* keys within the tile table's first window: no refill */

@@ -98,6 +98,13 @@ ATTNRT_API void attnrt_kernel_release(AttnrtKernel *k);
 ATTNRT_API int attnrt_launch(AttnrtKernel *k, unsigned gx, unsigned gy, unsigned gz, void *stream,
 			     void **params);
 
+/* u32 division by d (d >= 1; 0 is taken as 1) of dividends below 2^31 as a
+** multiply and a shift: q = (n * m) >> s, the product in 64 bits (m < 2^32,
+** 31 <= s <= 63; Granlund and Montgomery's round-up method with N = 31).
+** Generated launchers pass these for the divisors of a kernel's grid decode,
+** which a GPU otherwise divides by in some twenty instructions each. */
+ATTNRT_API void attnrt_divmagic(uint64_t d, uint32_t *m, uint32_t *s);
+
 /* Validates one tensor argument before a launch. kernel and tensor name the
 ** message; shape, expected_shape and strides (in elements; NULL = row-major
 ** contiguous) have rank entries; expected_shape[k] < 0 leaves dimension k

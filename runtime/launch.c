@@ -37,6 +37,22 @@ int attnrt_launch(AttnrtKernel *k, unsigned gx, unsigned gy, unsigned gz, void *
 	return ATTNRT_OK;
 }
 
+/* l = ceil(log2 d) and m = floor(2^(31 + l) / d) + 1: m d lies in
+** (2^(31 + l), 2^(31 + l) + d] with d <= 2^l, so floor(n m / 2^(31 + l)) is
+** n / d for every n < 2^31; and m < 2^32 since 2^l < 2 d. */
+void attnrt_divmagic(uint64_t d, uint32_t *m, uint32_t *s)
+{
+	unsigned l = 0;
+	if (d < 1)
+		d = 1;
+	if (d > (1ull << 32))
+		d = 1ull << 32; /* dividends are below 2^31: the quotient is 0 anyway */
+	while ((1ull << l) < d)
+		l++;
+	*m = (uint32_t)((1ull << (31 + l)) / d + 1);
+	*s = 31 + l;
+}
+
 /* Device pointers travel as void *; 0 bytes gives NULL without a call. */
 int attnrt_malloc(void **dptr, size_t bytes)
 {

@@ -22,6 +22,22 @@
 
 enum { SM80_BN = 64, SM80_WARPS = 4, SM80_THREADS = 128, SM80_MAXG = 2, SM80_MAXSHIFT = 8 };
 enum { SM80_CAP_NONE, SM80_CAP_ROWS64, SM80_CAP_NOSPLIT };
+/* The kernel parameters after the cascade's own (u32, in this order; the
+** generated launcher computes them, attnrt_divmagic): the launch order's
+** group size G and G times the query tiles; the magic pairs (m, s) of GT,
+** of G and of the last group's size; then one pair per grid class that is
+** not the query tile, in class order (its extent). */
+enum {
+	SM80_MAGIC_G,
+	SM80_MAGIC_GT,
+	SM80_MAGIC_M_GT,
+	SM80_MAGIC_S_GT,
+	SM80_MAGIC_M_G,
+	SM80_MAGIC_S_G,
+	SM80_MAGIC_M_GL,
+	SM80_MAGIC_S_GL,
+	SM80_MAGIC_FIXED
+};
 /* Keys one tile-table window covers: 128 tiles of 64 (sm80_kernel.c). */
 enum { SM80_WINDOW_KEYS = 8192 };
 
@@ -105,6 +121,7 @@ typedef struct Gen {
 	PReg *param;                        /* [nparams] (f32 or b32) */
 	PReg *grid;                         /* [nclasses] grid index values (b64) */
 	const char **pn, ***sn, **dn, **qn; /* parameter names: pointers, strides, dims, params */
+	const char **mn; /* the grid decode's divisors (SM80_MAGIC_*, then 2 per grid class) */
 	PReg lane, warp, q0, j0, j1, qext, sext;
 	PReg send; /* the end of the CTA's stream: sext, or less (stream_bounds) */
 	/* the element being evaluated */

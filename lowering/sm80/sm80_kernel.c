@@ -88,7 +88,34 @@ static void declare_params(Gen *g)
 		qn[i] =
 		    ptx_param(f, arena_printf(g->a, "p%d", i), p->type == VT_INT ? ".s32" : ".f32");
 	}
+	int nm = SM80_MAGIC_FIXED;
+	for (int k = 0; k < g->p->nclasses; k++)
+		nm += 2 * (g->p->classes[k].grid && !g->p->classes[k].qtile);
+	g->mn = ARENA_ARRAY(g->a, const char *, nm + 1);
+	for (int i = 0; i < nm; i++)
+		g->mn[i] = ptx_param(f, arena_printf(g->a, "g%d", i), ".u32");
 	g->pn = pn, g->sn = sn, g->dn = dn, g->qn = qn;
+}
+
+/* Magic parameter i (SM80_MAGIC_*, or a class's pair after them). */
+static PReg magic(Gen *g, int i)
+{
+	PReg r = R(g, PC_B32);
+	E2(PTX_LD, ".param.u32", po_r(r), po_memsym(g->mn[i], 0));
+	return r;
+}
+
+/* n / d for n < 2^31 from d's magic pair (attnrt_divmagic): a wide
+** multiply and a shift instead of ptxas's division (I2F, MUFU.RCP, F2I
+** and some fifteen more instructions, one chain of them per divisor at
+** the CTA's start and again before its epilogue). */
+static PReg magic_div(Gen *g, PReg n, PReg m, PReg s)
+{
+	PReg w = R(g, PC_B64), q = R(g, PC_B32);
+	E3(PTX_MUL, ".wide.u32", po_r(w), po_r(n), po_r(m));
+	E3(PTX_SHR, ".b64", po_r(w), po_r(w), po_r(s));
+	E2(PTX_CVT, ".u32.u64", po_r(q), po_r(w));
+	return q;
 }
 
 /* Parameters into registers: at entry, and again for the epilogue, so that
@@ -165,7 +192,8 @@ static void lane_ids(Gen *g)
 /* q = a / b and r = a % b of non-negative values below 2^32 (grid indices
 ** and extents: the launcher keeps grid.y and its factors below 65536 and
 ** every dim below 2^31), through 32-bit division: the 64-bit one is a
-** subroutine of some hundred instructions. */
+** subroutine of some hundred instructions. Left for GQA packing's tiles per
+** group; the launch order and the grid classes divide by magic pairs. */
 static PReg u32of(Gen *g, PReg x);
 
 static void divrem32(Gen *g, PReg a, PReg b, PReg q, PReg r)
@@ -209,25 +237,36 @@ static void launch_order(Gen *g, PReg qt, PReg rest)
 {
 	PReg nx = special32(g, "%nctaid.x"), ny = special32(g, "%nctaid.y"),
 	     cx = special32(g, "%ctaid.x"), cy = special32(g, "%ctaid.y");
-	PReg L = R(g, PC_B32), G = R(g, PC_B32), GT = R(g, PC_B32), grp = R(g, PC_B32),
-	     r = R(g, PC_B32), y0 = R(g, PC_B32), gs = R(g, PC_B32), q = R(g, PC_B32),
-	     y = R(g, PC_B32), t = R(g, PC_B32);
+	PReg L = R(g, PC_B32), r = R(g, PC_B32), y0 = R(g, PC_B32), gs = R(g, PC_B32),
+	     y = R(g, PC_B32), t = R(g, PC_B32), G, GT, grp, q;
 	if (!g->grouped) {
 		E2(PTX_CVT, ".u64.u32", po_r(qt), po_r(cx));
 		E2(PTX_CVT, ".u64.u32", po_r(rest), po_r(cy));
 		return;
 	}
+	/* G = ceil(256 / nx) and GT = G nx come from the launcher, and the
+	** two divisions by their magic pairs (the last group's size gs < G
+	** has its own) */
+	PReg last = R(g, PC_PRED), m = R(g, PC_B32), s = R(g, PC_B32), mx, sx, my, sy;
 	E4(PTX_MAD, ".lo.u32", po_r(L), po_r(cy), po_r(nx), po_r(cx));
-	E3(PTX_ADD, ".u32", po_r(G), po_r(nx), po_i(255));
-	E3(PTX_DIV, ".u32", po_r(G), po_r(G), po_r(nx));
-	E3(PTX_MUL, ".lo.u32", po_r(GT), po_r(G), po_r(nx));
-	E3(PTX_DIV, ".u32", po_r(grp), po_r(L), po_r(GT));
+	G = magic(g, SM80_MAGIC_G);
+	GT = magic(g, SM80_MAGIC_GT);
+	mx = magic(g, SM80_MAGIC_M_GT);
+	sx = magic(g, SM80_MAGIC_S_GT);
+	grp = magic_div(g, L, mx, sx);
 	E3(PTX_MUL, ".lo.u32", po_r(y0), po_r(grp), po_r(G));
 	E3(PTX_MUL, ".lo.u32", po_r(t), po_r(grp), po_r(GT));
 	E3(PTX_SUB, ".u32", po_r(r), po_r(L), po_r(t));
 	E3(PTX_SUB, ".u32", po_r(gs), po_r(ny), po_r(y0));
+	E3(PTX_SETP, ".lt.u32", po_r(last), po_r(gs), po_r(G));
 	E3(PTX_MIN, ".u32", po_r(gs), po_r(gs), po_r(G));
-	E3(PTX_DIV, ".u32", po_r(q), po_r(r), po_r(gs));
+	mx = magic(g, SM80_MAGIC_M_G);
+	sx = magic(g, SM80_MAGIC_S_G);
+	my = magic(g, SM80_MAGIC_M_GL);
+	sy = magic(g, SM80_MAGIC_S_GL);
+	E4(PTX_SELP, ".b32", po_r(m), po_r(my), po_r(mx), po_r(last));
+	E4(PTX_SELP, ".b32", po_r(s), po_r(sy), po_r(sx), po_r(last));
+	q = magic_div(g, r, m, s);
 	E3(PTX_MUL, ".lo.u32", po_r(t), po_r(q), po_r(gs));
 	E3(PTX_SUB, ".u32", po_r(y), po_r(r), po_r(t));
 	E3(PTX_ADD, ".u32", po_r(y), po_r(y), po_r(y0));
@@ -261,13 +300,20 @@ static void decode_grid(Gen *g)
 		gend = R(g, PC_B64);
 		E4(PTX_MAD, ".lo.s64", po_r(gend), po_r(grp), po_r(X), po_r(X));
 	}
+	int pair = SM80_MAGIC_FIXED;
 	for (int k = 0; k < p->nclasses; k++) {
 		if (!p->classes[k].grid || p->classes[k].qtile)
 			continue;
-		PReg ext = class_extent(g, k);
+		/* rest / ext and rest % ext by ext's magic pair (the launcher's) */
+		PReg ext = u32of(g, class_extent(g, k)), rest32 = u32of(g, rest), t = R(g, PC_B32),
+		     m = magic(g, pair), s = magic(g, pair + 1), q = magic_div(g, rest32, m, s);
+		pair += 2;
+		E3(PTX_MUL, ".lo.u32", po_r(t), po_r(q), po_r(ext));
+		E3(PTX_SUB, ".u32", po_r(t), po_r(rest32), po_r(t));
 		g->grid[k] = R(g, PC_B64);
+		E2(PTX_CVT, ".u64.u32", po_r(g->grid[k]), po_r(t));
 		PReg r2 = R(g, PC_B64);
-		divrem32(g, rest, ext, r2, g->grid[k]);
+		E2(PTX_CVT, ".u64.u32", po_r(r2), po_r(q));
 		rest = r2;
 	}
 	g->qext = class_extent(g, g->s->qcls);

@@ -2,11 +2,12 @@
 # driver at all; rt_check: tensor validation messages; rt_fake: an in-process
 # fake driver table; rt_dlopen: the real loading path against rt_fakecuda, a
 # stand-in libcuda built here in two variants; rt_abi (where cuda.h exists):
-# the restated CUDA constants; rt_example_nogpu: installs the runtime into a
+# the restated CUDA constants; rt_divmagic: the launchers' division by a
+# multiply and a shift; rt_example_nogpu: installs the runtime into a
 # scratch prefix and builds examples/c against it.
 set(_rt_unit ${CMAKE_CURRENT_SOURCE_DIR}/unit)
 
-foreach(_t nodriver check fake dlopen)
+foreach(_t nodriver check fake dlopen divmagic)
   add_executable(test_rt_${_t} ${_rt_unit}/rt_${_t}.c)
   target_compile_options(test_rt_${_t} PRIVATE ${ATTN_WARNINGS})
   target_include_directories(test_rt_${_t} PRIVATE ${PROJECT_SOURCE_DIR}/runtime)
@@ -16,6 +17,7 @@ add_test(NAME rt_nodriver COMMAND test_rt_nodriver)
 set_tests_properties(rt_nodriver PROPERTIES ENVIRONMENT ATTNRT_CUDA_DRIVER=/nonexistent)
 add_test(NAME rt_check COMMAND test_rt_check)
 add_test(NAME rt_fake COMMAND test_rt_fake)
+add_test(NAME rt_divmagic COMMAND test_rt_divmagic)
 
 foreach(_v v1 v2)
   add_library(rt_fakecuda_${_v} MODULE ${_rt_unit}/rt_fakecuda.c)
