@@ -266,9 +266,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	/* the grid decode's divisors as magic pairs, after the cascade's params
 	** (lowering/sm80/sm80.h, SM80_MAGIC_*): the launch order's groups of
 	** G = ceil(256 / gx) values of the rest, then each grid class's extent */
-	int nm = SM80_MAGIC_FIXED;
-	for (int k = 0; k < p->nclasses; k++)
-		nm += 2 * (p->classes[k].grid && !p->classes[k].qtile);
+	int nm = sm80_magic_params(p);
 	fprintf(o, "\tuint32_t gm[%d];\n\t{\n", nm);
 	fputs("\t\tuint64_t nx = gx > 0 ? (uint64_t)gx : 1, G = (nx + 255) / nx, GT = G * nx;\n"
 	      "\t\tuint64_t ng = ((uint64_t)gy + G - 1) / G, GL = (uint64_t)gy - (ng - 1) * G;\n"

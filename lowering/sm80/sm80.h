@@ -38,6 +38,9 @@ enum {
 	SM80_MAGIC_S_GL,
 	SM80_MAGIC_FIXED
 };
+/* How many of those parameters a plan's kernels take (kernel and launcher
+** alike). */
+int sm80_magic_params(const Plan *p);
 /* Keys one tile-table window covers: 128 tiles of 64 (sm80_kernel.c). */
 enum { SM80_WINDOW_KEYS = 8192 };
 

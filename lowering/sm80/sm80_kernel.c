@@ -88,13 +88,19 @@ static void declare_params(Gen *g)
 		qn[i] =
 		    ptx_param(f, arena_printf(g->a, "p%d", i), p->type == VT_INT ? ".s32" : ".f32");
 	}
-	int nm = SM80_MAGIC_FIXED;
-	for (int k = 0; k < g->p->nclasses; k++)
-		nm += 2 * (g->p->classes[k].grid && !g->p->classes[k].qtile);
+	int nm = sm80_magic_params(g->p);
 	g->mn = ARENA_ARRAY(g->a, const char *, nm + 1);
 	for (int i = 0; i < nm; i++)
 		g->mn[i] = ptx_param(f, arena_printf(g->a, "g%d", i), ".u32");
 	g->pn = pn, g->sn = sn, g->dn = dn, g->qn = qn;
+}
+
+int sm80_magic_params(const Plan *p)
+{
+	int n = SM80_MAGIC_FIXED;
+	for (int k = 0; k < p->nclasses; k++)
+		n += 2 * (p->classes[k].grid && !p->classes[k].qtile);
+	return n;
 }
 
 /* Magic parameter i (SM80_MAGIC_*, or a class's pair after them). */
@@ -2119,6 +2125,13 @@ static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const S
 	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
 }
 
+/* 128-row tiles with a head dim above 64: the kernels at the register
+** limit, where the stream's code choices move ptxas's spills. */
+static int wide_rows(const Shape *s)
+{
+	return sm80_row_blocks(s) == 2 && (s->g1[0].D > 64 || s->DV > 64);
+}
+
 /* See the stream loop. Where a kernel with the copies apart spills over
 ** budget, the driver tries it with them together (SM80_CAP_NOSPLIT) before
 ** 64-row tiles. Kernels with a tile table split too since its first window
@@ -2128,8 +2141,7 @@ static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const S
 ** and the retry doubled its ptxas time. */
 static int split_v(const Shape *s)
 {
-	return s->cap != SM80_CAP_NOSPLIT && sm80_row_blocks(s) == 2 &&
-	       (s->g1[0].D > 64 || s->DV > 64);
+	return s->cap != SM80_CAP_NOSPLIT && wide_rows(s);
 }
 
 /* The next tile's V into the other buffer (the loop's head copied its K). */
@@ -2405,7 +2417,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	** ldmatrix (H100: +1-2%; at D = 64 holding them was 3% faster). Not
 	** with a true max kept beside a lazy one: ptxas then spilled more (172
 	** bytes, causal + L) */
-	int fresh = g->mt == 2 && (s->g1[0].D > 64 || s->DV > 64);
+	int fresh = wide_rows(s);
 	for (int i = 0; i < n; i++)
 		if (t.mtrue[i])
 			fresh = 0;
@@ -2500,7 +2512,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 ** 1-2.5% slower (H100, C-bench A/B), so it keeps one entry. */
 int sm80_onewin_wanted(const Shape *s)
 {
-	return s->table && sm80_row_blocks(s) == 2 && (s->g1[0].D > 64 || s->DV > 64);
+	return s->table && wide_rows(s);
 }
 
 /* Two m16 row blocks per warp (128-row CTAs) halve the shared-memory reads
