@@ -24,30 +24,25 @@ static void check(uint64_t d, uint64_t n)
 			(unsigned long long)want);
 }
 
+/* n and its neighbours within [0, 2^31). */
+static void around(uint64_t d, uint64_t n)
+{
+	check(d, n);
+	if (n)
+		check(d, n - 1);
+	if (n + 1 < (1ull << 31))
+		check(d, n + 1);
+}
+
 static void divisor(uint64_t d)
 {
 	const uint64_t top = (1ull << 31) - 1;
 	uint64_t step = d < 2 ? 1 : d;
-	for (uint64_t k = 0; k < 300; k++) {
-		uint64_t n = k * step;
-		if (n > top)
-			break;
-		check(d, n);
-		if (n)
-			check(d, n - 1);
-		if (n + 1 <= top)
-			check(d, n + 1);
-	}
 	for (uint64_t k = 0; k < 300 && k * step <= top; k++) {
-		uint64_t n = top / step * step - k * step; /* the last multiples */
-		check(d, n);
-		if (n)
-			check(d, n - 1);
-		if (n + 1 <= top)
-			check(d, n + 1);
+		around(d, k * step);
+		around(d, top / step * step - k * step); /* the last multiples */
 	}
 	check(d, top);
-	check(d, 0);
 }
 
 int main(void)
