@@ -32,7 +32,7 @@
 
 #include <stdio.h>
 
-#include "../lang/diag.h"
+#include "../support/diag.h"
 #include "../support/arena.h"
 
 /* Storage element types of declared tensors and params. */

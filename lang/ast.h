@@ -7,7 +7,7 @@
 #define ATTN_AST_H
 
 #include "../compiler/cascade.h"
-#include "diag.h"
+#include "../support/diag.h"
 
 typedef enum AstKind {
 	A_INT,

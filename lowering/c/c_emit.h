@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "../../compiler/cascade.h"
-#include "../../lang/diag.h"
+#include "../../support/diag.h"
 
 /* Writes the portable C for cascade c (a whole translation unit, with NAME_run_generic). Returns 0 or nonzero after reporting through d. */
 int c_emit_cascade(FILE *out, const Cascade *c, Diag *d, int use_f64);

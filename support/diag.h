@@ -1,5 +1,5 @@
 /*
-** lang/diag.h: source files, locations and user diagnostics.
+** support/diag.h: source files, locations and user diagnostics.
 ** Every message a user sees about their .attn file goes through here, in the
 ** GNU form "file:line:col: error: message", followed by the source line and a
 ** caret under the offending text.
@@ -10,7 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "../support/arena.h"
+#include "arena.h"
 
 /* A span in a source file: 1-based line and byte column, length in bytes. */
 typedef struct SrcLoc {

@@ -1,5 +1,5 @@
 /*
-** lang/diag.c: GNU-style diagnostics with the source line and a caret.
+** support/diag.c: GNU-style diagnostics with the source line and a caret.
 */
 #include "diag.h"
 
