@@ -2,7 +2,7 @@
 ** lowering/c/c_emit.h: the portable C back end (`attnc --target=cpu --emit=c`).
 ** Writes one C99 translation unit per cascade: a typed API plus the generic
 ** entry point NAME_run_generic(dims, params, data, nthreads) that
-** `attnc run --engine cpu` (compiler/cpu_engine.c) compiles and calls.
+** `attnc run --engine cpu` (cli/cpu_engine.c) compiles and calls.
 */
 #ifndef ATTN_C_EMIT_H
 #define ATTN_C_EMIT_H

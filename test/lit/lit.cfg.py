@@ -19,5 +19,8 @@ config.substitutions.append(("%attnrt_include", os.path.join(config.attn_src_roo
 if config.ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))
+if config.mlir:
+    # built with LLVM/MLIR 19: --emit=mlir and the reference executor
+    config.available_features.add("mlir")
 if config.sanitized:
     config.available_features.add("asan")

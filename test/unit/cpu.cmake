@@ -1,4 +1,4 @@
-# Unit test of the CPU engine (compiler/cpu_engine.c, in attn_host): hand-
+# Unit test of the CPU engine (cli/cpu_engine.c, in attn_host): hand-
 # written C sources compiled with the system C compiler, loaded and run;
 # its TMPDIR is a scratch directory under the build tree.
 add_executable(test_cpu_engine ${CMAKE_CURRENT_SOURCE_DIR}/unit/cpu_engine.c)

@@ -1,5 +1,5 @@
 /*
-** test/unit/cpu_engine.c: the CPU engine (compiler/cpu_engine.c) on
+** test/unit/cpu_engine.c: the CPU engine (cli/cpu_engine.c) on
 ** hand-written C sources standing in for the C back end's output: a tiny
 ** cascade "t" built with the IR constructors, its generic entry point
 ** t_run_generic in f32 and in f64, an OpenMP version run repeatedly, and
@@ -16,7 +16,7 @@
 #include <dirent.h>
 #include <time.h>
 
-#include "compiler/cpu_engine.h"
+#include "cli/cpu_engine.h"
 
 enum { N = 7 };
 

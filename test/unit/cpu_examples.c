@@ -31,11 +31,11 @@
 #include <dirent.h>
 #include <time.h>
 
-#include "compiler/cpu_engine.h"
-#include "compiler/inputs.h"
-#include "compiler/interp.h"
+#include "cli/cpu_engine.h"
+#include "cli/inputs.h"
+#include "cli/interp.h"
 #include "compiler/plan.h"
-#include "compiler/refexec.h"
+#include "lowering/mlir/refexec.h"
 #include "lang/front.h"
 #include "lowering/c/c_emit.h"
 

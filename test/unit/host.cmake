@@ -13,7 +13,7 @@ endforeach()
 
 # `attnc run` needs front_compile (attn_front) and refexec_run (attn_mlir);
 # the cross-check compares the interpreter with the reference executor.
-if(TARGET attn_front AND TARGET attn_mlir)
+if(ATTNC_MLIR)
   foreach(_t run xcheck)
     add_executable(test_host_${_t} ${_host_unit}/host_${_t}.c)
     target_compile_options(test_host_${_t} PRIVATE ${ATTN_WARNINGS})

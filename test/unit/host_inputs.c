@@ -12,7 +12,7 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "compiler/inputs.h"
+#include "cli/inputs.h"
 
 /* Hand-picked values: ties to even, subnormals, overflow and saturation. */
 static void test_round_known(void)

@@ -11,8 +11,8 @@
 
 #include <limits.h>
 
-#include "compiler/inputs.h"
-#include "compiler/interp.h"
+#include "cli/inputs.h"
+#include "cli/interp.h"
 
 /* Causal attention with kv_len {0, 4, N}: interpreter == reference loops. */
 static void test_causal(void)

@@ -6,7 +6,7 @@
 */
 #include "host_testutil.h"
 
-#include "compiler/npy.h"
+#include "cli/npy.h"
 
 /* A .npy image with the given version, header dict and raw data, padded the
 ** way numpy pads (so the reader sees realistic files). */

@@ -10,9 +10,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "compiler/inputs.h"
-#include "compiler/npy.h"
-#include "compiler/run.h"
+#include "cli/inputs.h"
+#include "cli/npy.h"
+#include "cli/run.h"
 
 static const char *scratch;
 

@@ -11,11 +11,11 @@
 
 #include <dirent.h>
 
-#include "compiler/inputs.h"
-#include "compiler/interp.h"
-#include "compiler/npy.h"
-#include "compiler/refexec.h"
-#include "compiler/run.h"
+#include "cli/inputs.h"
+#include "cli/interp.h"
+#include "cli/npy.h"
+#include "lowering/mlir/refexec.h"
+#include "cli/run.h"
 #include "lang/front.h"
 
 /* Copies of every in/out buffer, so two engines see the same inputs. */

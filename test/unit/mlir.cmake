@@ -1,6 +1,9 @@
 # test/unit/mlir.cmake: the MLIR interchange and the reference executor.
 # Cascades are built by hand (mlir_cases.c); results are compared with naive
 # f64 C loops; the printed MLIR is fed to mlir-opt-19.
+if(NOT ATTNC_MLIR)
+  return()
+endif()
 set(ATTN_MLIR_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 add_library(attn_mlir_testutil STATIC ${ATTN_MLIR_TEST_DIR}/mlir_testutil.c
   ${ATTN_MLIR_TEST_DIR}/mlir_cases.c)

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "compiler/refexec.h"
+#include "lowering/mlir/refexec.h"
 #include "mlir_cases.h"
 
 enum { NB = 2, NH = 2, NN = 7, ND = 5 };

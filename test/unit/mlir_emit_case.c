@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compiler/mlir_emit.h"
+#include "lowering/mlir/mlir_emit.h"
 #include "mlir_cases.h"
 
 int main(int argc, char **argv)

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "compiler/mlir_emit.h"
-#include "compiler/refexec.h"
+#include "lowering/mlir/mlir_emit.h"
+#include "lowering/mlir/refexec.h"
 #include "mlir_testutil.h"
 
 enum { NN = 23 };

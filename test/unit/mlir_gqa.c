@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/mlir_emit.h"
-#include "compiler/refexec.h"
+#include "lowering/mlir/mlir_emit.h"
+#include "lowering/mlir/refexec.h"
 #include "mlir_cases.h"
 
 enum { NB = 2, NHKV = 2, NG = 3, NN = 4, ND = 3, NHQ = NHKV * NG };

@@ -1,7 +1,7 @@
 # Every example block against a naive f64 implementation of its textbook
 # formula (test/unit/naive_examples.c). Needs front_compile (attn_front) and
 # refexec_run (attn_mlir), both reached through attn_host.
-if(TARGET attn_front AND TARGET attn_mlir)
+if(ATTNC_MLIR)
   add_executable(test_naive_examples ${CMAKE_CURRENT_SOURCE_DIR}/unit/naive_examples.c)
   target_compile_options(test_naive_examples PRIVATE ${ATTN_WARNINGS})
   target_link_libraries(test_naive_examples PRIVATE attn_host)

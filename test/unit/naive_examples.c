@@ -21,8 +21,8 @@
 
 #include <dirent.h>
 
-#include "compiler/inputs.h"
-#include "compiler/refexec.h"
+#include "cli/inputs.h"
+#include "lowering/mlir/refexec.h"
 #include "lang/front.h"
 
 /* Relative tolerance: max |a - b| / max(1, |b|) over every output element. */

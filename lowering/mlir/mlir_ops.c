@@ -1,5 +1,5 @@
 /*
-** compiler/mlir_ops.c: thin helpers over the MLIR C API's generic operation
+** lowering/mlir/mlir_ops.c: thin helpers over the MLIR C API's generic operation
 ** state, so that the emitter reads as a list of ops rather than as
 ** bookkeeping of operand, result and attribute arrays.
 */

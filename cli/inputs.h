@@ -1,5 +1,5 @@
 /*
-** compiler/inputs.h: seeded random inputs for `attnc run`, identical on every
+** cli/inputs.h: seeded random inputs for `attnc run`, identical on every
 ** platform: a xoshiro256** stream per tensor keyed by (seed, tensor name),
 ** normals from the polar method with a log of our own (only +, -, *, / and
 ** sqrt, which IEEE rounds exactly, so no libm difference can creep in), and
@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "cascade.h"
+#include "../compiler/cascade.h"
 
 typedef struct InputsRng {
 	uint64_t s[4];

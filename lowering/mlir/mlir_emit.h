@@ -1,5 +1,5 @@
 /*
-** compiler/mlir_emit.h: the cascade as MLIR (func.func of linalg.generic on
+** lowering/mlir/mlir_emit.h: the cascade as MLIR (func.func of linalg.generic on
 ** tensors), built through the MLIR C API and verified before printing.
 */
 #ifndef ATTN_MLIR_EMIT_H
@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "cascade.h"
+#include "../../compiler/cascade.h"
 
 /* Prints one module holding a func.func per cascade of p, with f32 (or f64)
 ** as the float element type. Returns 0, or nonzero after printing the MLIR

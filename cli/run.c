@@ -1,5 +1,5 @@
 /*
-** compiler/run.c: the `attnc run` subcommand (see run.h).
+** cli/run.c: the `attnc run` subcommand (see run.h).
 **
 ** run_cascade goes through fixed steps, each a small function that reports
 ** its own errors: check the names given on the command line, take sizes from
@@ -26,7 +26,7 @@
 #include "inputs.h"
 #include "interp.h"
 #include "npy.h"
-#include "refexec.h"
+#include "../lowering/mlir/refexec.h"
 
 /* Largest tensor `attnc run` agrees to allocate: 2^37 f64 values (1 TiB). */
 #define RUN_MAX_NUMEL (1L << 37)
@@ -62,7 +62,7 @@ __attribute__((format(printf, 2, 3))) static int errorf(Run *r, const char *fmt,
 void run_config_init(RunConfig *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
-	cfg->engine = RUN_ENGINE_MLIR;
+	cfg->engine = refexec_available() ? RUN_ENGINE_MLIR : RUN_ENGINE_INTERP;
 }
 
 /* ---- names ---------------------------------------------------------------- */
@@ -670,7 +670,8 @@ static const char usage_text[] =
     "  --engine mlir|interp|cpu\n"
     "                         the MLIR reference executor (default), the f64\n"
     "                         interpreter, or the C back end's code built with the\n"
-    "                         system C compiler ($CC, else cc) and loaded\n"
+    "                         system C compiler ($CC, else cc) and loaded; an attnc\n"
+    "                         built without MLIR defaults to interp\n"
     "  --target cpu           the same as --engine cpu\n"
     "  --quiet                print no summary lines\n"
     "  --help                 show this help\n"

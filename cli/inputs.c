@@ -1,5 +1,5 @@
 /*
-** compiler/inputs.c: platform-independent random inputs (see inputs.h).
+** cli/inputs.c: platform-independent random inputs (see inputs.h).
 ** Built with -ffp-contract=off (host.cmake) so no compiler fuses a*b+c into
 ** an FMA on one platform and not on another.
 */

@@ -1,5 +1,5 @@
 /*
-** compiler/ptxas.h: running NVIDIA's assembler on generated PTX.
+** cli/ptxas.h: running NVIDIA's assembler on generated PTX.
 */
 #ifndef ATTN_PTXAS_H
 #define ATTN_PTXAS_H

@@ -1,5 +1,5 @@
 /*
-** compiler/npy.c: the .npy reader and writer (see npy.h).
+** cli/npy.c: the .npy reader and writer (see npy.h).
 **
 ** Format (numpy.lib.format): "\x93NUMPY", major, minor, a little-endian
 ** header length (u16 for 1.0, u32 for 2.0), then an ASCII Python dict
@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "npy.h"
+#include "../support/atomic_file.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -534,49 +535,28 @@ static int write_stream(FILE *fp, NpyType type, int rank, const long *shape, con
 	return 0;
 }
 
-/* mkstemp beside PATH, stream, fclose (which reports late write errors),
-** then rename: readers see the old file or the complete new one. */
+/* Whole or not at all (support/atomic_file.h): readers see the old file or
+** the complete new one. 0644: the file is data for other tools. */
 int npy_write(const char *path, NpyType type, int rank, const long *shape, const double *data,
 	      char *err, size_t errlen)
 {
 	long numel;
 	if (check_writable(type, rank, shape, &numel, err, errlen))
 		return -1;
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 16);
-	if (!tmp) {
-		snprintf(err, errlen, "%s: out of memory", path);
+	AtomicFile af;
+	int e = atomic_open(&af, path, 0644);
+	if (e) {
+		snprintf(err, errlen, "%s: cannot create: %s", path, strerror(e));
 		return -1;
 	}
-	memcpy(tmp, path, plen);
-	memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
-		free(tmp);
-		return -1;
-	}
-	/* errno is kept from the first failing step, before cleanup changes it */
-	int bad = 0, why = 0;
-	FILE *fp = fdopen(fd, "wb");
-	if (!fp) {
-		why = errno, bad = 1;
-		close(fd);
+	errno = 0;
+	if (write_stream(af.fp, type, rank, shape, data, numel)) {
+		e = errno ? errno : EIO;
+		atomic_abort(&af);
 	} else {
-		(void)fchmod(fd, 0644); /* mkstemp's 0600 is needlessly private */
-		errno = 0;
-		if (write_stream(fp, type, rank, shape, data, numel))
-			why = errno, bad = 1;
-		if (fclose(fp) && !bad)
-			why = errno, bad = 1;
+		e = atomic_commit(&af);
 	}
-	if (!bad && rename(tmp, path) != 0)
-		why = errno, bad = 1;
-	if (bad) {
-		snprintf(err, errlen, "%s: cannot write: %s", path,
-			 why ? strerror(why) : "I/O error");
-		remove(tmp);
-	}
-	free(tmp);
-	return bad ? -1 : 0;
+	if (e)
+		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(e));
+	return e ? -1 : 0;
 }

@@ -1,5 +1,5 @@
 /*
-** compiler/npy.h: reading and writing NumPy .npy files (format 1.0 and 2.0,
+** cli/npy.h: reading and writing NumPy .npy files (format 1.0 and 2.0,
 ** C order only), the exchange format of `attnc run --input/--out-dir`.
 ** Everything comes in and goes out as f64; the file's element type only
 ** decides the encoding. Byte order is handled explicitly, so the code does

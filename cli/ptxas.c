@@ -1,12 +1,11 @@
 /*
-** compiler/ptxas.c: assembling PTX with ptxas, in a private temp directory;
+** cli/ptxas.c: assembling PTX with ptxas, in a private temp directory;
 ** ptxas's own messages are passed on (first lines) when it fails.
 */
 #define _POSIX_C_SOURCE 200809L
 #include "ptxas.h"
+#include "../support/spawn.h"
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,18 +14,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
-static int executable(const char *p)
-{
-	return p && access(p, X_OK) == 0;
-}
-
 const char *ptxas_find(const char *explicit_path, char *err, size_t errlen)
 {
 	static char buf[4096];
 	if (explicit_path) {
-		if (executable(explicit_path))
+		if (spawn_is_program(explicit_path))
 			return explicit_path;
 		snprintf(err, errlen, "ptxas '%s' (from --ptxas) is not an executable",
 			 explicit_path);
@@ -35,20 +27,13 @@ const char *ptxas_find(const char *explicit_path, char *err, size_t errlen)
 	const char *cp = getenv("CUDA_PATH");
 	if (cp) {
 		snprintf(buf, sizeof buf, "%s/bin/ptxas", cp);
-		if (executable(buf))
+		if (spawn_is_program(buf))
 			return buf;
 	}
-	if (executable("/usr/local/cuda/bin/ptxas"))
+	if (spawn_is_program("/usr/local/cuda/bin/ptxas"))
 		return "/usr/local/cuda/bin/ptxas";
-	const char *path = getenv("PATH");
-	while (path && *path) {
-		const char *e = strchr(path, ':');
-		size_t n = e ? (size_t)(e - path) : strlen(path);
-		snprintf(buf, sizeof buf, "%.*s/ptxas", (int)n, path);
-		if (n && executable(buf))
-			return buf;
-		path = e ? e + 1 : NULL;
-	}
+	if (!spawn_find_program("ptxas", buf, sizeof buf))
+		return buf;
 	snprintf(err, errlen,
 		 "ptxas not found (looked in --ptxas, $CUDA_PATH/bin, /usr/local/cuda/bin and "
 		 "$PATH); install the CUDA toolkit or use --emit=ptx");
@@ -127,12 +112,7 @@ int ptxas_start(PtxasJob *j, const char *ptxas, const char *ptx, size_t n, const
 	char archopt[64];
 	snprintf(archopt, sizeof archopt, "-arch=%s", arch);
 	char *argv[] = {(char *)ptxas, archopt, "-O3", "-v", j->in, "-o", j->out, NULL};
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, j->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	j->running = posix_spawn(&j->pid, ptxas, &fa, NULL, argv, environ) == 0;
-	posix_spawn_file_actions_destroy(&fa);
+	j->running = spawn_logged(ptxas, argv, j->log, &j->pid) == 0;
 	return 0;
 }
 
@@ -140,8 +120,8 @@ int ptxas_finish(PtxasJob *j, unsigned char **cubin, size_t *cubin_size, char *e
 		 const char *const *funcs, long *spills, int nfuncs)
 {
 	int rc = 1, st = 0;
-	if (j->running && waitpid(j->pid, &st, 0) == j->pid && WIFEXITED(st) &&
-	    WEXITSTATUS(st) == 0 && slurp(j->out, cubin, cubin_size) == 0) {
+	if (j->running && !spawn_wait(j->pid, &st) && WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+	    slurp(j->out, cubin, cubin_size) == 0) {
 		rc = 0;
 		unsigned char *l = NULL;
 		size_t ln = 0;

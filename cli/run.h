@@ -1,5 +1,5 @@
 /*
-** compiler/run.h: `attnc run`, evaluating a cascade on the host.
+** cli/run.h: `attnc run`, evaluating a cascade on the host.
 ** run_main is the subcommand (argument parsing, front end, cascade choice);
 ** run_cascade is the part that needs no front end: sizes, params, inputs,
 ** the engine, and the outputs (.npy files and one summary line each).
@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cascade.h"
+#include "../compiler/cascade.h"
 
 enum { RUN_OK = 0, RUN_EUSER = 1, RUN_EUSAGE = 2, RUN_EINTERNAL = 3 };
 

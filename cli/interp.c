@@ -1,5 +1,5 @@
 /*
-** compiler/interp.c: the naive f64 interpreter (see interp.h).
+** cli/interp.c: the naive f64 interpreter (see interp.h).
 **
 ** Each node is evaluated by walking its expression trees at every point of
 ** its iteration space, exactly as the top comment of cascade.h says: absent

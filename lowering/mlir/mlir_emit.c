@@ -1,5 +1,5 @@
 /*
-** compiler/mlir_emit.c: a cascade as one func.func of linalg.generic ops on
+** lowering/mlir/mlir_emit.c: a cascade as one func.func of linalg.generic ops on
 ** tensors, built through the MLIR C API.
 **
 ** Each Node becomes one linalg.generic whose iteration space is the node's

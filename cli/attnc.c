@@ -1,5 +1,5 @@
 /*
-** compiler/attnc.c: the attnc command.
+** cli/attnc.c: the attnc command.
 **
 **   attnc [options] FILE.attn        compile (today: check, or --emit a form)
 **   attnc run FILE.attn [options]    run the reference on seeded inputs
@@ -15,8 +15,9 @@
 #include <unistd.h>
 
 #include "../lang/front.h"
-#include "mlir_emit.h"
-#include "plan.h"
+#include "../support/atomic_file.h"
+#include "../lowering/mlir/mlir_emit.h"
+#include "../compiler/plan.h"
 #include "../lowering/c/c_emit.h"
 #include "../lowering/gpu_iface.h"
 #include "../lowering/sm80/sm80.h"
@@ -95,35 +96,23 @@ static void emit_plans(FILE *out, Emit emit, const Program *p, const char *targe
 	}
 }
 
-/* Writes a file through a temporary in its directory, renamed into place
-** only when fn succeeded: no partial outputs. */
+/* Writes a file whole or not at all (support/atomic_file.h), its contents
+** from fn: a failed run leaves no partial output. */
 static int write_atomic(const char *path, int (*fn)(FILE *, void *), void *ctx)
 {
-	size_t n = strlen(path) + 16;
-	char *tmp = malloc(n);
-	if (!tmp)
-		return EXIT_TOOL;
-	snprintf(tmp, n, "%s.tmpXXXXXX", path);
-	int fd = mkstemp(tmp);
-	FILE *out = fd < 0 ? NULL : fdopen(fd, "w");
-	if (!out) {
-		fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(errno));
-		if (fd >= 0)
-			close(fd), unlink(tmp);
-		free(tmp);
+	AtomicFile af;
+	int e = atomic_open(&af, path, 0);
+	if (e) {
+		fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(e));
 		return EXIT_TOOL;
 	}
-	int rc = fn(out, ctx);
-	if (fflush(out) || ferror(out))
-		rc = EXIT_TOOL;
-	fclose(out);
-	if (rc == 0 && rename(tmp, path)) {
-		fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(errno));
-		rc = EXIT_TOOL;
-	}
+	int rc = fn(af.fp, ctx);
 	if (rc)
-		unlink(tmp);
-	free(tmp);
+		atomic_abort(&af);
+	else if ((e = atomic_commit(&af))) {
+		fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(e));
+		rc = EXIT_TOOL;
+	}
 	return rc;
 }
 
@@ -301,28 +290,20 @@ static int compile_gpu(const char *outbase, const Program *p, Diag *d, const cha
 	return rc;
 }
 
-/* Writes through a temporary file in the destination's directory and
-** renames it into place on success, so a failed run leaves no partial file. */
+/* Prints the emitted form to standard output, or writes it whole or not at
+** all to path (support/atomic_file.h). */
 static int emit_to(const char *path, Emit emit, const Program *p, int f64, const char *target,
 		   Diag *diag, const char *ptxas_opt)
 {
 	FILE *out = stdout;
-	char *tmp = NULL;
+	AtomicFile af;
 	if (path) {
-		size_t n = strlen(path) + 16;
-		tmp = malloc(n);
-		if (!tmp)
-			return EXIT_TOOL;
-		snprintf(tmp, n, "%s.tmpXXXXXX", path);
-		int fd = mkstemp(tmp);
-		if (fd < 0 || !(out = fdopen(fd, "w"))) {
-			fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path,
-				strerror(errno));
-			if (fd >= 0)
-				close(fd), unlink(tmp);
-			free(tmp);
+		int e = atomic_open(&af, path, 0);
+		if (e) {
+			fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(e));
 			return EXIT_TOOL;
 		}
+		out = af.fp;
 	}
 	int rc = 0;
 	if (emit == EMIT_CASCADE)
@@ -350,20 +331,19 @@ static int emit_to(const char *path, Emit emit, const Program *p, int f64, const
 			rc = EXIT_TOOL;
 		free(buf), free(info), free(c90.data);
 	}
-	if (fflush(out) || ferror(out)) {
-		fprintf(stderr, "attnc: error: write failed: %s\n", strerror(errno));
-		rc = EXIT_TOOL;
-	}
-	if (path) {
-		fclose(out);
-		if (rc == 0 && rename(tmp, path)) {
-			fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path,
-				strerror(errno));
+	if (!path) {
+		if (fflush(out) || ferror(out)) {
+			fprintf(stderr, "attnc: error: write failed: %s\n", strerror(errno));
 			rc = EXIT_TOOL;
 		}
-		if (rc)
-			unlink(tmp);
-		free(tmp);
+	} else if (rc) {
+		atomic_abort(&af);
+	} else {
+		int e = atomic_commit(&af);
+		if (e) {
+			fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(e));
+			rc = EXIT_TOOL;
+		}
 	}
 	return rc;
 }

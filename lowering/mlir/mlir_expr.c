@@ -1,5 +1,5 @@
 /*
-** compiler/mlir_expr.c: cascade expressions as arith/math/tensor ops.
+** lowering/mlir/mlir_expr.c: cascade expressions as arith/math/tensor ops.
 **
 ** Ints are i64 throughout (indices, dims and i32 data are widened on load);
 ** integer / and % are floor division and floor modulo, and a zero divisor

@@ -1,5 +1,5 @@
 /*
-** compiler/cpu_engine.h: the CPU engine of `attnc run`.
+** cli/cpu_engine.h: the CPU engine of `attnc run`.
 ** Takes the portable C that the C back end writes for a cascade (one C99
 ** translation unit exporting NAME_run_generic), compiles it into a shared
 ** object with the system C compiler ($CC, else cc), loads it, converts the
@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "cascade.h"
+#include "../compiler/cascade.h"
 
 /* The generic entry point of generated code. dims: one size per dim;
 ** params: one value per param; data: one pointer per tensor in

@@ -1,5 +1,5 @@
 /*
-** compiler/cpu_engine.c: the CPU engine (see cpu_engine.h).
+** cli/cpu_engine.c: the CPU engine (see cpu_engine.h).
 **
 ** Loading goes through fixed steps: find the compiler ($CC split at blanks,
 ** else cc, looked up in $PATH), make a private directory with mkdtemp, write
@@ -14,12 +14,12 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "cpu_engine.h"
+#include "../support/spawn.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,10 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* CE_DIR leaves room under CE_PATH for any file name in the directory. */
 enum { CE_PATH = 4096, CE_DIR = CE_PATH - 512, CE_LOG = 16384, CE_MSG_LINES = 3 };
@@ -87,40 +84,6 @@ static void path_in(const Work *w, const char *name, char *out)
 
 /* ---- the compiler --------------------------------------------------------- */
 
-/* Whether path names an executable regular file. */
-static int is_program(const char *path)
-{
-	struct stat st;
-	return access(path, X_OK) == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* execvp's lookup, done up front so that "not found" is a clear message
-** rather than a failed child. */
-static int find_program(const char *name, char *out)
-{
-	if (strchr(name, '/')) {
-		if (strlen(name) >= CE_PATH || !is_program(name))
-			return -1;
-		strcpy(out, name);
-		return 0;
-	}
-	const char *path = getenv("PATH");
-	path = path ? path : "/usr/local/bin:/usr/bin:/bin";
-	for (const char *p = path;; p++) {
-		const char *end = strchr(p, ':');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		if (n + strlen(name) + 2 < CE_PATH) {
-			/* an empty entry means the current directory */
-			snprintf(out, CE_PATH, "%.*s%s%s", (int)n, p, n ? "/" : "./", name);
-			if (is_program(out))
-				return 0;
-		}
-		if (!end)
-			return -1;
-		p = end;
-	}
-}
-
 /* $CC (split at blanks, so "ccache gcc" and "gcc -m64" work), else cc. */
 static int find_compiler(Work *w)
 {
@@ -137,7 +100,7 @@ static int find_compiler(Work *w)
 	for (char *tok = strtok_r(w->ccbuf, " \t\n", &save); tok;
 	     tok = strtok_r(NULL, " \t\n", &save))
 		w->ccargv[w->ccargc++] = tok;
-	if (find_program(w->ccargv[0], w->ccpath))
+	if (spawn_find_program(w->ccargv[0], w->ccpath, sizeof w->ccpath))
 		return fail(w, "C compiler '%s' not found%s", w->ccargv[0],
 			    from_env ? " (from $CC)" : "; install one or set $CC");
 	return 0;
@@ -167,26 +130,13 @@ static int run_compiler(Work *w, const char *src, const char *so, int openmp, in
 	argv[k] = NULL;
 
 	path_in(w, "cc.log", log);
-	posix_spawn_file_actions_t fa;
 	pid_t pid;
-	int e = posix_spawn_file_actions_init(&fa);
-	if (!e)
-		e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (!e)
-		e = posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC,
-						     0600);
-	if (!e)
-		e = posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	if (!e)
-		e = posix_spawn(&pid, w->ccpath, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
+	int e = spawn_logged(w->ccpath, argv, log, &pid);
 	free(argv);
 	if (e)
 		return fail(w, "cannot run C compiler '%s': %s", w->ccname, strerror(e));
-	while (waitpid(pid, status, 0) < 0)
-		if (errno != EINTR)
-			return fail(w, "waiting for C compiler '%s': %s", w->ccname,
-				    strerror(errno));
+	if ((e = spawn_wait(pid, status)))
+		return fail(w, "waiting for C compiler '%s': %s", w->ccname, strerror(e));
 	return 0;
 }
 

@@ -1,5 +1,5 @@
 /*
-** compiler/mlir_build.h: the builder shared by the MLIR emitter and the
+** lowering/mlir/mlir_build.h: the builder shared by the MLIR emitter and the
 ** reference executor (internal to compiler/mlir_*.c and refexec.c).
 **
 ** Everything that names an mlir-c type stays behind this header, so that
@@ -18,7 +18,7 @@
 
 #include <mlir-c/IR.h>
 
-#include "cascade.h"
+#include "../../compiler/cascade.h"
 
 /* The state of one build: the context and types, the current func and the
 ** node whose linalg.generic body is being filled. */
