@@ -6,12 +6,17 @@
 # falls on both; prints one line per kernel and size with the two
 # tflops_tiles figures of each side and B's median over A's.
 #   sh ab.sh DIR_A DIR_B    (VARIANTS, DS, NS, REPS as in device.sh)
-# Writes $OUT/ab.txt (the table) and $OUT/ab_{A,B}{1,2}.txt (raw lines).
+# Writes a run folder under $OUT named by B's commit, DATE-COMMIT-ab
+# (rundir.sh, with the build.json of DIR_B; bench/results/README.md):
+# meta.json (A's commit as its "base"), ab.txt (the table) and
+# ab_{A,B}{1,2}.txt (raw lines).
 set -u
 A=$1
 B=$2
 OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+OUT=$(OUT="$OUT" sh "$(dirname "$0")/rundir.sh" ab \
+	"bench/ab.sh: A = $A, B = $B; variants ${VARIANTS:-full,causal}, D ${DS:-128,64}, N ${NS:-2048,8192}" \
+	"$B/build.json" "$A/build.json") || exit 1
 for d in "$A" "$B"; do
 	(cd "$d" && sh ./build-bench.sh > build.log 2>&1) || { cat "$d/build.log"; echo "ab.sh: build in $d FAILED"; exit 1; }
 done
@@ -32,3 +37,4 @@ END {
 		a = (val[1, k] + val[3, k]) / 2; b = (val[2, k] + val[4, k]) / 2
 		printf "%-24s %6s %7.1f/%-7.1f %7.1f/%-7.1f %7.3f\n", p[1], p[2], val[1, k], val[3, k], val[2, k], val[4, k], (a > 0 ? b / a : 0) }
 }' "$OUT/ab_A1.txt" "$OUT/ab_B1.txt" "$OUT/ab_A2.txt" "$OUT/ab_B2.txt" | tee "$OUT/ab.txt"
+echo "results in $OUT"

@@ -19,6 +19,10 @@ FLOPs, counted two ways for each attnc row:
   count over N^2 (1 for full: every tile is computed).
 
 usage: python3 anchors.py [D ...] [--n N ...]   (default D 128 64, N 2048 8192)
+Writes a run folder under $OUT, DATE-COMMIT-anchors (rundir.sh, from the
+build.json bench/prepare.sh left beside this script; bench/results/README.md):
+meta.json, anchors.json (every row) and anchors.txt (the TABLE). Each attnc
+row also says which kernels it timed: target, device, commit and date.
 """
 import ctypes
 import json
@@ -36,14 +40,32 @@ from triton.testing import do_bench
 from table import table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.environ.get("OUT", "/tmp")
+OUT = os.environ.get("OUT", "/tmp/out")
 dev, dt = "cuda", torch.bfloat16
 rows = []
+# target, device, commit and date of this run's attnc kernels (start_run)
+run_meta = {}
 
 
 def rec(**kw):
+    if kw.get("sys") == "attnc":
+        kw.update(run_meta)
     rows.append(kw)
     print(json.dumps(kw), flush=True)
+
+
+def start_run():
+    """The run's folder, made by rundir.sh with torch's name for the device;
+    fills run_meta from its meta.json."""
+    env = dict(os.environ, OUT=OUT)
+    env.setdefault("DEVICE", torch.cuda.get_device_name())
+    run = subprocess.run(["sh", os.path.join(HERE, "rundir.sh"), "anchors",
+                          "bench/anchors.py " + " ".join(sys.argv[1:])],
+                         env=env, check=True, capture_output=True, text=True).stdout.strip()
+    meta = json.load(open(os.path.join(run, "meta.json")))
+    for k in ("target", "device", "commit", "date"):
+        run_meta[k] = meta.get(k, "unknown")
+    return run
 
 
 SOAK = float(os.environ.get("ANCHORS_SOAK", "1.0"))
@@ -55,7 +77,7 @@ def bench(fn):
     690-700 W), and the SM clock settles within about a second: timed cold,
     a system measured after a light one (or after none) ran at higher clocks
     than one measured after a heavy one, and the order of the systems moved
-    their ratios by up to 8% (bench/RESULTS.md, seventh session)."""
+    their ratios by up to 8% (bench/results/2026-11-24-ebbeb52-anchors/notes.md)."""
     fn()
     torch.cuda.synchronize()
     t = time.time()
@@ -180,6 +202,8 @@ def main():
             setattr(torch._dynamo.config, k, 4096)
     flex = torch.compile(flex_attention, dynamic=False)
     print("device", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+    run = start_run()
+    print("run", run, flush=True)
     for D in Ds:
         for N in Ns:
             H, B = 16, max(1, 32768 // N)
@@ -251,8 +275,9 @@ def main():
                     rec(sys="attnc", variant=vname, N=N, D=D, error=str(e)[:200])
             del q, k, v, o
             torch.cuda.empty_cache()
-    os.makedirs(OUT, exist_ok=True)
-    json.dump(rows, open(os.path.join(OUT, "bench.json"), "w"), indent=1)
+    json.dump(rows, open(os.path.join(run, "anchors.json"), "w"), indent=1)
+    with open(os.path.join(run, "anchors.txt"), "w") as f:
+        table(rows, Ds, Ns, f)
     table(rows, Ds, Ns)
 
 if __name__ == "__main__":

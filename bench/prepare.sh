@@ -6,29 +6,44 @@
 # and times attnc itself (compile-time benchmark: attnc's own time and
 # ptxas's, per variant; the total includes ptxas for sm_90 with -v, a second
 # PTX when the 128-row kernel spilled, and ptxas for sm_80).
+# DIR/build.json records the commit of this checkout (COMMIT overrides it),
+# whether its tracked files had uncommitted changes, and the target, for
+# rundir.sh to name the runs made from DIR on the GPU machine. The compile
+# times go to a run folder of their own, DIR/results/DATE-COMMIT-compile-time
+# (bench/results/README.md).
 set -eu
 cd "$(dirname "$0")/.."
 ATTNC=${ATTNC:-build/bin/attnc}
 DIR=${1:-.carry/bench}
+TARGET=sm_80
 rm -rf "$DIR" && mkdir -p "$DIR/gen" "$DIR/attn"
+commit=${COMMIT:-$(git rev-parse --short HEAD 2> /dev/null || echo unknown)}
+dirty=false
+[ -n "$(git status --porcelain --untracked-files=no 2> /dev/null)" ] && dirty=true
+printf '{\n "commit": "%s",\n "dirty": %s,\n "target": "%s"\n}\n' "$commit" "$dirty" "$TARGET" > "$DIR/build.json"
+cp bench/rundir.sh "$DIR/"
 for f in bench/attn/*.attn; do
 	n=$(basename "$f" .attn)
 	cp "$f" "$DIR/attn/${n}_d128.attn"
 	sed -e 's/dims D = 128;/dims D = 64;/' -e "s/^attention $n /attention ${n}_d64 /" "$f" > "$DIR/attn/${n}_d64.attn"
 	sed -i "s/^attention $n /attention ${n}_d128 /" "$DIR/attn/${n}_d128.attn"
 done
-printf "%-22s %10s %10s %10s\n" variant total_s attnc_s ptxas_s > "$DIR/compile_time.txt"
+cpu=$(sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo 2> /dev/null | head -n 1)
+ct=$(OUT="$DIR/results" DEVICE="the build machine: ${cpu:-unknown CPU}, $(nproc) cores" \
+	sh "$DIR/rundir.sh" compile-time "bench/prepare.sh: attnc's own time and ptxas's, per bench kernel")
+printf "%-22s %10s %10s %10s\n" variant total_s attnc_s ptxas_s > "$ct/compile-time.txt"
 for f in "$DIR"/attn/*.attn; do
 	n=$(basename "$f" .attn)
 	t0=$(date +%s.%N)
 	# attnc's own time: PTX without ptxas's spill feedback (no ptxas given)
-	"$ATTNC" --target=sm_80 --emit=ptx --ptxas=/nonexistent "$f" -o "$DIR/gen/$n.ptx"
+	"$ATTNC" --target=$TARGET --emit=ptx --ptxas=/nonexistent "$f" -o "$DIR/gen/$n.ptx"
 	t1=$(date +%s.%N)
-	"$ATTNC" --target=sm_80 "$f" -o "$DIR/gen/$n"
+	"$ATTNC" --target=$TARGET "$f" -o "$DIR/gen/$n"
 	t2=$(date +%s.%N)
 	printf "%-22s %10.3f %10.3f %10.3f\n" "$n" "$(echo "$t2 - $t1" | bc)" "$(echo "$t1 - $t0" | bc)" \
-		"$(echo "($t2 - $t1) - ($t1 - $t0)" | bc)" >> "$DIR/compile_time.txt"
+		"$(echo "($t2 - $t1) - ($t1 - $t0)" | bc)" >> "$ct/compile-time.txt"
 done
 cp bench/anchors.py bench/table.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
 cp -r runtime "$DIR/runtime"
-cat "$DIR/compile_time.txt"
+cat "$ct/compile-time.txt"
+echo "compile time in $ct"

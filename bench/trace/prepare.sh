@@ -2,7 +2,8 @@
 # bench/trace/prepare.sh [DIR]: here, after bench/prepare.sh filled
 # .carry/bench: instruments full and document1024 (D = 128 and 64) with
 # patch.py, assembles them for sm_90 and writes DIR (default .carry/trace)
-# with the copies of their interfaces, the runtime, trace.c and the scripts.
+# with the copies of their interfaces, the runtime, trace.c and the scripts,
+# and .carry/bench's build.json, which names the run (rundir.sh).
 # On the GPU machine: OUT=... sh DIR/run.sh.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -20,5 +21,5 @@ for k in full_d128 full_d64 document1024_d128 document1024_d64; do
 	rm "$DIR/$k.ptx" "$DIR/$k.cubin"
 done
 cp -r runtime "$DIR/runtime"
-cp bench/trace/trace.c bench/trace/analyze.py bench/trace/run.sh "$DIR/"
+cp bench/trace/trace.c bench/trace/analyze.py bench/trace/run.sh .carry/bench/build.json bench/rundir.sh "$DIR/"
 echo "prepared $DIR"

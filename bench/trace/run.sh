@@ -2,11 +2,15 @@
 # bench/trace/run.sh: on the GPU machine, from a folder bench/trace/prepare.sh
 # filled: builds trace against the instrumented interfaces and traces full
 # and document1024 at D = 128 and 64, N = 2k and 8k (B * N = 32k, H = 16);
-# writes $OUT/tr_NAME_N.txt and prints analyze.py's summary.
+# writes a run folder under $OUT, DATE-COMMIT-trace (rundir.sh;
+# bench/results/README.md) with meta.json, tr_NAME_N.txt and trace.txt,
+# analyze.py's summary, which it also prints.
 set -u
-cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT" bin
+case "$OUT" in /*) ;; *) OUT="$PWD/$OUT" ;; esac
+cd "$(dirname "$0")"
+mkdir -p bin
+RUN=$(OUT="$OUT" sh ./rundir.sh trace "bench/trace/run.sh: per-CTA phases of full and document1024") || exit 1
 CUDA=${CUDA_PATH:-/usr/local/cuda}
 CFLAGS="-O2 -std=c11 -D_GNU_SOURCE"
 K=$(cd gen && ls *.c | sed 's/\.c$//')
@@ -18,6 +22,6 @@ for f in driver module launch check; do gcc $CFLAGS -Iruntime -c "runtime/$f.c" 
 gcc $CFLAGS -I"$CUDA/include" -Iruntime -Igen -Ibin trace.c $objs -lcuda -ldl -lpthread -lm -o bin/trace || exit 1
 for k in $K; do
 	d=${k##*_d}
-	for n in 2048 8192; do ./bin/trace "$k" $((32768 / n)) 16 $n "$d" "$OUT/tr_${k}_$n.txt" || exit 1; done
+	for n in 2048 8192; do ./bin/trace "$k" $((32768 / n)) 16 $n "$d" "$RUN/tr_${k}_$n.txt" || exit 1; done
 done
-python3 analyze.py "$OUT"/tr_*.txt
+python3 analyze.py "$RUN"/tr_*.txt | tee "$RUN/trace.txt"
