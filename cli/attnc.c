@@ -9,6 +9,7 @@
 */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,62 +23,8 @@
 #include "../lowering/gpu_iface.h"
 #include "../lowering/sm80/sm80.h"
 #include "ptxas.h"
+#include "options.h"
 #include "run.h"
-
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_TOOL = 3 };
-
-typedef enum Emit {
-	EMIT_NONE,
-	EMIT_CASCADE,
-	EMIT_MLIR,
-	EMIT_PLAN,
-	EMIT_EXPLAIN,
-	EMIT_C,
-	EMIT_HEADER,
-	EMIT_PTX
-} Emit;
-
-static const char *usage_text =
-    "usage: attnc [options] FILE.attn\n"
-    "       attnc run FILE.attn [run options]   (see 'attnc run --help')\n"
-    "\n"
-    "Compiles attention variants written as cascades of Einsums.\n"
-    "\n"
-    "options:\n"
-    "  --emit=cascade     print the cascade IR (stable text form)\n"
-    "  --emit=mlir        print the cascade as MLIR (func.func of linalg.generic)\n"
-    "  --emit=plan        print the kernel plan (roles, passes, running states, masks)\n"
-    "  --emit=c           portable C99 for the plan (--target=cpu); with -o X.c the\n"
-    "                     header X.h is written beside it\n"
-    "  --emit=header      only the generated C header\n"
-    "  --emit=ptx         PTX of the one-pass GPU kernel (--target=sm_80; the same\n"
-    "                     PTX runs on Hopper and newer GPUs)\n"
-    "  --explain          say what the compiler did: passes before and after, each\n"
-    "                     rewrite, the running state, and what forces a slower path\n"
-    "  --target=T         sm_80, sm_90a, sm_100a or cpu (default sm_80; sm_90a and\n"
-    "                     sm_100a code generation is not implemented yet)\n"
-    "  -o OUT             with a GPU target and no --emit: write OUT.ptx, OUT.sm80.cubin,\n"
-    "                     OUT.sm90.cubin, OUT.h and OUT.c (cubins and PTX embedded;\n"
-    "                     link -lattnrt)\n"
-    "  --ptxas=PATH       the ptxas to use (default: $CUDA_PATH/bin, /usr/local/cuda/bin, PATH)\n"
-    "  --f64              use f64 as the float type of --emit=mlir\n"
-    "  -o PATH            write the output to PATH instead of standard output\n"
-    "  --max-errors=N     stop after N errors (default 20)\n"
-    "  -h, --help         print this help\n"
-    "  --version          print the version\n"
-    "\n"
-    "Without --emit and -o, attnc checks the file and reports diagnostics only.\n"
-    "Exit status: 0 success, 1 errors in the input, 2 usage errors, 3 tool failure.\n";
-
-static int usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "attnc: error: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\ntry 'attnc --help'\n");
-	return EXIT_USAGE;
-}
-
-static const char *targets[] = {"sm_80", "sm_90a", "sm_100a", "cpu"};
 
 /* Plans each cascade in a scratch arena of its own: planning copies the IR. */
 static void emit_plans(FILE *out, Emit emit, const Program *p, const char *target)
@@ -96,23 +43,48 @@ static void emit_plans(FILE *out, Emit emit, const Program *p, const char *targe
 	}
 }
 
-/* Writes a file whole or not at all (support/atomic_file.h), its contents
-** from fn: a failed run leaves no partial output. */
-static int write_atomic(const char *path, int (*fn)(FILE *, void *), void *ctx)
+/* The files of one output (the GPU bundle: five; C and its header: two),
+** written together or not at all: each is staged beside its destination and
+** all are renamed into place only when every one was written. */
+typedef struct Staged {
+	AtomicFile f[8];
+	int n;
+} Staged;
+
+/* Why a destination cannot be written, in one line. */
+static int cannot_write(const char *path, int code)
 {
-	AtomicFile af;
-	int e = atomic_open(&af, path, 0);
+	fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, atomic_strerror(code));
+	return EXIT_TOOL;
+}
+
+/* Stages path with fn's contents; on failure every staged file is removed
+** and the message given. */
+static int stage(Staged *s, const char *path, int (*fn)(FILE *, void *), void *ctx)
+{
+	int rc, e = atomic_open(&s->f[s->n], path);
 	if (e) {
-		fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(e));
-		return EXIT_TOOL;
+		rc = cannot_write(path, e);
+	} else {
+		FILE *fp = s->f[s->n++].fp;
+		if ((rc = fn(fp, ctx)) != 0)
+			fprintf(stderr, "attnc: error: cannot write '%s'\n", path);
 	}
-	int rc = fn(af.fp, ctx);
 	if (rc)
-		atomic_abort(&af);
-	else if ((e = atomic_commit(&af))) {
-		fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(e));
-		rc = EXIT_TOOL;
-	}
+		while (s->n)
+			atomic_abort(&s->f[--s->n]);
+	return rc;
+}
+
+/* Renames every staged file into place, or none of them. */
+static int commit_staged(Staged *s)
+{
+	const char *first = s->n ? s->f[0].path : "";
+	char *name = strdup(first);
+	int e = atomic_commit_all(s->f, s->n);
+	s->n = 0;
+	int rc = e ? cannot_write(name ? name : first, e) : 0;
+	free(name);
 	return rc;
 }
 
@@ -271,17 +243,20 @@ static int compile_gpu(const char *outbase, const Program *p, Diag *d, const cha
 	if (!rc) {
 		const char *slash = strrchr(outbase, '/');
 		GpuOut g = {p, &im, arena_printf(&a, "%s.h", slash ? slash + 1 : outbase)};
-		rc = write_atomic(arena_printf(&a, "%s.ptx", outbase), put_ptx, &g);
+		Staged st = {0};
+		rc = stage(&st, arena_printf(&a, "%s.ptx", outbase), put_ptx, &g);
 		if (!rc)
-			rc = write_atomic(arena_printf(&a, "%s.h", outbase), put_h, &g);
+			rc = stage(&st, arena_printf(&a, "%s.h", outbase), put_h, &g);
 		if (!rc)
-			rc = write_atomic(arena_printf(&a, "%s.c", outbase), put_c, &g);
+			rc = stage(&st, arena_printf(&a, "%s.c", outbase), put_c, &g);
 		if (!rc)
-			rc = write_atomic(arena_printf(&a, "%s.sm80.cubin", outbase), put_blob,
-					  &im.cubin80);
+			rc = stage(&st, arena_printf(&a, "%s.sm80.cubin", outbase), put_blob,
+				   &im.cubin80);
 		if (!rc)
-			rc = write_atomic(arena_printf(&a, "%s.sm90.cubin", outbase), put_blob,
-					  &im.cubin90);
+			rc = stage(&st, arena_printf(&a, "%s.sm90.cubin", outbase), put_blob,
+				   &im.cubin90);
+		if (!rc)
+			rc = commit_staged(&st);
 	}
 	free(im.cubin80.data);
 	free(im.cubin90.data);
@@ -298,11 +273,9 @@ static int emit_to(const char *path, Emit emit, const Program *p, int f64, const
 	FILE *out = stdout;
 	AtomicFile af;
 	if (path) {
-		int e = atomic_open(&af, path, 0);
-		if (e) {
-			fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(e));
-			return EXIT_TOOL;
-		}
+		int e = atomic_open(&af, path);
+		if (e)
+			return cannot_write(path, e);
 		out = af.fp;
 	}
 	int rc = 0;
@@ -339,124 +312,117 @@ static int emit_to(const char *path, Emit emit, const Program *p, int f64, const
 	} else if (rc) {
 		atomic_abort(&af);
 	} else {
+		char *name = strdup(path);
 		int e = atomic_commit(&af);
-		if (e) {
-			fprintf(stderr, "attnc: error: cannot write '%s': %s\n", path, strerror(e));
-			rc = EXIT_TOOL;
-		}
+		if (e)
+			rc = cannot_write(name ? name : path, e);
+		free(name);
 	}
 	return rc;
+}
+
+typedef struct COut {
+	const Program *p;
+	int f64;
+} COut;
+
+static int put_c_source(FILE *o, void *ctx)
+{
+	COut *c = ctx;
+	return c_emit_program(o, c->p, NULL, c->f64) ? EXIT_TOOL : 0;
+}
+
+static int put_c_header(FILE *o, void *ctx)
+{
+	COut *c = ctx;
+	c_emit_header(o, c->p, c->f64);
+	return 0;
+}
+
+/* --emit=c -o X.c: the source and its header X.h beside it (X.h too when
+** the name does not end in .c: X.h), written together. */
+static int emit_c_pair(const char *path, const Program *p, int f64)
+{
+	size_t n = strlen(path);
+	char *h = malloc(n + 3);
+	if (!h)
+		return EXIT_TOOL;
+	memcpy(h, path, n + 1);
+	if (n > 2 && !strcmp(h + n - 2, ".c"))
+		h[n - 1] = 'h';
+	else
+		strcat(h, ".h");
+	COut c = {p, f64};
+	Staged st = {0};
+	int rc = stage(&st, path, put_c_source, &c);
+	if (!rc)
+		rc = stage(&st, h, put_c_header, &c);
+	if (!rc)
+		rc = commit_staged(&st);
+	free(h);
+	return rc;
+}
+
+/* --emit=header with a GPU target: the generated GPU interface's header,
+** which needs no ptxas. */
+static int emit_gpu_header(const char *path, const Program *p)
+{
+	GpuOut g = {p, NULL, NULL};
+	if (!path) {
+		put_h(stdout, &g);
+		return fflush(stdout) || ferror(stdout) ? EXIT_TOOL : 0;
+	}
+	Staged st = {0};
+	int rc = stage(&st, path, put_h, &g);
+	return rc ? rc : commit_staged(&st);
+}
+
+/* A directory opens as a file on Linux and then fails to read with no
+** reason given; say what it is instead. */
+static int input_is_directory(const char *file)
+{
+	struct stat st;
+	if (stat(file, &st) || !S_ISDIR(st.st_mode))
+		return 0;
+	fprintf(stderr, "attnc: error: cannot read '%s': it is a directory\n", file);
+	return 1;
 }
 
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "run"))
 		return run_main(argc - 1, argv + 1);
-	const char *file = NULL, *out = NULL, *target = "sm_80", *ptxas_opt = NULL;
-	Emit emit = EMIT_NONE;
-	int f64 = 0, max_errors = 20;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage_text, stdout);
-			return 0;
-		} else if (!strcmp(a, "--version")) {
-			printf("attnc %s\n", ATTNC_VERSION);
-			return 0;
-		} else if (!strncmp(a, "--emit=", 7)) {
-			if (!strcmp(a + 7, "cascade"))
-				emit = EMIT_CASCADE;
-			else if (!strcmp(a + 7, "mlir"))
-				emit = EMIT_MLIR;
-			else if (!strcmp(a + 7, "plan"))
-				emit = EMIT_PLAN;
-			else if (!strcmp(a + 7, "c"))
-				emit = EMIT_C;
-			else if (!strcmp(a + 7, "header"))
-				emit = EMIT_HEADER;
-			else if (!strcmp(a + 7, "ptx"))
-				emit = EMIT_PTX;
-			else
-				return usage_error("unknown --emit form '%s' (expected cascade, "
-						   "mlir, plan, c, header or ptx)",
-						   a + 7);
-		} else if (!strcmp(a, "--explain")) {
-			emit = EMIT_EXPLAIN;
-		} else if (!strncmp(a, "--target=", 9)) {
-			int ok = 0;
-			for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++)
-				if (!strcmp(a + 9, targets[t]))
-					ok = 1, target = targets[t];
-			if (!ok)
-				return usage_error(
-				    "unknown target '%s' (expected sm_80, sm_90a, sm_100a or cpu)",
-				    a + 9);
-		} else if (!strncmp(a, "--ptxas=", 8)) {
-			ptxas_opt = a + 8;
-		} else if (!strcmp(a, "--f64")) {
-			f64 = 1;
-		} else if (!strncmp(a, "--max-errors=", 13)) {
-			char *end;
-			long v = strtol(a + 13, &end, 10);
-			if (*end || v < 1 || v > 100000)
-				return usage_error("bad --max-errors value '%s'", a + 13);
-			max_errors = (int)v;
-		} else if (!strcmp(a, "-o")) {
-			if (++i == argc)
-				return usage_error("%s needs a path", "-o");
-			out = argv[i];
-		} else if (a[0] == '-' && a[1]) {
-			return usage_error("unknown option '%s'", a);
-		} else if (file) {
-			return usage_error("more than one input file ('%s')", a);
-		} else {
-			file = a;
-		}
-	}
-	if (!file)
-		return usage_error("%s", "no input file");
+	Options o;
+	int rc = options_parse(&o, argc, argv);
+	if (rc >= 0)
+		return rc;
+	rc = 0;
+	const char *out = o.out && strcmp(o.out, "-") ? o.out : NULL;
+	if (input_is_directory(o.file))
+		return EXIT_INPUT;
 	Arena arena;
 	arena_init(&arena);
 	Diag d;
 	diag_init(&d, &arena, stderr);
-	d.max_errors = max_errors;
-	int rc = 0;
-	int f = diag_load_file(&d, file);
+	d.max_errors = o.max_errors;
+	int f = diag_load_file(&d, o.file);
 	Program *p = f < 0 ? NULL : front_compile(&arena, &d, f);
-	if (f < 0)
+	int gpu_code = o.emit == EMIT_PTX || (o.emit == EMIT_NONE && o.out);
+	if (f < 0 || !p)
 		rc = EXIT_INPUT;
-	else if (!p)
+	else if (gpu_code && p->cascades.n == 0) {
+		fprintf(stderr,
+			"attnc: error: %s defines no attention block: no kernel to compile\n",
+			o.file);
 		rc = EXIT_INPUT;
-	else if (emit != EMIT_NONE)
-		rc = emit_to(out, emit, p, f64, target, &d, ptxas_opt);
-	else if (out && strcmp(target, "cpu")) {
-		if (strcmp(target, "sm_80")) {
-			fprintf(stderr,
-				"attnc: error: code generation for %s (wgmma/TMA, tcgen05) is not "
-				"implemented yet; --target=sm_80 gives PTX that also runs on "
-				"Hopper and newer GPUs\n",
-				target);
-			rc = EXIT_USAGE;
-		} else {
-			rc = compile_gpu(out, p, &d, ptxas_opt);
-		}
-	}
-	if (rc == 0 && p && emit == EMIT_C && out) {
-		/* the header goes beside the C file: x.c -> x.h */
-		size_t n = strlen(out);
-		char *h = malloc(n + 3);
-		if (!h)
-			rc = EXIT_TOOL;
-		else {
-			memcpy(h, out, n + 1);
-			if (n > 2 && !strcmp(h + n - 2, ".c"))
-				h[n - 1] = 'h';
-			else
-				strcat(h, ".h");
-			rc = emit_to(h, EMIT_HEADER, p, f64, target, &d, ptxas_opt);
-			free(h);
-		}
-	}
+	} else if (o.emit == EMIT_HEADER && o.target_given && strcmp(o.target, "cpu"))
+		rc = emit_gpu_header(out, p);
+	else if (o.emit == EMIT_C && out)
+		rc = emit_c_pair(out, p, o.f64);
+	else if (o.emit != EMIT_NONE)
+		rc = emit_to(out, o.emit, p, o.f64, o.target, &d, o.ptxas);
+	else if (out)
+		rc = compile_gpu(out, p, &d, o.ptxas);
 	if (d.suppressed)
 		fprintf(stderr, "attnc: %d more errors not shown (--max-errors=%d)\n", d.suppressed,
 			d.max_errors);

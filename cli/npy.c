@@ -536,7 +536,7 @@ static int write_stream(FILE *fp, NpyType type, int rank, const long *shape, con
 }
 
 /* Whole or not at all (support/atomic_file.h): readers see the old file or
-** the complete new one. 0644: the file is data for other tools. */
+** the complete new one. */
 int npy_write(const char *path, NpyType type, int rank, const long *shape, const double *data,
 	      char *err, size_t errlen)
 {
@@ -544,9 +544,9 @@ int npy_write(const char *path, NpyType type, int rank, const long *shape, const
 	if (check_writable(type, rank, shape, &numel, err, errlen))
 		return -1;
 	AtomicFile af;
-	int e = atomic_open(&af, path, 0644);
+	int e = atomic_open(&af, path);
 	if (e) {
-		snprintf(err, errlen, "%s: cannot create: %s", path, strerror(e));
+		snprintf(err, errlen, "%s: cannot create: %s", path, atomic_strerror(e));
 		return -1;
 	}
 	errno = 0;
@@ -557,6 +557,6 @@ int npy_write(const char *path, NpyType type, int rank, const long *shape, const
 		e = atomic_commit(&af);
 	}
 	if (e)
-		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(e));
+		snprintf(err, errlen, "%s: cannot write: %s", path, atomic_strerror(e));
 	return e ? -1 : 0;
 }
