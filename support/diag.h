@@ -2,7 +2,10 @@
 ** support/diag.h: source files, locations and user diagnostics.
 ** Every message a user sees about their .attn file goes through here, in the
 ** GNU form "file:line:col: error: message", followed by the source line and a
-** caret under the offending text.
+** caret under the offending text. The line is shown as a terminal can show
+** it safely: cut to a window of about 120 columns around the caret ("..."
+** on each cut side), control bytes, invalid UTF-8 and terminal-steering code
+** points written as \xNN, the caret moved with them.
 */
 #ifndef ATTN_DIAG_H
 #define ATTN_DIAG_H
@@ -40,8 +43,12 @@ typedef struct Diag {
 void diag_init(Diag *d, Arena *a, FILE *out);
 /* Registers a file's contents and returns its index for SrcLoc.file. */
 int diag_add_file(Diag *d, const char *name, const char *text, size_t size);
-/* Reads a whole file into the arena; prints "attnc: cannot open ..." and
-** returns -1 on failure. */
+/* Reads a whole file into the arena; prints one line ("attnc: error: cannot
+** open ...") and returns -1 on failure. A file that is not text fails the
+** same way, with no echo of its bytes: one holding a NUL byte, or one where
+** more than a quarter of the bytes are control characters (tab, newline, CR,
+** FF and VT aside) or invalid UTF-8. Fewer such bytes are left to the lexer,
+** whose diagnostics show them escaped. */
 int diag_load_file(Diag *d, const char *path);
 
 void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -9,15 +9,18 @@
 ** Every resource (context, pass manager, engine, buffers) is released on
 ** every path; errors come back as a message, never an abort.
 */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* nftw, mkdtemp, setenv; ST_NOEXEC */
 #include "refexec.h"
 
+#include <ftw.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <mlir-c/Diagnostics.h>
 #include <mlir-c/ExecutionEngine.h>
@@ -285,11 +288,65 @@ static int lower(MlirContext ctx, MlirModule m, DiagBuf *d)
 	return mlirLogicalResultIsFailure(ok);
 }
 
+/* nftw callback: removes every entry, the children before their directory. */
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	remove(path);
+	return 0;
+}
+
+/* A fresh directory under base, on a file system that allows mapping files
+** executable (LLVM's perf listener maps its dump file PROT_EXEC); "" if none. */
+static void private_dir(char *dir, size_t size, const char *base)
+{
+	struct statvfs vfs;
+	dir[0] = 0;
+	if (!base || !*base || (size_t)snprintf(dir, size, "%s/attnc-jit-XXXXXX", base) >= size)
+		dir[0] = 0;
+	else if (!mkdtemp(dir))
+		dir[0] = 0;
+	else if (statvfs(dir, &vfs) || (vfs.f_flag & ST_NOEXEC))
+		rmdir(dir), dir[0] = 0;
+}
+
+/*
+** Creates the engine without leaving files behind. LLVM's perf listener
+** (built into Debian's LLVM; MLIR's C API has no switch for it) creates
+** $JITDUMPDIR/.debug/jit/llvm-IR-jit-DATE-XXXXXX/jit-PID.dump, JITDUMPDIR
+** defaulting to $HOME, when a process makes its first JIT, and keeps the file
+** open until exit: one file left per `attnc run`, and an error message on
+** every run where that directory cannot be written. Unless the user set
+** JITDUMPDIR (to profile with perf), the first engine is made with JITDUMPDIR
+** naming a private directory, removed as soon as the engine exists; the
+** listener writes on into its unlinked file, which is freed at exit. Only if
+** neither $TMPDIR (or /tmp) nor $HOME can hold that directory does LLVM's
+** default stay.
+*/
+static MlirExecutionEngine engine_create(MlirModule m)
+{
+	static int listener_made;
+	char dir[4096] = "";
+	if (!listener_made && !getenv("JITDUMPDIR")) {
+		private_dir(dir, sizeof dir, getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+		if (!dir[0])
+			private_dir(dir, sizeof dir, getenv("HOME"));
+		if (dir[0] && setenv("JITDUMPDIR", dir, 1))
+			rmdir(dir), dir[0] = 0;
+	}
+	listener_made = 1;
+	MlirExecutionEngine jit = mlirExecutionEngineCreate(m, 2, 0, NULL, false);
+	if (dir[0]) {
+		unsetenv("JITDUMPDIR");
+		nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+	}
+	return jit;
+}
+
 /* JIT-compiles the lowered module and calls the cascade's entry point. */
 static int execute(Run *r, MlirContext ctx, MlirModule m, DiagBuf *d)
 {
 	mlirRegisterAllLLVMTranslations(ctx);
-	MlirExecutionEngine jit = mlirExecutionEngineCreate(m, 2, 0, NULL, false);
+	MlirExecutionEngine jit = engine_create(m);
 	if (mlirExecutionEngineIsNull(jit)) {
 		seterr(r, "cannot JIT-compile cascade %s%s%s", r->b->c->name, d->len ? ": " : "",
 		       d->s);
