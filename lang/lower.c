@@ -31,12 +31,12 @@ static int bind_lhs(Sema *s, Stmt *st, Space *sp)
 		if (!xe || !va || !vb)
 			return 0;
 		Expr *span = expr_binop(s->a, OP_MUL, va->extent, xe);
-		if (!extent_equal(vb->extent, xe)) {
+		if (!sema_extent_equal(vb->extent, xe)) {
 			diag_error(s->d, b->loc,
 				   "in a left-hand subscript a*%s+b, '%s' must range over %s",
 				   x->name, b->name, x->name);
 			ok = 0;
-		} else if (t->shape && !extent_equal(t->shape[k], span) &&
+		} else if (t->shape && !sema_extent_equal(t->shape[k], span) &&
 			   !expr_equal(t->shape[k], span)) {
 			diag_error(
 			    s->d, ix->loc,

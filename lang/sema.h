@@ -94,7 +94,8 @@ int lower_statement(Sema *s, Stmt *st);
 int sema_index_statement(Sema *s, Stmt *st);
 /* True when e reads a tensor whose definition failed (already reported). */
 int sema_reads_failed(Sema *s, AstExpr *e);
-int extent_equal(const Expr *a, const Expr *b);
+/* Whether two ranges are the same: by value when both are constant. */
+int sema_extent_equal(const Expr *a, const Expr *b);
 
 /* sema_expr.c */
 Expr *sema_expr(Sema *s, AstExpr *e); /* in the current scope */

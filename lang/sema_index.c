@@ -66,7 +66,7 @@ static int is_constant(const Expr *e)
 
 /* Constant-valued extents (literals, fixed dims) compare by value; others
 ** structurally, so N and N agree while N and M do not. */
-int extent_equal(const Expr *a, const Expr *b)
+int sema_extent_equal(const Expr *a, const Expr *b)
 {
 	if (is_constant(a) && is_constant(b))
 		return expr_eval_int(a, NULL, NULL) == expr_eval_int(b, NULL, NULL);
@@ -92,7 +92,7 @@ static void bind_extent(Sema *s, Stmt *st, const char *name, Expr *extent, AstEx
 		describe_access(acc, v);
 		return;
 	}
-	if (!extent_equal(v->extent, extent)) {
+	if (!sema_extent_equal(v->extent, extent)) {
 		const char *a = expr_str(s->a, v->extent, NULL), *b = expr_str(s->a, extent, NULL);
 		diag_error(s->d, at,
 			   "index '%s' is bound to two different ranges: %s (from '%s') and %s "
@@ -137,7 +137,7 @@ static void infer_position(Sema *s, Stmt *st, AstExpr *acc, AstExpr *arg, Expr *
 		Expr *xe = y->kind == SYM_DIM ? expr_new(s->a, EX_DIM, VT_INT, x->loc) : y->value;
 		if (y->kind == SYM_DIM)
 			xe->dim = y->dim;
-		if (extent_equal(dim->args[1], xe)) {
+		if (sema_extent_equal(dim->args[1], xe)) {
 			bind_extent(s, st, a->name, dim->args[0], acc, a->loc);
 			bind_extent(s, st, b->name, dim->args[1], acc, b->loc);
 		}
