@@ -100,6 +100,7 @@ void plan_classes(Arena *a, Plan *p);
 int plan_passes(Arena *a, Plan *p, int rebase);
 /* compiler/rewrite.c */
 void plan_rewrite(Arena *a, Plan *p);
+/* compiler/notes.c: appends a note to the plan, for --explain. */
 void plan_note(Plan *p, Arena *a, SrcLoc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* compiler/reindex.c: a temporary that every reader reads as
