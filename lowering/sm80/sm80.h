@@ -18,90 +18,15 @@
 #define ATTN_SM80_H
 
 #include "../../compiler/plan.h"
+#include "../gpu/gpu.h"
+#include "../gpu/target.h"
 #include "../ptx/ptx.h"
 
-enum { SM80_BN = 64, SM80_WARPS = 4, SM80_THREADS = 128, SM80_MAXG = 2, SM80_MAXSHIFT = 8 };
-enum { SM80_CAP_NONE, SM80_CAP_ROWS64, SM80_CAP_NOSPLIT };
-/* The kernel parameters after the cascade's own (u32, in this order; the
-** generated launcher computes them, attnrt_divmagic): the launch order's
-** group size G and G times the query tiles; the magic pairs (m, s) of GT,
-** of G and of the last group's size; then one pair per grid class that is
-** not the query tile, in class order (its extent). */
-enum {
-	SM80_MAGIC_G,
-	SM80_MAGIC_GT,
-	SM80_MAGIC_M_GT,
-	SM80_MAGIC_S_GT,
-	SM80_MAGIC_M_G,
-	SM80_MAGIC_S_G,
-	SM80_MAGIC_M_GL,
-	SM80_MAGIC_S_GL,
-	SM80_MAGIC_FIXED
-};
-/* How many of those parameters a plan's kernels take (kernel and launcher
-** alike). */
-int sm80_magic_params(const Plan *p);
+enum { SM80_BN = 64, SM80_WARPS = 4, SM80_THREADS = 128, SM80_MAXSHIFT = 8 };
+/* The tile-size choices of the retry loop (KernelShape.tiling, sm80/targ.c). */
+enum { SM80_TILING_FIRST, SM80_TILING_ROWS64, SM80_TILING_JOINT_KV };
 /* Keys one tile-table window covers: 128 tiles of 64 (sm80_kernel.c). */
 enum { SM80_WINDOW_KEYS = 8192 };
-
-typedef enum SNodeKind {
-	SN_GEMM1,   /* S[i, j] = sum[d] A[.., i, .., d] * B[.., j, .., d]: tensor cores */
-	SN_MAP,     /* element-wise value of the (i, j) tile */
-	SN_RMAX,    /* running max over j, per query row */
-	SN_RSUM,    /* running sum over j, per query row (rescaled when rebased) */
-	SN_GEMM2,   /* O[i, e] = sum[j] X[i, j] * V[.., j, .., e]: tensor cores */
-	SN_REF,     /* a reference built from running maxes, per row, per tile */
-	SN_EPI_ROW, /* after the stream, per query row */
-	SN_EPI_ELEM /* after the stream, per (query row, e) */
-} SNodeKind;
-
-typedef struct SGemm1 {
-	const Expr *a, *b; /* the two input reads; a has the query index, b the key index */
-	int dvar;          /* the contracted variable of the node */
-	long D;
-} SGemm1;
-
-typedef struct SGemm2 {
-	const Expr *x;    /* per (i, j) factor: the factors of X that read the key */
-	const Expr *xrow; /* the others (lam[h] in differential attention), or NULL:
-			  ** they multiply the accumulators once after the stream */
-	const Expr *v;    /* V read: key index and e */
-	int evar;
-	long DV;
-	int vslot; /* which V tile in shared memory */
-} SGemm2;
-
-typedef struct SNode {
-	SNodeKind kind;
-	int g; /* SGemm1/SGemm2 index for GEMM nodes */
-} SNode;
-
-typedef struct Shape {
-	const Plan *p;
-	int qcls, scls, ecls;
-	SNode *n; /* per plan node */
-	SGemm1 g1[SM80_MAXG];
-	int ng1;
-	SGemm2 g2[SM80_MAXG];
-	int ng2;
-	const Expr *vt[SM80_MAXG]; /* distinct V reads */
-	int nvt;
-	long DV;
-	int cap; /* SM80_CAP_ROWS64: one m16 row block per warp; SM80_CAP_NOSPLIT:
-		    ** the next K and V tiles are copied together (split_v) */
-	/* GQA packing: K/V read head q / pack; a CTA's rows lie in one group of
-	** pack consecutive query rows (NULL: no packing) */
-	const Expr *pack;
-	int split_v; /* set by sm80_kernel: the next V tile is copied apart from K */
-	int table;   /* set by sm80_kernel: a tile table (masks that load data per tile) */
-	/* the kernel for keys that fit the tile table's first window
-	** (SM80_WINDOW_KEYS): the stream ends where it leaves it, with no refill
-	** (sm80_kernel.c's scan_table); its entry is NAME_fwd_short */
-	int onewin;
-} Shape;
-
-/* sm80_shape.c: fills s or returns a reason the plan does not fit. */
-const char *sm80_shape(Arena *a, const Plan *p, Shape *s);
 
 /* A tile value c * G kept as G (sm80_scale.c). */
 typedef struct Sm80Fold {
@@ -116,7 +41,7 @@ typedef struct Gen {
 	PtxFunc *f;
 	const Plan *p;
 	const Cascade *c;
-	Shape *s;
+	KernelShape *s;
 	/* parameters loaded into registers */
 	PReg *tptr;                         /* [ntensors] base pointers (b64) */
 	PReg **tstride;                     /* [ntensors][rank] (b64) */
@@ -124,7 +49,7 @@ typedef struct Gen {
 	PReg *param;                        /* [nparams] (f32 or b32) */
 	PReg *grid;                         /* [nclasses] grid index values (b64) */
 	const char **pn, ***sn, **dn, **qn; /* parameter names: pointers, strides, dims, params */
-	const char **mn; /* the grid decode's divisors (SM80_MAGIC_*, then 2 per grid class) */
+	const char **mn; /* the grid decode's divisors (GPU_MAGIC_*, then 2 per grid class) */
 	PReg lane, warp, q0, j0, j1, qext, sext;
 	PReg send; /* the end of the CTA's stream: sext, or less (stream_bounds) */
 	/* the element being evaluated */
@@ -140,7 +65,7 @@ typedef struct Gen {
 	PReg **rowv; /* [nodes][2] f32 running / row values */
 	PReg **acc;  /* [nodes][DV/8*4] f32 GEMM2 / epilogue element values */
 	int stage;   /* 0: in the stream; 1: epilogue */
-	PReg kaddr[SM80_MAXG], vaddr[SM80_MAXG]; /* lane parts of ldmatrix addresses */
+	PReg kaddr[GPU_MAXG], vaddr[GPU_MAXG]; /* lane parts of ldmatrix addresses */
 	/* -log2(e) * b ('l') or 1 / b ('r', epilogue) for row values b, reused
 	** within one tile body or the epilogue */
 	PReg memo_in[16], memo_out[16];
@@ -252,29 +177,18 @@ void sm80_shift_plan(Gen *g);
 int sm80_shifted(const Gen *g, const Expr *cast);
 
 /* sm80_kernel.c */
-PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s);
+PtxFunc *sm80_kernel(Arena *a, const Plan *p, KernelShape *s);
 /* After sm80_kernel(s): a second entry without the table's refill pays. */
-int sm80_onewin_wanted(const Shape *s);
-int sm80_row_blocks(const Shape *s); /* m16 row blocks per warp */
+int sm80_onewin_wanted(const KernelShape *s);
+int sm80_row_blocks(const KernelShape *s); /* m16 row blocks per warp */
 /* Some mask reads data (document ids): the stream scans tiles with loads. */
 int sm80_data_masks(const Plan *p);
 
-/* The entry point: PTX for every cascade of a program, or NULL after
-** reporting through d why a cascade cannot be lowered. */
-/* What the generated C interface needs of each kernel. */
-typedef struct Sm80Info {
-	unsigned smem;    /* dynamic shared memory bytes */
-	unsigned block_m; /* query rows per CTA */
-	unsigned block_n; /* keys per tile */
-	int data_masks;   /* sm80_data_masks: the scan's work is per CTA */
-	int split_v;      /* the kernel copies the next V tile apart from its K */
-	int table;        /* the kernel keeps a tile table (document ids along the keys) */
-	long pack;        /* GQA packing: 0 none, > 0 rows per group, < 0 -(dim index + 1) */
-	int onewin;       /* a second entry, NAME_fwd_short, for keys up to SM80_WINDOW_KEYS */
-} Sm80Info;
-
-/* info (NULL or per cascade) is filled; cap (NULL or per cascade): an
-** SM80_CAP_* per cascade. */
-int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, const int *cap);
+/* sm80_emit.c: PTX for every cascade of a program, info (NULL or per
+** cascade) filled; tiling (NULL or per cascade): an SM80_TILING_* per
+** cascade. Nonzero after reporting through d why a cascade cannot be
+** lowered. */
+int sm80_emit_program(FILE *out, const Program *prog, Diag *d, GpuKernelInfo *info,
+		      const int *tiling);
 
 #endif

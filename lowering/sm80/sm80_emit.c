@@ -7,7 +7,8 @@
 */
 #include "sm80.h"
 
-int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, const int *cap)
+int sm80_emit_program(FILE *out, const Program *prog, Diag *d, GpuKernelInfo *info,
+		      const int *tiling)
 {
 	Arena a;
 	arena_init(&a);
@@ -17,22 +18,22 @@ int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, c
 	for (int i = 0; i < n && !rc; i++) {
 		const Cascade *c = prog->cascades.v[i];
 		Plan *p = plan_build(&a, c, "sm_80");
-		Shape s;
-		const char *why = sm80_shape(&a, p, &s);
+		KernelShape s;
+		const char *why = gpu_shape(&a, p, &s);
 		if (why) {
 			diag_error(d, c->loc, "cannot generate an sm_80 kernel for '%s': %s",
 				   c->name, why);
 			rc = 1;
 			break;
 		}
-		s.cap = cap ? cap[i] : 0;
+		s.tiling = tiling ? tiling[i] : 0;
 		fs[i] = sm80_kernel(&a, p, &s);
-		int onewin = sm80_onewin_wanted(&s);
-		if (onewin) {
-			/* the same kernel without the table's refill (Shape.onewin) */
-			Shape s1;
-			sm80_shape(&a, p, &s1);
-			s1.cap = s.cap, s1.onewin = 1;
+		int one_window = sm80_onewin_wanted(&s);
+		if (one_window) {
+			/* the same kernel without the table's refill (KernelShape.one_window) */
+			KernelShape s1;
+			gpu_shape(&a, p, &s1);
+			s1.tiling = s.tiling, s1.one_window = 1;
 			fs[nf++] = sm80_kernel(&a, p, &s1);
 		}
 		if (info) {
@@ -43,7 +44,9 @@ int sm80_emit_program(FILE *out, const Program *prog, Diag *d, Sm80Info *info, c
 			info[i].split_v = s.split_v;
 			info[i].table = s.table;
 			info[i].pack = 0;
-			info[i].onewin = onewin;
+			info[i].one_window = one_window;
+			info[i].window_keys = SM80_WINDOW_KEYS;
+			info[i].threads = SM80_THREADS;
 			if (s.pack && s.pack->kind == EX_INT)
 				info[i].pack = s.pack->ival;
 			else if (s.pack)

@@ -128,7 +128,7 @@ PReg sm80_load(Gen *g, const Tensor *t, Expr *const *args)
 static PReg computed(Gen *g, const Expr *e)
 {
 	int id = e->tensor->def->id;
-	switch (g->s->n[id].kind) {
+	switch (g->s->node[id].kind) {
 	case SN_MAP:
 		if (sm80_folded(g, id) && !g->raw) {
 			PReg d = R(g, PC_F32);

@@ -88,22 +88,14 @@ static void declare_params(Gen *g)
 		qn[i] =
 		    ptx_param(f, arena_printf(g->a, "p%d", i), p->type == VT_INT ? ".s32" : ".f32");
 	}
-	int nm = sm80_magic_params(g->p);
+	int nm = gpu_magic_params(g->p);
 	g->mn = ARENA_ARRAY(g->a, const char *, nm + 1);
 	for (int i = 0; i < nm; i++)
 		g->mn[i] = ptx_param(f, arena_printf(g->a, "g%d", i), ".u32");
 	g->pn = pn, g->sn = sn, g->dn = dn, g->qn = qn;
 }
 
-int sm80_magic_params(const Plan *p)
-{
-	int n = SM80_MAGIC_FIXED;
-	for (int k = 0; k < p->nclasses; k++)
-		n += 2 * (p->classes[k].grid && !p->classes[k].qtile);
-	return n;
-}
-
-/* Magic parameter i (SM80_MAGIC_*, or a class's pair after them). */
+/* Magic parameter i (GPU_MAGIC_*, or a class's pair after them). */
 static PReg magic(Gen *g, int i)
 {
 	PReg r = R(g, PC_B32);
@@ -255,10 +247,10 @@ static void launch_order(Gen *g, PReg qt, PReg rest)
 	** has its own) */
 	PReg last = R(g, PC_PRED), m = R(g, PC_B32), s = R(g, PC_B32), mx, sx, my, sy;
 	E4(PTX_MAD, ".lo.u32", po_r(L), po_r(cy), po_r(nx), po_r(cx));
-	G = magic(g, SM80_MAGIC_G);
-	GT = magic(g, SM80_MAGIC_GT);
-	mx = magic(g, SM80_MAGIC_M_GT);
-	sx = magic(g, SM80_MAGIC_S_GT);
+	G = magic(g, GPU_MAGIC_G);
+	GT = magic(g, GPU_MAGIC_GT);
+	mx = magic(g, GPU_MAGIC_M_GT);
+	sx = magic(g, GPU_MAGIC_S_GT);
 	grp = magic_div(g, L, mx, sx);
 	E3(PTX_MUL, ".lo.u32", po_r(y0), po_r(grp), po_r(G));
 	E3(PTX_MUL, ".lo.u32", po_r(t), po_r(grp), po_r(GT));
@@ -266,10 +258,10 @@ static void launch_order(Gen *g, PReg qt, PReg rest)
 	E3(PTX_SUB, ".u32", po_r(gs), po_r(ny), po_r(y0));
 	E3(PTX_SETP, ".lt.u32", po_r(last), po_r(gs), po_r(G));
 	E3(PTX_MIN, ".u32", po_r(gs), po_r(gs), po_r(G));
-	mx = magic(g, SM80_MAGIC_M_G);
-	sx = magic(g, SM80_MAGIC_S_G);
-	my = magic(g, SM80_MAGIC_M_GL);
-	sy = magic(g, SM80_MAGIC_S_GL);
+	mx = magic(g, GPU_MAGIC_M_G);
+	sx = magic(g, GPU_MAGIC_S_G);
+	my = magic(g, GPU_MAGIC_M_GL);
+	sy = magic(g, GPU_MAGIC_S_GL);
 	E4(PTX_SELP, ".b32", po_r(m), po_r(my), po_r(mx), po_r(last));
 	E4(PTX_SELP, ".b32", po_r(s), po_r(sy), po_r(sx), po_r(last));
 	q = magic_div(g, r, m, s);
@@ -306,7 +298,7 @@ static void decode_grid(Gen *g)
 		gend = R(g, PC_B64);
 		E4(PTX_MAD, ".lo.s64", po_r(gend), po_r(grp), po_r(X), po_r(X));
 	}
-	int pair = SM80_MAGIC_FIXED;
+	int pair = GPU_MAGIC_FIXED;
 	for (int k = 0; k < p->nclasses; k++) {
 		if (!p->classes[k].grid || p->classes[k].qtile)
 			continue;
@@ -347,25 +339,25 @@ enum {
 };
 
 typedef struct Smem {
-	uint32_t q[SM80_MAXG], k[SM80_MAXG], v[SM80_MAXG]; /* byte offsets */
-	uint32_t kbuf[SM80_MAXG], vbuf[SM80_MAXG];         /* bytes between the two buffers */
-	uint32_t qs[SM80_MAXG], ks[SM80_MAXG], vs;         /* row strides (bytes) */
+	uint32_t q[GPU_MAXG], k[GPU_MAXG], v[GPU_MAXG]; /* byte offsets */
+	uint32_t kbuf[GPU_MAXG], vbuf[GPU_MAXG];         /* bytes between the two buffers */
+	uint32_t qs[GPU_MAXG], ks[GPU_MAXG], vs;         /* row strides (bytes) */
 	uint32_t scan; /* the tile table of masks that read data (16-byte aligned), or 0 */
 	uint32_t total;
 } Smem;
 
 /* Row strides are padded by 16 bytes so ldmatrix's eight rows hit eight
 ** different bank groups. */
-static void plan_smem(const Shape *s, Smem *m, int bm, int table)
+static void plan_smem(const KernelShape *s, Smem *m, int bm, int table)
 {
 	uint32_t off = 0;
-	for (int i = 0; i < s->ng1; i++) {
-		m->qs[i] = m->ks[i] = (uint32_t)(s->g1[i].D * 2 + 16);
+	for (int i = 0; i < s->nqk; i++) {
+		m->qs[i] = m->ks[i] = (uint32_t)(s->qk[i].D * 2 + 16);
 		m->q[i] = off, off += (uint32_t)bm * m->qs[i];
 		m->k[i] = off, m->kbuf[i] = SM80_BN * m->ks[i], off += 2 * m->kbuf[i];
 	}
 	m->vs = (uint32_t)(s->DV * 2 + 16);
-	for (int i = 0; i < s->nvt; i++)
+	for (int i = 0; i < s->nvreads; i++)
 		m->v[i] = off, m->vbuf[i] = SM80_BN * m->vs, off += 2 * m->vbuf[i];
 	m->scan = table ? off : 0;
 	off += table ? TAB_BYTES : 0;
@@ -853,11 +845,11 @@ static void rescale_row(Gen *g, Tile *t, int i, int rs)
 	if (!g->p->np[i].run.nrefs)
 		return;
 	PReg r = rho(g, t, i, rs);
-	if (g->s->n[i].kind == SN_RSUM)
+	if (g->s->node[i].kind == SN_RSUM)
 		E3(PTX_MUL, ".f32", po_r(g->rowv[i][rs]), po_r(g->rowv[i][rs]), po_r(r));
-	if (g->s->n[i].kind != SN_GEMM2)
+	if (g->s->node[i].kind != SN_GEMM2)
 		return;
-	int net = (int)(g->s->g2[g->s->n[i].g].DV / 8);
+	int net = (int)(g->s->pv[g->s->node[i].gemm].DV / 8);
 	for (int et = 0; et < net; et++)
 		for (int c = 0; c < 2; c++) {
 			PReg a = g->acc[i][rs / 2 * net * 4 + et * 4 + rs % 2 * 2 + c];
@@ -875,7 +867,7 @@ static void rescale_node(Gen *g, Tile *t, int i)
 static void rescale_states(Gen *g, Tile *t)
 {
 	for (int i = 0; i < g->c->nodes.n; i++)
-		if (g->s->n[i].kind == SN_GEMM2 || g->s->n[i].kind == SN_RSUM)
+		if (g->s->node[i].kind == SN_GEMM2 || g->s->node[i].kind == SN_RSUM)
 			rescale_node(g, t, i);
 }
 
@@ -934,20 +926,20 @@ static void lazy_plan(Gen *g, Tile *t)
 	double *kmax = ARENA_ARRAY(g->a, double, n + 1);
 	for (int i = 0; i < n; i++) {
 		const Running *r = &p->np[i].run;
-		SNodeKind k = g->s->n[i].kind;
+		ShapeNodeKind k = g->s->node[i].kind;
 		if (!r->nrefs || (k != SN_GEMM2 && k != SN_RSUM))
 			continue;
 		if (i < first)
 			first = i;
 		for (int m = 0; m < r->nrefs; m++) {
-			if (g->s->n[r->ref[m]].kind != SN_RMAX || r->k[m] <= 0 || r->ref[m] > first)
+			if (g->s->node[r->ref[m]].kind != SN_RMAX || r->k[m] <= 0 || r->ref[m] > first)
 				return;
 			if (r->k[m] > kmax[r->ref[m]])
 				kmax[r->ref[m]] = r->k[m];
 		}
 	}
 	for (int i = 0; i < n; i++)
-		if (g->s->n[i].kind == SN_REF)
+		if (g->s->node[i].kind == SN_REF)
 			return;
 	for (int i = 0; i < n; i++) {
 		if (kmax[i] <= 0)
@@ -1005,7 +997,7 @@ enum { NK_FIN, NK_NINF, NK_ZERO, NK_UNK }; /* independent of X, -inf, 0, unknown
 /* Node d's values are per (row, key) of the tile (not running or per row). */
 static int tile_value(const Gen *g, int d)
 {
-	return g->s->n[d].kind == SN_MAP || g->s->n[d].kind == SN_GEMM1;
+	return g->s->node[d].kind == SN_MAP || g->s->node[d].kind == SN_GEMM1;
 }
 
 /* e (or NULL) reads a node marked in set. */
@@ -1109,7 +1101,7 @@ static void maskonce_plan(Gen *g, Tile *t)
 	t->moid = ARENA_ARRAY(g->a, signed char, n + 1);
 	for (int i = 0; i < n && x < 0; i++) {
 		const Expr *b = node(g, i)->body;
-		if (g->s->n[i].kind == SN_RMAX && b->kind == EX_ACCESS && b->tensor->def &&
+		if (g->s->node[i].kind == SN_RMAX && b->kind == EX_ACCESS && b->tensor->def &&
 		    tile_value(g, b->tensor->def->id))
 			x = b->tensor->def->id;
 	}
@@ -1131,7 +1123,7 @@ static void maskonce_plan(Gen *g, Tile *t)
 			memset(t->moid, 0, (size_t)n);
 			return;
 		}
-		switch (g->s->n[i].kind) {
+		switch (g->s->node[i].kind) {
 		case SN_MAP:
 			m.nk[i] = (signed char)nkind(g, nd->body, &m);
 			m.dep[i] = 1;
@@ -1139,7 +1131,7 @@ static void maskonce_plan(Gen *g, Tile *t)
 		case SN_RMAX: t->moid[i] = nkind(g, nd->body, &m) == NK_NINF; break;
 		case SN_RSUM: t->moid[i] = nkind(g, nd->body, &m) == NK_ZERO; break;
 		case SN_GEMM2:
-			t->moid[i] = nkind(g, g->s->g2[g->s->n[i].g].x, &m) == NK_ZERO;
+			t->moid[i] = nkind(g, g->s->pv[g->s->node[i].gemm].x, &m) == NK_ZERO;
 			break;
 		default: memset(t->moid, 0, (size_t)n); return;
 		}
@@ -1149,14 +1141,14 @@ static void maskonce_plan(Gen *g, Tile *t)
 
 static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Smem *sm)
 {
-	const SGemm2 *g2 = &g->s->g2[g->s->n[i].g];
-	int net = (int)(g2->DV / 8);
+	const PVContraction *pv = &g->s->pv[g->s->node[i].gemm];
+	int net = (int)(pv->DV / 8);
 	if (!t->rescaled)
 		rescale_node(g, t, i);
 	PReg x[MAXMT * NEL];
 	for (int el = 0; el < g->mt * NEL; el++)
-		x[el] = masked_value(g, t, i, el, g2->x, masked && !t->moid[i], 0.0f);
-	int f16 = g2->v->tensor->dtype == DT_F16;
+		x[el] = masked_value(g, t, i, el, pv->x, masked && !t->moid[i], 0.0f);
+	int f16 = pv->v->tensor->dtype == DT_F16;
 	const char *cvt = f16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32";
 	const char *mma = f16 ? ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 			      : ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
@@ -1175,7 +1167,7 @@ static void gemm2_tile(Gen *g, Tile *t, int i, int masked, PReg sbase, const Sme
 			for (int q = 0; q < 4; q++)
 				b[q] = R(g, PC_B32);
 			E2(PTX_LDMATRIX, ".sync.aligned.m8n8.x4.trans.shared.b16", po_vec(b, 4),
-			   po_mem(g->vaddr[g2->vslot], off));
+			   po_mem(g->vaddr[pv->vslot], off));
 			for (int m = 0; m < g->mt; m++)
 				for (int half = 0; half < 2; half++) {
 					int et = 2 * ep + half;
@@ -1210,7 +1202,7 @@ static void tile_body(Gen *g, Tile *t, int masked, PReg sbase, const Smem *sm)
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = node(g, i);
 		int mo = masked && i == t->mo, own = masked && !t->moid[i];
-		switch (g->s->n[i].kind) {
+		switch (g->s->node[i].kind) {
 		case SN_GEMM1:
 			for (int el = 0; el < nel && mo; el++)
 				g->tile[i][el] = mask_elem(g, t, i, el, g->tile[i][el], -INFINITY);
@@ -1326,18 +1318,18 @@ static void q_frag(Gen *g, const QFrag *q, int m, int kk, PReg out[4])
 /* S = Q K^T for one contraction: each K fragment feeds mt row blocks. */
 static void gemm1_tile(Gen *g, int i, const QFrag *qf, const Smem *sm)
 {
-	const SGemm1 *g1 = &g->s->g1[g->s->n[i].g];
-	int gi = g->s->n[i].g;
+	const QKContraction *qk = &g->s->qk[g->s->node[i].gemm];
+	int gi = g->s->node[i].gemm;
 	PReg *acc = g->tile[i];
 	for (int el = 0; el < g->mt * NEL; el++) {
 		acc[el] = R(g, PC_F32);
 		E2(PTX_MOV, ".f32", po_r(acc[el]), po_f(0.0f));
 	}
-	int f16 = g1->a->tensor->dtype == DT_F16;
+	int f16 = qk->a->tensor->dtype == DT_F16;
 	const char *mma = f16 ? ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 			      : ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
 	PReg base = g->kaddr[gi];
-	for (int kk = 0; kk < g1->D / 16; kk++) {
+	for (int kk = 0; kk < qk->D / 16; kk++) {
 		PReg a[MAXMT][4];
 		for (int m = 0; m < g->mt; m++)
 			q_frag(g, qf, m, kk, a[m]);
@@ -1469,9 +1461,9 @@ static void store_pairs(Gen *g, Tile *t, int i, int pc, PReg q, const PReg *okr,
 ** whole steps of 32 chunks (value head dims 64, 128, 256). */
 static int staged_wanted(const Gen *g, const Smem *sm)
 {
-	const Shape *s = g->s;
+	const KernelShape *s = g->s;
 	long cpr = s->DV / 8;
-	return !s->pack && s->ng1 >= 1 && sm->qs[0] >= (uint32_t)(s->DV * 2) &&
+	return !s->pack && s->nqk >= 1 && sm->qs[0] >= (uint32_t)(s->DV * 2) &&
 	       (32 % cpr == 0 || cpr % 32 == 0);
 }
 
@@ -1582,15 +1574,15 @@ static void epilogue(Gen *g, Tile *t, const Smem *sm, PReg sbase)
 		E3(PTX_AND, ".pred", po_r(okl[h]), po_r(okr[h]), po_r(lead));
 	}
 	for (int i = 0; i < c->nodes.n; i++)
-		if (g->s->n[i].kind == SN_RSUM)
+		if (g->s->node[i].kind == SN_RSUM)
 			for (int h = 0; h < nrs; h++) {
 				PReg s = quad_reduce(g, g->rowv[i][h], 0);
 				E2(PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(s));
 			}
 	int net = (int)(g->s->DV / 8);
-	/* factors of P constant along the keys (SGemm2.xrow), once per row */
+	/* factors of P constant along the keys (PVContraction.xrow), once per row */
 	for (int i = 0; i < c->nodes.n; i++) {
-		const Expr *xr = g->s->n[i].kind == SN_GEMM2 ? g->s->g2[g->s->n[i].g].xrow : NULL;
+		const Expr *xr = g->s->node[i].kind == SN_GEMM2 ? g->s->pv[g->s->node[i].gemm].xrow : NULL;
 		for (int h = 0; h < nrs && xr; h++) {
 			g->node = i, g->half = h, g->row = t->crows[h];
 			PReg f = sm80_expr(g, xr);
@@ -1602,7 +1594,7 @@ static void epilogue(Gen *g, Tile *t, const Smem *sm, PReg sbase)
 	}
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = node(g, i);
-		SNodeKind k = g->s->n[i].kind;
+		ShapeNodeKind k = g->s->node[i].kind;
 		int out = n->out->kind == TK_OUT;
 		if (k == SN_EPI_ROW || k == SN_REF || ((k == SN_RMAX || k == SN_RSUM) && out)) {
 			for (int h = 0; h < nrs; h++) {
@@ -1652,16 +1644,16 @@ static void epilogue(Gen *g, Tile *t, const Smem *sm, PReg sbase)
 
 /* Node i's mask decides which tiles the stream visits: the tile values and
 ** the reductions over keys (not references or the epilogue). */
-static int streamed(const Shape *s, int i)
+static int streamed(const KernelShape *s, int i)
 {
-	SNodeKind k = s->n[i].kind;
+	ShapeNodeKind k = s->node[i].kind;
 	return k == SN_RMAX || k == SN_RSUM || k == SN_GEMM2 || k == SN_MAP || k == SN_GEMM1;
 }
 
 /* An earlier streamed node has node i's filter, up to variables of the
 ** same classes (a tile's class depends only on the classes' ranges): its
 ** test, and its warp votes, decide for both. */
-static int class_done(Gen *g, const Shape *s, int i)
+static int class_done(Gen *g, const KernelShape *s, int i)
 {
 	for (int k = 0; k < i; k++)
 		if (streamed(s, k) && node(g, k)->filter && node(g, i)->filter &&
@@ -1672,7 +1664,7 @@ static int class_done(Gen *g, const Shape *s, int i)
 
 /* any: some node's mask is true somewhere on tile [a, b); all: every
 ** node's mask is true everywhere on it. */
-static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg all)
+static void class_flags(Gen *g, const KernelShape *s, PReg a, PReg b, PReg any, PReg all)
 {
 	PReg sj0 = g->j0, sj1 = g->j1, z = R(g, PC_B32);
 	g->j0 = a, g->j1 = b;
@@ -1697,7 +1689,7 @@ static void class_flags(Gen *g, const Shape *s, PReg a, PReg b, PReg any, PReg a
 ** instead of testing the tile again): a loop of class tests with no loads
 ** of K or V and no barriers, so that the stream visits only the tiles it
 ** computes. For masks without data reads (scan_table has the others). */
-static void scan_tiles(Gen *g, const Shape *s, PReg from, PReg out, PReg any, PReg all)
+static void scan_tiles(Gen *g, const KernelShape *s, PReg from, PReg out, PReg any, PReg all)
 {
 	int Lscan = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
 	PReg past = R(g, PC_PRED), st = R(g, PC_B64), end = R(g, PC_B64), in = R(g, PC_PRED),
@@ -1797,7 +1789,7 @@ static void table_next(Gen *g, PReg sbase, uint32_t off)
 /* Tiles tested `batch` at a time, every lane on each (the key ranges
 ** per lane, the tests voted over the warp): bit u of the words is tile
 ** st + u SM80_BN. */
-static void table_tiles(Gen *g, const Shape *s, PReg st, PReg anyw, PReg allw, PReg bitm, int batch)
+static void table_tiles(Gen *g, const KernelShape *s, PReg st, PReg anyw, PReg allw, PReg bitm, int batch)
 {
 	PReg su[32], end[32];
 	int Lk = ptx_new_label(g->f);
@@ -1839,7 +1831,7 @@ static void table_tiles(Gen *g, const Shape *s, PReg st, PReg anyw, PReg allw, P
 /* The first window where its one key read is plain and its ids fit the
 ** staging (sm80_key_ranges_lanes): lane l tests tile st + l SM80_BN alone,
 ** and two ballots make the words. */
-static int lanes_wanted(Gen *g, const Shape *s)
+static int lanes_wanted(Gen *g, const KernelShape *s)
 {
 	int n = 0;
 	if (!g->idsbase.n)
@@ -1855,7 +1847,7 @@ static int lanes_wanted(Gen *g, const Shape *s)
 	return n == 1;
 }
 
-static void table_lanes(Gen *g, const Shape *s, PReg st, PReg anyw, PReg allw)
+static void table_lanes(Gen *g, const KernelShape *s, PReg st, PReg anyw, PReg allw)
 {
 	PReg su = R(g, PC_B64), eu = R(g, PC_B64), in = R(g, PC_PRED), an = R(g, PC_PRED),
 	     al = R(g, PC_PRED);
@@ -1880,7 +1872,7 @@ static void table_lanes(Gen *g, const Shape *s, PReg st, PReg anyw, PReg allw)
 ** before (no warp still reads the old window; not for the first), after
 ** the words and after the entries: the caller's control flow is the same
 ** in every warp, since the table decides it. */
-static void table_fill(Gen *g, const Shape *s, PReg sbase, uint32_t off, PReg wb, int batch,
+static void table_fill(Gen *g, const KernelShape *s, PReg sbase, uint32_t off, PReg wb, int batch,
 		       int first)
 {
 	PReg anyw = R(g, PC_B32), allw = R(g, PC_B32), st = R(g, PC_B64), bitm = R(g, PC_B32);
@@ -1933,9 +1925,9 @@ static PReg window_of(Gen *g, PReg x)
 ** accumulators to local memory around the refill, or computing its row
 ** ranges and lane ids again there, did not change that. So such a table
 ** kernel comes twice (sm80_emit.c, sm80_onewin_wanted): one without the
-** refill (Shape.onewin), which the launcher takes where the keys fit the
+** refill (KernelShape.one_window), which the launcher takes where the keys fit the
 ** first window (N <= 8192), and the general one. */
-static void scan_table(Gen *g, const Shape *s, PReg sbase, uint32_t off, PReg from, PReg out,
+static void scan_table(Gen *g, const KernelShape *s, PReg sbase, uint32_t off, PReg from, PReg out,
 		       PReg any, PReg all)
 {
 	int Lscan = ptx_new_label(g->f), Lhave = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
@@ -1956,7 +1948,7 @@ static void scan_table(Gen *g, const Shape *s, PReg sbase, uint32_t off, PReg fr
 	E3(PTX_SETP, ".lt.u64", po_r(inw), po_r(d), po_i((int64_t)TAB_TILES * SM80_BN));
 	E1(PTX_BRA, ".uni", po_label(Lhave));
 	ptx_guard(g->f, inw, 0);
-	if (s->onewin) {
+	if (s->one_window) {
 		/* every key is in the first window: the stream is done */
 		E2(PTX_MOV, ".b64", po_r(out), po_r(g->send));
 		E1(PTX_BRA, ".uni", po_label(Ldone));
@@ -2022,7 +2014,7 @@ static int warp_class_wanted(Gen *g, int table)
 
 /* any / all of the tile [j0, j1) over this warp's rows: rows q0 + 16 mt
 ** warp up to the CTA's (and the query extent's) end. */
-static void warp_class(Gen *g, const Shape *s, PReg any, PReg all)
+static void warp_class(Gen *g, const KernelShape *s, PReg any, PReg all)
 {
 	PReg tid = special(g, "%tid.x"), w = R(g, PC_B64), end = R(g, PC_B64);
 	g->wq0 = R(g, PC_B64), g->wq1 = R(g, PC_B64);
@@ -2036,7 +2028,7 @@ static void warp_class(Gen *g, const Shape *s, PReg any, PReg all)
 	g->wrows = 0;
 }
 
-static void scan(Gen *g, const Shape *s, const Scan *sc, PReg from, PReg out, PReg any, PReg all)
+static void scan(Gen *g, const KernelShape *s, const Scan *sc, PReg from, PReg out, PReg any, PReg all)
 {
 	if (sc->table)
 		scan_table(g, s, sc->sbase, sc->off, from, out, any, all);
@@ -2051,7 +2043,7 @@ static void scan(Gen *g, const Shape *s, const Scan *sc, PReg from, PReg out, PR
 ** there instead of testing every tile from 0 to the end: up to N / 64
 ** class tests per CTA, most of the stream's overhead under short windows.
 ** start = 0 and end = sext where some node has no bound on that side. */
-static void stream_bounds(Gen *g, const Shape *s, PReg start, PReg end)
+static void stream_bounds(Gen *g, const KernelShape *s, PReg start, PReg end)
 {
 	PReg sj0 = g->j0, sj1 = g->j1, zero = R(g, PC_B64);
 	E2(PTX_MOV, ".b64", po_r(zero), po_i(0));
@@ -2093,12 +2085,12 @@ static void stream_bounds(Gen *g, const Shape *s, PReg start, PReg end)
 enum { COPY_K = 1, COPY_V = 2 };
 
 /* The K (COPY_K) and V (COPY_V) tiles starting at key j into buffer buf. */
-static void copy_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const Smem *sm, PReg j,
+static void copy_kv(Gen *g, const KernelShape *s, TileLoad *lk, TileLoad *lv, const Smem *sm, PReg j,
 		    PReg buf, int whole, int which)
 {
-	for (int k = 0; k < s->ng1 && (which & COPY_K); k++)
+	for (int k = 0; k < s->nqk && (which & COPY_K); k++)
 		tile_load_buf(g, &lk[k], j, g->sext, buf, sm->kbuf[k], whole);
-	for (int v = 0; v < s->nvt && (which & COPY_V); v++)
+	for (int v = 0; v < s->nvreads && (which & COPY_V); v++)
 		tile_load_buf(g, &lv[v], j, g->sext, buf, sm->vbuf[v], whole);
 }
 
@@ -2106,7 +2098,7 @@ static void copy_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const Sm
 ** `when` holds, then commits a group (empty otherwise), so that waiting for
 ** all but the newest group always means the current tile has arrived.
 ** Every tile but a ragged last one is copied without per-chunk bounds. */
-static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const Smem *sm, PReg j,
+static void issue_kv(Gen *g, const KernelShape *s, TileLoad *lk, TileLoad *lv, const Smem *sm, PReg j,
 		     PReg buf, PReg when, int which)
 {
 	int skip = ptx_new_label(g->f), part = ptx_new_label(g->f);
@@ -2127,25 +2119,25 @@ static void issue_kv(Gen *g, const Shape *s, TileLoad *lk, TileLoad *lv, const S
 
 /* 128-row tiles with a head dim above 64: the kernels at the register
 ** limit, where the stream's code choices move ptxas's spills. */
-static int wide_rows(const Shape *s)
+static int wide_rows(const KernelShape *s)
 {
-	return sm80_row_blocks(s) == 2 && (s->g1[0].D > 64 || s->DV > 64);
+	return sm80_row_blocks(s) == 2 && (s->qk[0].D > 64 || s->DV > 64);
 }
 
 /* See the stream loop. Where a kernel with the copies apart spills over
-** budget, the driver tries it with them together (SM80_CAP_NOSPLIT) before
+** budget, the driver tries it with them together (SM80_TILING_JOINT_KV) before
 ** 64-row tiles. Kernels with a tile table split too since its first window
 ** is staged through shared memory: document masking at D = 128 spills 180
 ** bytes either way, and the split ran 1.4-1.9% (2k) and 3.4-4.4% (8k)
 ** faster (H100, C-bench A/B); before, the table's fill held many registers
 ** and the retry doubled its ptxas time. */
-static int split_v(const Shape *s)
+static int split_v(const KernelShape *s)
 {
-	return s->cap != SM80_CAP_NOSPLIT && wide_rows(s);
+	return s->tiling != SM80_TILING_JOINT_KV && wide_rows(s);
 }
 
 /* The next tile's V into the other buffer (the loop's head copied its K). */
-static void issue_next_v(Gen *g, const Shape *s, TileLoad *lv, const Smem *sm, PReg nxt, PReg buf,
+static void issue_next_v(Gen *g, const KernelShape *s, TileLoad *lv, const Smem *sm, PReg nxt, PReg buf,
 			 PReg when)
 {
 	if (!s->split_v)
@@ -2157,12 +2149,12 @@ static void issue_next_v(Gen *g, const Shape *s, TileLoad *lv, const Smem *sm, P
 
 /* Q fragments stay in registers when they, the output accumulators and the
 ** score tile fit in about 192 registers; otherwise they are re-read. */
-static int q_in_regs(const Shape *s, int mt)
+static int q_in_regs(const KernelShape *s, int mt)
 {
 	long regs = 0;
-	for (int k = 0; k < s->ng1; k++)
-		regs += mt * s->g1[k].D / 16 * 4 + mt * NEL;
-	regs += (long)s->ng2 * mt * s->DV / 8 * 4;
+	for (int k = 0; k < s->nqk; k++)
+		regs += mt * s->qk[k].D / 16 * 4 + mt * NEL;
+	regs += (long)s->npv * mt * s->DV / 8 * 4;
 	return regs <= 192;
 }
 
@@ -2170,9 +2162,9 @@ static int q_in_regs(const Shape *s, int mt)
 ** stay in registers (q_in_regs), once Q is in shared memory. */
 static void q_frags(Gen *g, QFrag *qf, const Smem *sm, PReg sbase)
 {
-	const Shape *s = g->s;
-	for (int k = 0; k < s->ng1; k++) {
-		long nk = s->g1[k].D / 16;
+	const KernelShape *s = g->s;
+	for (int k = 0; k < s->nqk; k++) {
+		long nk = s->qk[k].D / 16;
 		qf[k].inregs = q_in_regs(s, g->mt);
 		for (int m = 0; m < g->mt; m++) {
 			/* A rows: warp*16*mt + m*16 + (lane & 15), cols (lane >> 4)*8 */
@@ -2206,7 +2198,7 @@ static void q_frags(Gen *g, QFrag *qf, const Smem *sm, PReg sbase)
 /* Whether CTAs may differ in length by their query tile: a streamed node's
 ** filter reads the query row (causal, windows, prefix-LM, document ids), so
 ** that the tiles a CTA visits depend on it (launch_order). */
-static int row_masked(Gen *g, const Shape *s)
+static int row_masked(Gen *g, const KernelShape *s)
 {
 	for (int i = 0; i < g->c->nodes.n; i++) {
 		const Node *n = node(g, i);
@@ -2229,7 +2221,7 @@ typedef struct KGen {
 static void q_after_ids(Gen *g)
 {
 	KGen *k = (KGen *)g;
-	for (int i = 0; i < g->s->ng1; i++)
+	for (int i = 0; i < g->s->nqk; i++)
 		tile_load(g, &k->lq[i], g->q0, g->qext, 0, 0);
 	E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
 }
@@ -2238,23 +2230,23 @@ static void q_after_ids(Gen *g)
 ** where its staging fits in the K and V buffers, contiguous after the one Q
 ** tile and free until the first tile's loads: sets g->idsbase (cleared
 ** after the first fill). */
-static int ids_staged(Gen *g, const Shape *s, const Smem *sm, PReg sbase)
+static int ids_staged(Gen *g, const KernelShape *s, const Smem *sm, PReg sbase)
 {
-	uint32_t kv0 = sm->k[0], kv1 = sm->v[s->nvt - 1] + 2 * sm->vbuf[s->nvt - 1];
-	if (s->ng1 != 1 || kv1 - kv0 < SM80_IDSTAGE_BYTES)
+	uint32_t kv0 = sm->k[0], kv1 = sm->v[s->nvreads - 1] + 2 * sm->vbuf[s->nvreads - 1];
+	if (s->nqk != 1 || kv1 - kv0 < SM80_IDSTAGE_BYTES)
 		return 0;
 	g->idsbase = sbase, g->idstage = kv0;
 	return 1;
 }
 
-PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
+PtxFunc *sm80_kernel(Arena *a, const Plan *p, KernelShape *s)
 {
 	KGen KG = {0};
 	Gen *g = &KG.g;
 	g->a = a, g->p = p, g->c = p->c, g->s = s;
 	g->mt = sm80_row_blocks(s), g->bm = SM80_WARPS * 16 * g->mt;
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);
-	ptx_func_init(f, a, arena_printf(a, s->onewin ? "%s_fwd_short" : "%s_fwd", p->c->name),
+	ptx_func_init(f, a, arena_printf(a, s->one_window ? "%s_fwd_short" : "%s_fwd", p->c->name),
 		      SM80_THREADS);
 	g->f = f;
 	Smem sm = {0};
@@ -2295,29 +2287,29 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	tile_rows(g, &t);
 	/* Q tiles and their fragments; with a staged table, Q is copied after
 	** the table's ids */
-	QFrag qf[SM80_MAXG];
-	TileLoad lq[SM80_MAXG], lk[SM80_MAXG], lv[SM80_MAXG];
+	QFrag qf[GPU_MAXG];
+	TileLoad lq[GPU_MAXG], lk[GPU_MAXG], lv[GPU_MAXG];
 	int qlate = table && ids_staged(g, s, &sm, sbase) && lanes_wanted(g, s);
 	KG.lq = lq;
-	for (int k = 0; k < s->ng1; k++) {
+	for (int k = 0; k < s->nqk; k++) {
 		int node = -1;
 		for (int i = 0; i < n; i++)
-			if (s->n[i].kind == SN_GEMM1 && s->n[i].g == k)
+			if (s->node[i].kind == SN_GEMM1 && s->node[i].gemm == k)
 				node = i;
-		tile_load_setup(g, &lq[k], node, s->g1[k].a, s->qcls, g->bm, s->g1[k].D, sm.q[k],
+		tile_load_setup(g, &lq[k], node, s->qk[k].a, s->qcls, g->bm, s->qk[k].D, sm.q[k],
 				sm.qs[k], sbase, tid);
 		if (!qlate)
 			tile_load(g, &lq[k], g->q0, g->qext, 0, 0);
-		tile_load_setup(g, &lk[k], node, s->g1[k].b, s->scls, SM80_BN, s->g1[k].D, sm.k[k],
+		tile_load_setup(g, &lk[k], node, s->qk[k].b, s->scls, SM80_BN, s->qk[k].D, sm.k[k],
 				sm.ks[k], sbase, tid);
 		g->kaddr[k] = lane_addr(g, sbase, sm.k[k], sm.ks[k], 0);
 	}
-	for (int v = 0; v < s->nvt; v++) {
+	for (int v = 0; v < s->nvreads; v++) {
 		int node = -1;
 		for (int i = 0; i < n; i++)
-			if (s->n[i].kind == SN_GEMM2 && s->g2[s->n[i].g].vslot == v)
+			if (s->node[i].kind == SN_GEMM2 && s->pv[s->node[i].gemm].vslot == v)
 				node = i;
-		tile_load_setup(g, &lv[v], node, s->vt[v], s->scls, SM80_BN, s->DV, sm.v[v], sm.vs,
+		tile_load_setup(g, &lv[v], node, s->vreads[v], s->scls, SM80_BN, s->DV, sm.v[v], sm.vs,
 				sbase, tid);
 		g->vaddr[v] = lane_addr(g, sbase, sm.v[v], sm.vs, 1);
 	}
@@ -2325,7 +2317,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		E(g, PTX_CP_COMMIT, "", 0, Z, Z, Z, Z, Z);
 	/* running state */
 	for (int i = 0; i < n; i++) {
-		SNodeKind k = s->n[i].kind;
+		ShapeNodeKind k = s->node[i].kind;
 		if (k == SN_RMAX || k == SN_RSUM || k == SN_REF)
 			for (int h = 0; h < nrs; h++) {
 				g->rowv[i][h] = R(g, PC_F32);
@@ -2344,7 +2336,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 		}
 	}
 	for (int i = 0; i < n; i++)
-		if (s->n[i].kind == SN_REF)
+		if (s->node[i].kind == SN_REF)
 			for (int h = 0; h < nrs; h++) {
 				g->node = i, g->half = h, g->row = t.crows[h];
 				PReg v = sm80_expr(g, node(g, i)->body);
@@ -2357,10 +2349,10 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	** everywhere is neither loaded nor computed */
 	int Lloop = ptx_new_label(f), Lend = ptx_new_label(f);
 	int Lfull = ptx_new_label(f), Ldone = ptx_new_label(f), Lskip = ptx_new_label(f);
-	PReg kbase[SM80_MAXG], vbase[SM80_MAXG];
-	for (int k = 0; k < s->ng1; k++)
+	PReg kbase[GPU_MAXG], vbase[GPU_MAXG];
+	for (int k = 0; k < s->nqk; k++)
 		kbase[k] = g->kaddr[k];
-	for (int v = 0; v < s->nvt; v++)
+	for (int v = 0; v < s->nvreads; v++)
 		vbase[v] = g->vaddr[v];
 	g->j0 = R(g, PC_B64), g->j1 = R(g, PC_B64);
 	PReg j0 = g->j0, j1 = g->j1, nxt = R(g, PC_B64), nxt1 = R(g, PC_B64);
@@ -2386,7 +2378,7 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	/* Q has arrived (the first K/V tile may still be in flight) */
 	E1(PTX_CP_WAIT, "", po_i(1));
 	E1(PTX_BAR, "", po_i(0));
-	for (int k = 0; k < s->ng1; k++)
+	for (int k = 0; k < s->nqk; k++)
 		sm80_scale_negate_q(g, k, sbase, sm.q[k], (uint32_t)g->bm * sm.qs[k], tid);
 	q_frags(g, qf, &sm, sbase);
 	ptx_label(f, Lloop);
@@ -2423,12 +2415,12 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 			fresh = 0;
 	if (fresh)
 		lane_ids(g);
-	for (int k = 0; k < s->ng1; k++) {
+	for (int k = 0; k < s->nqk; k++) {
 		g->kaddr[k] = R(g, PC_B32);
 		E4(PTX_MAD, ".lo.u32", po_r(g->kaddr[k]), po_r(buf), po_i(sm.kbuf[k]),
 		   po_r(fresh ? lane_addr(g, sbase, sm.k[k], sm.ks[k], 0) : kbase[k]));
 	}
-	for (int v = 0; v < s->nvt; v++) {
+	for (int v = 0; v < s->nvreads; v++) {
 		g->vaddr[v] = R(g, PC_B32);
 		E4(PTX_MAD, ".lo.u32", po_r(g->vaddr[v]), po_r(buf), po_i(sm.vbuf[v]),
 		   po_r(fresh ? lane_addr(g, sbase, sm.v[v], sm.vs, 1) : vbase[v]));
@@ -2461,8 +2453,8 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 			for (int h = 0; h < nrs; h++)
 				E2(PTX_MOV, ".f32", po_r(t.prev[i][h]), po_r(g->rowv[i][h]));
 	for (int i = 0; i < n; i++)
-		if (s->n[i].kind == SN_GEMM1)
-			gemm1_tile(g, i, &qf[s->n[i].g], &sm);
+		if (s->node[i].kind == SN_GEMM1)
+			gemm1_tile(g, i, &qf[s->node[i].gemm], &sm);
 	/* key indices after the contraction: they are not live across it */
 	lane_ids(g);
 	{
@@ -2504,13 +2496,13 @@ PtxFunc *sm80_kernel(Arena *a, const Plan *p, Shape *s)
 	return f;
 }
 
-/* Whether a table kernel also comes without the refill (Shape.onewin; see
+/* Whether a table kernel also comes without the refill (KernelShape.one_window; see
 ** scan_table): where it holds 128 rows with a head dim above 64, at the
 ** register limit, the refill's tests made ptxas spill in the stream loop
 ** (document1024 D = 128: +8.0% at 2k and +5.6% at 8k without them). At
 ** D = 64 the kernel did not spill either way, and the one-window kernel ran
 ** 1-2.5% slower (H100, C-bench A/B), so it keeps one entry. */
-int sm80_onewin_wanted(const Shape *s)
+int sm80_onewin_wanted(const KernelShape *s)
 {
 	return s->table && wide_rows(s);
 }
@@ -2518,9 +2510,9 @@ int sm80_onewin_wanted(const Shape *s)
 /* Two m16 row blocks per warp (128-row CTAs) halve the shared-memory reads
 ** per mma, the limit of 64-row tiles on the H100; they need the registers of
 ** one contraction pair with head dims up to 128. */
-int sm80_row_blocks(const Shape *s)
+int sm80_row_blocks(const KernelShape *s)
 {
-	if (s->cap == SM80_CAP_ROWS64 || s->pack)
+	if (s->tiling == SM80_TILING_ROWS64 || s->pack)
 		return 1;
-	return s->ng1 == 1 && s->ng2 == 1 && s->g1[0].D <= 128 && s->DV <= 128 ? 2 : 1;
+	return s->nqk == 1 && s->npv == 1 && s->qk[0].D <= 128 && s->DV <= 128 ? 2 : 1;
 }

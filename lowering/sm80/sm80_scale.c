@@ -41,10 +41,10 @@ static int reads(const Expr *e, int node)
 ** A/B, 2026-11-24). */
 static int scaled_gemm(const Gen *g, int i, const Expr **c)
 {
-	const Shape *s = g->s;
+	const KernelShape *s = g->s;
 	const Node *n = g->c->nodes.v[i];
 	const Expr *e = n->body;
-	if (s->n[i].kind != SN_MAP || !e || e->kind != EX_BINOP || e->op != OP_MUL ||
+	if (s->node[i].kind != SN_MAP || !e || e->kind != EX_BINOP || e->op != OP_MUL ||
 	    e->type != VT_FLOAT)
 		return -1;
 	for (int k = 0; k < 2; k++) {
@@ -54,19 +54,19 @@ static int scaled_gemm(const Gen *g, int i, const Expr **c)
 		if (!ok || y->kind != EX_ACCESS || !y->tensor->def)
 			continue;
 		int gn = y->tensor->def->id;
-		if (s->n[gn].kind != SN_GEMM1 || y->tensor->kind == TK_OUT)
+		if (s->node[gn].kind != SN_GEMM1 || y->tensor->kind == TK_OUT)
 			continue;
 		/* and S is read before the contraction with V only: G in the
 		** mma's accumulator registers, live past it, made ptxas spill
 		** (full.attn's L: 240 bytes against 64) */
-		int pv = 0;
+		int after_pv = 0;
 		for (int j = 0; j < g->c->nodes.n; j++) {
 			const Node *o = g->c->nodes.v[j];
 			if (j != i && (reads(o->body, gn) || reads(o->filter, gn)))
 				return -1;
-			if (pv && (reads(o->body, i) || reads(o->filter, i)))
+			if (after_pv && (reads(o->body, i) || reads(o->filter, i)))
 				return -1;
-			pv |= s->n[j].kind == SN_GEMM2;
+			after_pv |= s->node[j].kind == SN_GEMM2;
 		}
 		*c = x;
 		return gn;
@@ -140,7 +140,7 @@ void sm80_scale_negate_q(Gen *g, int gemm1, PReg sbase, uint32_t soff, uint32_t 
 {
 	for (int i = 0; i < g->c->nodes.n; i++) {
 		Sm80Fold *f = &g->fold[i];
-		if (f->gemm < 0 || g->s->n[f->gemm].g != gemm1 || f->scale->kind != EX_PARAM)
+		if (f->gemm < 0 || g->s->node[f->gemm].gemm != gemm1 || f->scale->kind != EX_PARAM)
 			continue;
 		int skip = ptx_new_label(g->f);
 		PReg neg = R(g, PC_PRED), t = R(g, PC_B32), a = R(g, PC_B32);

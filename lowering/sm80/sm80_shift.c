@@ -43,12 +43,12 @@ static int only_exp_diffs(const Expr *e, const Tensor *S, const Tensor *M)
 static int shift_blind(const Gen *g, int i)
 {
 	const Node *sn = g->c->nodes.v[i];
-	if (g->s->n[i].kind != SN_MAP || sn->out->kind == TK_OUT || sn->body->type != VT_FLOAT)
+	if (g->s->node[i].kind != SN_MAP || sn->out->kind == TK_OUT || sn->body->type != VT_FLOAT)
 		return 0;
 	int m = -1;
 	for (int k = 0; k < g->c->nodes.n; k++) {
 		const Node *o = g->c->nodes.v[k];
-		if (g->s->n[k].kind == SN_RMAX && o->body->kind == EX_ACCESS &&
+		if (g->s->node[k].kind == SN_RMAX && o->body->kind == EX_ACCESS &&
 		    o->body->tensor == sn->out) {
 			if (m >= 0)
 				return 0;
