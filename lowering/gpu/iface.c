@@ -32,18 +32,6 @@ static void dim_expr(FILE *o, const Expr *e)
 	}
 }
 
-static int elem_size(DType t)
-{
-	switch (t) {
-	case DT_F32:
-	case DT_I32: return 4;
-	case DT_BOOL:
-	case DT_F8E4M3:
-	case DT_F8E5M2: return 1;
-	default: return 2;
-	}
-}
-
 static void decls(FILE *o, const Cascade *c)
 {
 	fprintf(o,
@@ -176,7 +164,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			tiled |= sh.qk[k].a->tensor->id == i || sh.qk[k].b->tensor->id == i;
 		for (int k = 0; shaped && k < sh.nvreads; k++)
 			tiled |= sh.vreads[k]->tensor->id == i;
-		int align = tiled ? 16 : elem_size(t->dtype);
+		int align = tiled ? 16 : dtype_size(t->dtype);
 		fprintf(o, "\t{\n\t\tint64_t shape[%d], def[%d];\n\t\t%s_shape(%d, dims, shape);\n",
 			t->rank + 1, t->rank + 1, n, i);
 		fprintf(o,
@@ -195,7 +183,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		fprintf(o,
 			"\t\tif ((rc = attnrt_check_tensor_named(\"%s\", \"%s\", ptrs[%d], %d, "
 			"shape, shape, s, %d, %d, names))) return rc;\n",
-			n, t->name, i, t->rank, elem_size(t->dtype), align);
+			n, t->name, i, t->rank, dtype_size(t->dtype), align);
 		fprintf(o, "\t\tptr[%d] = (uint64_t)(uintptr_t)ptrs[%d];\n", i, i);
 		fprintf(o, "\t\tfor (int d = 0; d < %d; d++) st[%d + d] = s[d];\n\t}\n", t->rank,
 			i * 8);

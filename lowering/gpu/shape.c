@@ -9,18 +9,6 @@
 
 #include "gpu.h"
 
-static int cls_kind(const Plan *p, int node, int v, int qcls, int scls)
-{
-	int c = p->cls[node][v];
-	if (c == scls)
-		return 's';
-	if (c == qcls)
-		return 'q';
-	if (p->classes[c].grid)
-		return 'g';
-	return 'x';
-}
-
 /* `q / X` with q a query-row variable and X a dim or a positive constant:
 ** a K/V head shared by X consecutive query rows (GQA decode). All such
 ** subscripts of a kernel must use the same X, recorded in *pack. */
@@ -62,7 +50,7 @@ static int operand(const Plan *p, int node, const Expr *e, int want_cls, int las
 			continue;
 		unsigned long long vs = expr_vars(x);
 		for (int v = 0; v < 64; v++)
-			if ((vs >> v & 1) && cls_kind(p, node, v, qcls, scls) != 'g')
+			if ((vs >> v & 1) && plan_index_kind(p, node, v) != IDX_GRID)
 				return 0;
 	}
 	return seen == 1;
@@ -89,12 +77,12 @@ static int kinds_of(const Plan *p, const Node *n, int i, int qcls, int scls, int
 {
 	int m = 0;
 	for (int v = 0; v < n->nfree; v++) {
-		int k = cls_kind(p, i, v, qcls, scls);
-		if (k == 'q')
+		IndexKind k = plan_index_kind(p, i, v);
+		if (k == IDX_QUERY)
 			m |= 1;
-		else if (k == 's')
+		else if (k == IDX_KEY)
 			m |= 2;
-		else if (k == 'x')
+		else if (k == IDX_OTHER)
 			m |= 4, *xvar = v;
 	}
 	return m;
@@ -136,7 +124,7 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 				    n->out->name);
 	int evar = -1;
 	for (int v = 0; v < n->nfree; v++)
-		if (cls_kind(p, i, v, s->qcls, s->scls) == 'x')
+		if (plan_index_kind(p, i, v) == IDX_OTHER)
 			evar = v;
 	for (int side = 0; side < 2; side++) {
 		const Expr *v = strip(b->args[side]), *x = b->args[!side];

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "../../compiler/plan.h"
+#include "../ptx/ptx.h"
 
 /* What the generated C interface needs of each kernel. */
 typedef struct GpuKernelInfo {
@@ -30,6 +31,9 @@ typedef struct GpuKernelInfo {
 
 enum { GPU_MAX_CUBINS = 4 };
 
+struct KernelGen;   /* gpu.h */
+struct KernelShape; /* gpu.h */
+
 typedef struct GpuTarget {
 	const char *name;        /* --target and the plan's target: "sm_80" */
 	int sm;                  /* compute capability times ten */
@@ -44,17 +48,56 @@ typedef struct GpuTarget {
 	int warps;         /* warps per CTA */
 	int threads;       /* threads per CTA */
 	unsigned smem_max; /* dynamic shared memory a CTA may take (bytes) */
-	/* PTX for every cascade of prog into out, info (NULL or per cascade)
-	** filled; tiling (NULL or per cascade) the tile-size choice of each
-	** (KernelShape.tiling). Nonzero after reporting through d why a
-	** cascade cannot be lowered. */
-	int (*emit_program)(FILE *out, const Program *prog, Diag *d, GpuKernelInfo *info,
-			    const int *tiling);
 	/* The retry policy: rounds of regeneration after the first, and the
 	** tile-size choice for a kernel that ptxas spilled spill_bytes of (0:
 	** keep it). */
 	int retune_rounds;
 	int (*retune)(const GpuKernelInfo *k, long spill_bytes);
+	/* m16 row blocks per warp of a kernel (1 or 2: 64- or 128-row CTAs),
+	** given its tile-size choice */
+	int (*row_blocks)(const struct KernelShape *s);
+	/* After a kernel with a tile table: whether a second entry without the
+	** table's refill pays (KernelShape.one_window) */
+	int (*one_window_wanted)(const struct KernelShape *s);
+
+	/* The kernel builder's hooks (gpu/kernel.c), in the order it calls
+	** them. layout: the target's state (g->targ) and its shared memory,
+	** the tile table (GPU_TABLE_BYTES where table) at g->table_off; returns
+	** the bytes. */
+	uint32_t (*layout)(struct KernelGen *g, int table);
+	/* The tile loaders and the CTA's Q copies, or only the loaders where Q
+	** waits for the tile table's ids (returns 1: load_q then runs when the
+	** ids are committed, g->ids). */
+	int (*setup_loads)(struct KernelGen *g, int table);
+	void (*load_q)(struct KernelGen *g);
+	/* Asynchronous copies of 4 bytes to shared memory (one instruction, so
+	** that the caller can guard it), their commit and the wait for all but
+	** the newest n groups: the tile table's id staging. */
+	void (*copy4_async)(struct KernelGen *g, PtxOpnd dst, PtxOpnd src);
+	void (*copy_commit)(struct KernelGen *g);
+	void (*copy_wait)(struct KernelGen *g, int n);
+	/* Before the stream: the first tile (keys from j0) into buffer buf
+	** where any, Q in place (its fragments). */
+	void (*stream_start)(struct KernelGen *g, PReg j0, PReg buf, PReg any);
+	/* In the loop's head: the next tile (keys from nxt) into the other
+	** buffer where when. */
+	void (*prefetch)(struct KernelGen *g, PReg nxt, PReg buf, PReg when);
+	/* The tile in buffer buf has arrived and is visible to the CTA
+	** (keeps_true_max: lazy rebasing keeps true maxes in registers). */
+	void (*tile_begin)(struct KernelGen *g, PReg buf, int keeps_true_max);
+	/* S = Q K^T of GEMM1 node i into g->tile[i]. */
+	void (*contract_qk)(struct KernelGen *g, int node);
+	/* After the scores: what prefetch left of the next tile (called again
+	** by a warp that skips the tile). */
+	void (*prefetch_late)(struct KernelGen *g, PReg nxt, PReg buf, PReg when);
+	/* O += P V of GEMM2 node i, P per score element (GPU_MAXMT * GPU_NEL). */
+	void (*contract_pv)(struct KernelGen *g, int node, const PReg *p);
+	/* Stores of node i's output accumulators in the fast layouts the
+	** target has, each ending with a branch to done; branches to slow
+	** (element by element, the caller's) where the strides allow none. q
+	** is lane % 4, crows and rowok the rows per row slot and their bounds. */
+	void (*store_output)(struct KernelGen *g, int node, PReg q, const PReg *crows,
+			     const PReg *rowok, int slow, int done);
 } GpuTarget;
 
 /* What the retry loop asks of the driver: assemble one round's PTX and

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "target.h"
+#include "gpu.h"
 
 /* The entry names of p's kernels (NAME_fwd), malloc'd, or NULL. */
 static char **entry_names(const Program *p)
@@ -49,7 +49,7 @@ int gpu_compile(const GpuTarget *t, const Program *p, Diag *d, const GpuAssemble
 			rc = GPU_ERR_MEMORY;
 			break;
 		}
-		rc = t->emit_program(m, p, d, info, tiling) ? GPU_ERR_INPUT : 0;
+		rc = gpu_emit_program(t, m, p, d, info, tiling) ? GPU_ERR_INPUT : 0;
 		fclose(m);
 		if (rc || !as)
 			break;
