@@ -1,10 +1,14 @@
 /*
-** lowering/gpu/abi.c: the kernel parameters every GPU target takes after
-** the cascade's own (gpu.h's GPU_MAGIC_*), counted once for the kernel
-** builders and the generated launcher.
+** lowering/gpu/abi.c: the kernel ABI (gpu.h's head) as PTX: the parameters
+** declared and loaded into registers, the magic parameters counted once
+** for the kernel and the generated launcher, and the CTA's place decoded
+** from its launch position (the launch order, the grid classes by magic
+** division), with the lane and warp ids.
 */
 #include "gpu.h"
 
+/* How many magic parameters a plan's kernels take (GPU_MAGIC_*, then two
+** per grid class that is not the query tile). */
 int gpu_magic_params(const Plan *p)
 {
 	int n = GPU_MAGIC_FIXED;
@@ -12,6 +16,7 @@ int gpu_magic_params(const Plan *p)
 		n += 2 * (p->classes[k].grid && !p->classes[k].qtile);
 	return n;
 }
+
 /* Magic parameter i (GPU_MAGIC_*, or a class's pair after them). */
 static PReg magic(KernelGen *g, int i)
 {

@@ -67,19 +67,19 @@ PReg gpu_pconst(KernelGen *g, int v)
 	return p;
 }
 
-/* Which of the kernel's index kinds variable v of the node in scope is. */
+/* Which of the kernel's index kinds variable v of the node in scope is
+** (plan_index_kind), with the value index of the contractions with V
+** apart in the epilogue, where it is the element's column. */
 int gpu_index_kind(KernelGen *g, int v)
 {
-	int c = g->p->cls[g->node][v];
-	if (c == g->s->scls)
+	IndexKind k = plan_index_kind(g->p, g->node, v);
+	if (k == IDX_KEY)
 		return 's';
-	if (c == g->s->qcls)
+	if (k == IDX_QUERY)
 		return 'q';
-	if (c == g->s->ecls && g->stage == 1)
+	if (g->p->cls[g->node][v] == g->s->ecls && g->stage == 1)
 		return 'e';
-	if (g->p->classes[c].grid)
-		return 'g';
-	return 'x';
+	return k == IDX_GRID ? 'g' : 'x';
 }
 
 PReg gpu_index_value(KernelGen *g, int v)
