@@ -109,6 +109,7 @@ typedef struct ShapeNode {
 
 typedef struct KernelShape {
 	const Plan *p;
+	/* the classes of the query rows, the keys and V's value index (-1: none) */
 	int qcls, scls, ecls;
 	ShapeNode *node; /* per plan node */
 	QKContraction qk[GPU_MAXG];
