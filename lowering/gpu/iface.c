@@ -1,7 +1,7 @@
 /*
 ** lowering/gpu/iface.c: the C interface of generated GPU kernels.
 ** For a file x.attn, x.h declares per cascade a typed argument struct and a
-** launch function; x.c embeds the cubins (sm_80, sm_90) and the PTX (for
+** launch function; x.c embeds the target's cubins and the PTX (for
 ** newer GPUs), validates arguments through libattnrt and launches on the
 ** caller's stream. One .c file plus -lattnrt links into any C program.
 */

@@ -35,7 +35,7 @@ struct KernelGen;   /* gpu.h */
 struct KernelShape; /* gpu.h */
 
 typedef struct GpuTarget {
-	const char *name;        /* --target and the plan's target: "sm_80" */
+	const char *name;        /* --target and the plan's target */
 	int sm;                  /* compute capability times ten */
 	const char *ptx_target;  /* the module's .target */
 	const char *ptx_version; /* the module's .version */
