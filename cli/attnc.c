@@ -20,8 +20,8 @@
 #include "../lowering/mlir/mlir_emit.h"
 #include "../compiler/plan.h"
 #include "../lowering/c/c_emit.h"
-#include "../lowering/gpu_iface.h"
-#include "../lowering/sm80/sm80.h"
+#include "../lowering/gpu/iface.h"
+#include "../lowering/targets.h"
 #include "ptxas.h"
 #include "options.h"
 #include "run.h"
@@ -119,14 +119,6 @@ static int put_c(FILE *o, void *ctx)
 	return 0;
 }
 
-/* Bytes of spill stores a 128-row kernel may have: measured on the H100,
-** prefix-LM (88 bytes) ran 40% faster with 128 rows than with 64, ALiBi
-** (184 bytes) 10% slower. Where masks read data (document ids) every CTA
-** scans the stream's tiles with loads, so 64-row tiles double that work:
-** document masking at D = 128 with 176 bytes ran 30-39% faster with 128
-** rows (2k and 8k). */
-enum { SPILL_OK = 128, SPILL_OK_DATA = 256 };
-
 /* ptxas's errors for arch, reported with the kernel file's context. */
 static int ptxas_failed(const char *arch, const char *err)
 {
@@ -135,92 +127,98 @@ static int ptxas_failed(const char *arch, const char *err)
 	return EXIT_TOOL;
 }
 
-/* PTX for every cascade, with ptxas's feedback when px is given: a kernel
-** of 128-row tiles that ptxas spills more than SPILL_OK bytes of is
-** generated again with the next K and V tiles copied together (where they
-** were apart: the copy addresses then need no registers across the first
-** contraction), then with 64-row tiles (fewer registers). The sm_90 cubin of
-** the final PTX is returned in cubin90 when px is given, and its sm_80
-** cubin in cubin80 when that is not NULL: each round assembles both at
-** once (the sm_80 run is dropped when the round's PTX is regenerated), so
-** that the two targets take the time of one where nothing spills. ptxas's
-** errors are reported here. */
-static int emit_ptx_tuned(const Program *p, Diag *d, const char *px, char **buf, size_t *n,
-			  Sm80Info *info, Blob *cubin90, Blob *cubin80)
-{
+/* The ptxas runs of the retry loop (gpu_compile): each round assembles the
+** target's machine code at once, the earlier compute capabilities as
+** background jobs (dropped when the round's PTX is generated again), the
+** last one in the foreground with its spill report. */
+typedef struct Assembly {
+	const GpuTarget *t;
+	const char *px;
+	GpuCubin *cubin; /* [t->ncubins] */
+	int all;         /* every cubin, else only the last (its spills) */
+	PtxasJob job[GPU_MAX_CUBINS];
+	int started[GPU_MAX_CUBINS];
 	char err[2048];
-	int nc = p->cascades.n, rc = 0;
-	int *cap = calloc((size_t)nc + 1, sizeof *cap);
-	const char **funcs = calloc((size_t)nc + 1, sizeof *funcs);
-	long *spills = calloc((size_t)nc + 1, sizeof *spills);
-	char **names = calloc((size_t)nc + 1, sizeof *names);
-	if (!cap || !funcs || !spills || !names)
-		rc = EXIT_TOOL;
-	for (int i = 0; i < nc && !rc; i++) {
-		const Cascade *c = p->cascades.v[i];
-		size_t len = strlen(c->name) + 8;
-		if (!(names[i] = malloc(len)))
-			rc = EXIT_TOOL;
-		else
-			snprintf(names[i], len, "%s_fwd", c->name), funcs[i] = names[i];
+} Assembly;
+
+static void arch_of(char *arch, size_t n, int sm)
+{
+	snprintf(arch, n, "sm_%d", sm);
+}
+
+static int assemble_round(void *ctx, const char *ptx, size_t n, const char *const *funcs,
+			  long *spills, int nfuncs)
+{
+	Assembly *as = ctx;
+	int last = as->t->ncubins - 1;
+	char arch[16];
+	free(as->cubin[last].code.data), as->cubin[last].code.data = NULL;
+	for (int k = 0; k < last && as->all; k++) {
+		arch_of(arch, sizeof arch, as->t->cubin_sms[k]);
+		as->started[k] =
+		    !ptxas_start(&as->job[k], as->px, ptx, n, arch, as->err, sizeof as->err);
+		if (!as->started[k]) {
+			for (int j = 0; j < k; j++)
+				if (as->started[j])
+					ptxas_cancel(&as->job[j]), as->started[j] = 0;
+			return ptxas_failed(arch, as->err);
+		}
 	}
-	for (int round = 0; round < 3 && !rc; round++) {
-		free(*buf), *buf = NULL, *n = 0;
-		FILE *m = open_memstream(buf, n);
-		if (!m) {
-			rc = EXIT_TOOL;
-			break;
-		}
-		rc = sm80_emit_program(m, p, d, info, cap) ? EXIT_INPUT : 0;
-		fclose(m);
-		if (rc || !px)
-			break;
-		free(cubin90->data), cubin90->data = NULL;
-		PtxasJob j80;
-		int sm80 = cubin80 && !ptxas_start(&j80, px, *buf, *n, "sm_80", err, sizeof err);
-		if (cubin80 && !sm80) {
-			rc = ptxas_failed("sm_80", err);
-			break;
-		}
-		if (ptxas_assemble_v(px, *buf, *n, "sm_90", &cubin90->data, &cubin90->size, err,
-				     sizeof err, funcs, spills, nc)) {
-			if (sm80)
-				ptxas_cancel(&j80);
-			rc = ptxas_failed("sm_90", err);
-			break;
-		}
-		int again = 0;
-		for (int i = 0; i < nc && round < 2; i++) {
-			if (info[i].block_m <= 64)
-				continue;
-			/* a tile table's kernel spills about as much with the copies
-			** together: split, it ran 1.4-4.4% faster (document1024 D = 128) */
-			if (info[i].split_v &&
-			    spills[i] > (info[i].table ? SPILL_OK_DATA : SPILL_OK))
-				cap[i] = SM80_CAP_NOSPLIT, again = 1;
-			else if (spills[i] > (info[i].data_masks ? SPILL_OK_DATA : SPILL_OK))
-				cap[i] = SM80_CAP_ROWS64, again = 1;
-		}
-		if (sm80 && again)
-			ptxas_cancel(&j80);
-		else if (sm80) {
-			free(cubin80->data), cubin80->data = NULL;
-			if (ptxas_finish(&j80, &cubin80->data, &cubin80->size, err, sizeof err,
-					 NULL, NULL, 0))
-				rc = ptxas_failed("sm_80", err);
-		}
-		if (!again)
-			break;
+	arch_of(arch, sizeof arch, as->t->cubin_sms[last]);
+	if (ptxas_assemble_v(as->px, ptx, n, arch, &as->cubin[last].code.data,
+			     &as->cubin[last].code.size, as->err, sizeof as->err, funcs, spills,
+			     nfuncs)) {
+		for (int k = 0; k < last; k++)
+			if (as->started[k])
+				ptxas_cancel(&as->job[k]), as->started[k] = 0;
+		return ptxas_failed(arch, as->err);
 	}
-	for (int i = 0; i < nc && names; i++)
-		free(names[i]);
-	free(cap), free(funcs), free(spills), free(names);
+	return 0;
+}
+
+static int settle_round(void *ctx, int final)
+{
+	Assembly *as = ctx;
+	int rc = 0;
+	for (int k = 0; k < as->t->ncubins - 1; k++) {
+		if (!as->started[k])
+			continue;
+		as->started[k] = 0;
+		if (!final) {
+			ptxas_cancel(&as->job[k]);
+			continue;
+		}
+		Blob *b = &as->cubin[k].code;
+		free(b->data), b->data = NULL;
+		if (!rc && ptxas_finish(&as->job[k], &b->data, &b->size, as->err, sizeof as->err,
+					NULL, NULL, 0)) {
+			char arch[16];
+			arch_of(arch, sizeof arch, as->t->cubin_sms[k]);
+			rc = ptxas_failed(arch, as->err);
+		}
+	}
 	return rc;
 }
 
-/* The GPU compile: PTX for every cascade, assembled by ptxas for sm_80 and
-** sm_90, then OUT.ptx, OUT.h and OUT.c (the cubins and PTX embedded). */
-static int compile_gpu(const char *outbase, const Program *p, Diag *d, const char *ptxas_opt)
+/* PTX for every cascade, tuned with ptxas's feedback when px is given
+** (gpu_compile); the machine code of the final PTX in cubin[] (only the
+** last compute capability's unless all). */
+static int emit_ptx_tuned(const GpuTarget *t, const Program *p, Diag *d, const char *px, char **buf,
+			  size_t *n, GpuKernelInfo *info, GpuCubin *cubin, int all)
+{
+	Assembly as = {.t = t, .px = px, .cubin = cubin, .all = all};
+	GpuAssembler cb = {assemble_round, settle_round, &as};
+	for (int k = 0; k < t->ncubins; k++)
+		cubin[k].sm = t->cubin_sms[k];
+	int rc = gpu_compile(t, p, d, px ? &cb : NULL, buf, n, info);
+	return rc == GPU_ERR_INPUT ? EXIT_INPUT : rc == GPU_ERR_MEMORY ? EXIT_TOOL : rc;
+}
+
+/* The GPU compile: PTX for every cascade, assembled by ptxas for the
+** target's compute capabilities, then OUT.ptx, OUT.h and OUT.c (the cubins
+** and PTX embedded). */
+static int compile_gpu(const GpuTarget *t, const char *outbase, const Program *p, Diag *d,
+		       const char *ptxas_opt)
 {
 	char *buf = NULL;
 	size_t n = 0;
@@ -228,7 +226,9 @@ static int compile_gpu(const char *outbase, const Program *p, Diag *d, const cha
 	arena_init(&a);
 	GpuImages im = {0};
 	im.arena = &a;
-	im.info = ARENA_ARRAY(&a, Sm80Info, p->cascades.n + 1);
+	im.target = t->name;
+	im.ncubins = t->ncubins;
+	im.info = ARENA_ARRAY(&a, GpuKernelInfo, p->cascades.n + 1);
 	char err[2048];
 	int rc = 0;
 	const char *px = ptxas_find(ptxas_opt, err, sizeof err);
@@ -236,9 +236,9 @@ static int compile_gpu(const char *outbase, const Program *p, Diag *d, const cha
 		fprintf(stderr, "attnc: error: %s\n", err);
 		rc = EXIT_TOOL;
 	}
-	/* the sm_90 cubin comes from the tuning's last ptxas run */
+	/* the cubins come from the tuning's last ptxas run */
 	if (!rc)
-		rc = emit_ptx_tuned(p, d, px, &buf, &n, im.info, &im.cubin90, &im.cubin80);
+		rc = emit_ptx_tuned(t, p, d, px, &buf, &n, im.info, im.cubin, 1);
 	im.ptx = buf, im.ptx_size = n;
 	if (!rc) {
 		const char *slash = strrchr(outbase, '/');
@@ -249,17 +249,14 @@ static int compile_gpu(const char *outbase, const Program *p, Diag *d, const cha
 			rc = stage(&st, arena_printf(&a, "%s.h", outbase), put_h, &g);
 		if (!rc)
 			rc = stage(&st, arena_printf(&a, "%s.c", outbase), put_c, &g);
-		if (!rc)
-			rc = stage(&st, arena_printf(&a, "%s.sm80.cubin", outbase), put_blob,
-				   &im.cubin80);
-		if (!rc)
-			rc = stage(&st, arena_printf(&a, "%s.sm90.cubin", outbase), put_blob,
-				   &im.cubin90);
+		for (int k = 0; k < im.ncubins && !rc; k++)
+			rc = stage(&st, arena_printf(&a, "%s.sm%d.cubin", outbase, im.cubin[k].sm),
+				   put_blob, &im.cubin[k].code);
 		if (!rc)
 			rc = commit_staged(&st);
 	}
-	free(im.cubin80.data);
-	free(im.cubin90.data);
+	for (int k = 0; k < im.ncubins; k++)
+		free(im.cubin[k].code.data);
 	free(buf);
 	arena_free(&a);
 	return rc;
@@ -293,16 +290,20 @@ static int emit_to(const char *path, Emit emit, const Program *p, int f64, const
 		/* the same PTX as the full compile when ptxas is there */
 		char err[2048], *buf = NULL;
 		size_t n = 0;
-		Sm80Info *info = calloc((size_t)p->cascades.n + 1, sizeof *info);
-		Blob c90 = {0};
+		/* options.c lets only a target with code generation get here */
+		const GpuTarget *t = gpu_target(target);
+		GpuKernelInfo *info = calloc((size_t)p->cascades.n + 1, sizeof *info);
+		GpuCubin cubin[GPU_MAX_CUBINS] = {{0}};
 		const char *px = ptxas_find(ptxas_opt, err, sizeof err);
 		if (!info)
 			rc = EXIT_TOOL;
 		else
-			rc = emit_ptx_tuned(p, diag, px, &buf, &n, info, &c90, NULL);
+			rc = emit_ptx_tuned(t, p, diag, px, &buf, &n, info, cubin, 0);
 		if (!rc && fwrite(buf, 1, n, out) != n)
 			rc = EXIT_TOOL;
-		free(buf), free(info), free(c90.data);
+		free(buf), free(info);
+		for (int k = 0; k < GPU_MAX_CUBINS; k++)
+			free(cubin[k].code.data);
 	}
 	if (!path) {
 		if (fflush(out) || ferror(out)) {
@@ -422,7 +423,8 @@ int main(int argc, char **argv)
 	else if (o.emit != EMIT_NONE)
 		rc = emit_to(out, o.emit, p, o.f64, o.target, &d, o.ptxas);
 	else if (out)
-		rc = compile_gpu(out, p, &d, o.ptxas);
+		/* options.c lets only a target with code generation get here */
+		rc = compile_gpu(gpu_target(o.target), out, p, &d, o.ptxas);
 	if (d.suppressed)
 		fprintf(stderr, "attnc: %d more errors not shown (--max-errors=%d)\n", d.suppressed,
 			d.max_errors);

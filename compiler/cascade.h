@@ -48,6 +48,21 @@ typedef enum DType {
 	DT_COUNT
 } DType;
 
+/* Bytes of one stored element of type t: the one rule of element sizes
+** (the generated interfaces check tensors with it). */
+static inline int dtype_size(DType t)
+{
+	switch (t) {
+	case DT_BOOL:
+	case DT_F8E4M3:
+	case DT_F8E5M2: return 1;
+	case DT_F16:
+	case DT_BF16: return 2;
+	case DT_F64: return 8;
+	default: return 4;
+	}
+}
+
 /* Value types inside expressions. INT covers indices, dims and i32 data
 ** (evaluated in 64-bit); FLOAT is the compute precision. */
 typedef enum VType { VT_BOOL, VT_INT, VT_FLOAT } VType;

@@ -171,3 +171,26 @@ void plan_classes(Arena *a, Plan *p)
 	if (best >= 0)
 		p->classes[best].stream = 1;
 }
+
+/* The one rule of what an index is to a kernel: the streamed index (the
+** keys), the tiled grid index (the query rows), another grid index, or
+** none of those (a contracted or value index). The shape recognition, the
+** mask kinds and both back ends' expression code ask it. */
+IndexKind plan_index_kind(const Plan *p, int node, int v)
+{
+	const IndexClass *ic = &p->classes[p->cls[node][v]];
+	if (ic->stream)
+		return IDX_KEY;
+	if (ic->qtile)
+		return IDX_QUERY;
+	return ic->grid ? IDX_GRID : IDX_OTHER;
+}
+
+int plan_reads_class(const Plan *p, int node, const Expr *e, int cls)
+{
+	unsigned long long vars = expr_vars(e);
+	for (int v = 0; v < 64; v++)
+		if ((vars >> v & 1) && p->cls[node][v] == cls)
+			return 1;
+	return 0;
+}

@@ -27,17 +27,16 @@ void plan_conjuncts(const Expr *filter, void (*f)(const Expr *, void *), void *u
 }
 
 /* The GPU evaluates a ranged read's subscripts at each row or key of the
-** tile, so they must be index arithmetic it can evaluate there on its own:
-** indices, dims, params, literals and integer operators, no tensor reads
-** (lowering/sm80/sm80_expr.c accepts exactly these). */
-static int plain_subscript(const Expr *e)
+** tile, so they must be index arithmetic it can evaluate there on its own
+** (lowering/gpu/ranges.c asks the same). */
+int plan_plain_subscript(const Expr *e)
 {
 	switch (e->kind) {
 	case EX_INT:
 	case EX_DIM:
 	case EX_PARAM:
 	case EX_INDEX: return 1;
-	case EX_UNOP: return e->op == OP_NEG && plain_subscript(e->args[0]);
+	case EX_UNOP: return e->op == OP_NEG && plan_plain_subscript(e->args[0]);
 	case EX_BINOP:
 		switch (e->op) {
 		case OP_ADD:
@@ -46,7 +45,8 @@ static int plain_subscript(const Expr *e)
 		case OP_DIV:
 		case OP_MOD:
 		case OP_MAX:
-		case OP_MIN: return plain_subscript(e->args[0]) && plain_subscript(e->args[1]);
+		case OP_MIN:
+			return plan_plain_subscript(e->args[0]) && plan_plain_subscript(e->args[1]);
 		default: return 0;
 		}
 	default: return 0;
@@ -62,17 +62,17 @@ static MaskKind read_kind(const Plan *p, int node, const Expr *e)
 	int plain = 1;
 	for (int i = 0; i < e->nargs; i++) {
 		vars |= expr_vars(e->args[i]);
-		plain = plain && plain_subscript(e->args[i]);
+		plain = plain && plan_plain_subscript(e->args[i]);
 	}
 	const Node *n = p->c->nodes.v[node];
 	int ranging = 0;
 	for (int v = 0; v < n->nfree + n->nred && v < 64; v++) {
 		if (!(vars & (1ull << v)))
 			continue;
-		const IndexClass *ic = &p->classes[p->cls[node][v]];
-		if (ic->qtile || ic->stream)
+		IndexKind k = plan_index_kind(p, node, v);
+		if (k == IDX_QUERY || k == IDX_KEY)
 			ranging++;
-		else if (!ic->grid)
+		else if (k != IDX_GRID)
 			return MASK_ELEMENT;
 	}
 	if (!ranging)

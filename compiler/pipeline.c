@@ -68,7 +68,7 @@ static void choose_tiles(Plan *p)
 		p->tile_q = 16, p->tile_kv = 64, p->stages = 1;
 	else if (!strcmp(p->target, "sm_80"))
 		p->tile_q = 64, p->tile_kv = 64,
-		p->stages = 2; /* lowering/sm80: SM80_BM x SM80_BN, K/V double-buffered */
+		p->stages = 2; /* the GPU kernel's key tile (GPU_BN) and double buffer */
 	else
 		p->tile_q = 128, p->tile_kv = 128, p->stages = 2;
 }

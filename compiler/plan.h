@@ -94,12 +94,23 @@ Plan *plan_build(Arena *a, const Cascade *c, const char *target);
 
 /* compiler/classes.c */
 void plan_classes(Arena *a, Plan *p);
+/* What variable v of a node is to a kernel (one rule for every reader). */
+typedef enum IndexKind {
+	IDX_QUERY, /* the tiled grid index: query rows */
+	IDX_KEY,   /* the streamed index: keys */
+	IDX_GRID,  /* another grid index (batch, heads) */
+	IDX_OTHER  /* a contracted or value index */
+} IndexKind;
+IndexKind plan_index_kind(const Plan *p, int node, int v);
+/* e, in node's variables, reads an index of class cls. */
+int plan_reads_class(const Plan *p, int node, const Expr *e, int cls);
 /* compiler/passes.c: assigns roles and passes; `rebase` lets running
 ** references cross tiles (after R2), otherwise every read of a completed
 ** reduction inside the stream is a barrier (FuseMax's textbook count). */
 int plan_passes(Arena *a, Plan *p, int rebase);
 /* compiler/rewrite.c */
 void plan_rewrite(Arena *a, Plan *p);
+/* compiler/notes.c: appends a note to the plan, for --explain. */
 void plan_note(Plan *p, Arena *a, SrcLoc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* compiler/reindex.c: a temporary that every reader reads as
@@ -122,6 +133,11 @@ typedef enum MaskKind {
 	MASK_ELEMENT, /* anything else: per element */
 } MaskKind;
 MaskKind plan_mask_kind(const Plan *p, int node, const Expr *conj);
+/* A subscript a GPU kernel evaluates at each row or key of a tile on its
+** own: indices, dims, params, literals and integer operators, no tensor
+** reads. The ranged reads of MASK_RANGE and the kernels' data ranges both
+** take this rule. */
+int plan_plain_subscript(const Expr *e);
 /* Calls f for each conjunct of a node's filter. */
 void plan_conjuncts(const Expr *filter, void (*f)(const Expr *, void *), void *ud);
 

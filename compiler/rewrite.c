@@ -25,22 +25,9 @@
 ** (which node reads which running value, and with what rescale).
 */
 #include <math.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include "plan.h"
-
-void plan_note(Plan *p, Arena *a, SrcLoc loc, const char *fmt, ...)
-{
-	if (p->nnotes == PLAN_MAX_NOTES)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	p->notes[p->nnotes].text = arena_vprintf(a, fmt, ap);
-	p->notes[p->nnotes].loc = loc;
-	p->nnotes++;
-	va_end(ap);
-}
 
 /* ---- IR surgery --------------------------------------------------------- */
 

@@ -1,12 +1,10 @@
 /*
-** lang/ast.c: parse-tree constructors and the driver of scanner + parser.
+** lang/ast.c: parse-tree constructors, called by the parser's actions.
 */
 #include "ast.h"
 
-#include "parse_state.h"
-#include "parser.h"
-#include "lexer.h"
-
+/* A zeroed node of kind k; its name's location is the node's own until the
+** parser knows better, so every node has a place to put a caret. */
 AstExpr *ast_expr(Arena *a, AstKind k, SrcLoc loc)
 {
 	AstExpr *e = ARENA_NEW(a, AstExpr);
@@ -14,6 +12,8 @@ AstExpr *ast_expr(Arena *a, AstKind k, SrcLoc loc)
 	return e;
 }
 
+/* A binary node spans both operands, so an error about the operation
+** underlines all of it. */
 AstExpr *ast_binary(Arena *a, Op op, AstExpr *l, AstExpr *r)
 {
 	AstExpr *e = ast_expr(a, A_BINARY, loc_span(l->loc, r->loc));
@@ -22,28 +22,4 @@ AstExpr *ast_binary(Arena *a, Op op, AstExpr *l, AstExpr *r)
 	e->args = ARENA_ARRAY(a, AstExpr *, 2);
 	e->args[0] = l, e->args[1] = r;
 	return e;
-}
-
-/* Scans the file from memory (it was read whole for the caret display) and
-** always tears the scanner down, whatever the parser decided. */
-AstFile *ast_parse(Arena *a, Diag *d, int file)
-{
-	ParseState ps = {0};
-	ps.arena = a, ps.diag = d, ps.file = file, ps.line = 1, ps.col = 1;
-	ps.result = ARENA_NEW(a, AstFile);
-	yyscan_t scanner;
-	if (attn_yylex_init_extra(&ps, &scanner)) {
-		diag_error(d, NOLOC, "cannot start the scanner");
-		return NULL;
-	}
-	const SourceFile *f = &d->files[file];
-	YY_BUFFER_STATE buf = attn_yy_scan_bytes(f->text, (int)f->size, scanner);
-	int rc = attn_yyparse(scanner, &ps);
-	attn_yy_delete_buffer(buf, scanner);
-	attn_yylex_destroy(scanner);
-	if (rc == 2)
-		diag_error(d, NOLOC, "out of memory while parsing");
-	else if (rc == 1 && d->errors == 0)
-		diag_error(d, NOLOC, "syntax error");
-	return ps.result;
 }

@@ -61,12 +61,7 @@ typedef struct AstFile {
 	PtrVec attentions; /* AstAttention* */
 } AstFile;
 
-/* Parses one registered file; returns the tree (possibly partial after
-** errors, which are reported through d). */
-AstFile *ast_parse(Arena *a, Diag *d, int file);
-
 AstExpr *ast_expr(Arena *a, AstKind k, SrcLoc loc);
 AstExpr *ast_binary(Arena *a, Op op, AstExpr *l, AstExpr *r);
-AstExpr *ast_list_push(Arena *a, AstExpr *list, AstExpr *e);
 
 #endif

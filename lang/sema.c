@@ -6,19 +6,10 @@
 */
 #include <string.h>
 
-#include "front.h"
 #include "sema.h"
 
-Sym *sema_lookup(Sema *s, const char *name)
-{
-	for (int i = 0; i < s->syms.n; i++) {
-		Sym *y = s->syms.v[i];
-		if (!strcmp(y->name, name))
-			return y;
-	}
-	return NULL;
-}
-
+/* What a name is, in the words of the declaration, for messages that say
+** why a use does not fit it. */
 static const char *sym_kind_name(const Sym *y)
 {
 	switch (y->kind) {
@@ -37,7 +28,7 @@ static const char *sym_kind_name(const Sym *y)
 ** not share a name, so every use is unambiguous. */
 static Sym *declare(Sema *s, const char *name, SymKind k, SrcLoc loc)
 {
-	Sym *old = sema_lookup(s, name);
+	Sym *old = scope_sym(s, name);
 	if (old) {
 		diag_error(s->d, loc, "redefinition of '%s'", name);
 		diag_note(s->d, old->loc, "previous definition of %s '%s' is here",
@@ -50,6 +41,8 @@ static Sym *declare(Sema *s, const char *name, SymKind k, SrcLoc loc)
 	return y;
 }
 
+/* Element types by their spelling in the language; f64 is internal to
+** the compiler, so a file cannot ask for it. */
 static int parse_dtype(Sema *s, const char *name, SrcLoc loc, DType *out)
 {
 	for (int t = 0; t < DT_COUNT; t++) {
@@ -64,11 +57,14 @@ static int parse_dtype(Sema *s, const char *name, SrcLoc loc, DType *out)
 	return 0;
 }
 
+/* The value type an element of type t has in expressions. */
 static VType vtype_of(DType t)
 {
 	return t == DT_BOOL ? VT_BOOL : t == DT_I32 ? VT_INT : VT_FLOAT;
 }
 
+/* A dim is a size fixed at compile time or given at run time; ids follow
+** declaration order. */
 static void declare_dim(Sema *s, AstItem *it)
 {
 	Sym *y = declare(s, it->name, SYM_DIM, it->nameloc);
@@ -99,6 +95,8 @@ static void declare_const(Sema *s, AstItem *it)
 	y->value->loc = it->value->loc;
 }
 
+/* A param is a runtime scalar, f32 or i32, with an optional default that
+** may use other params; an int default of an f32 param is converted. */
 static void declare_param(Sema *s, AstItem *it)
 {
 	DType t = DT_F32;
@@ -129,6 +127,8 @@ static void declare_param(Sema *s, AstItem *it)
 	y->param = p, y->decl = it;
 }
 
+/* Tensors are numbered in the order they are made: inputs and outputs in
+** declaration order, temporaries as their statements are lowered. */
 static Tensor *new_tensor(Sema *s, const char *name, TensorKind k, SrcLoc loc)
 {
 	Tensor *t = ARENA_NEW(s->a, Tensor);
@@ -137,6 +137,8 @@ static Tensor *new_tensor(Sema *s, const char *name, TensorKind k, SrcLoc loc)
 	return t;
 }
 
+/* An input or output with its element type and a shape of integer scalar
+** expressions (dims, consts, literals). */
 static void declare_tensor(Sema *s, AstItem *it)
 {
 	DType t = DT_F32;
@@ -162,7 +164,7 @@ static void declare_tensor(Sema *s, AstItem *it)
 ** whose rank is its left-hand side's and whose ranges come later. */
 static void declare_statement(Sema *s, AstItem *it)
 {
-	Sym *y = sema_lookup(s, it->name);
+	Sym *y = scope_sym(s, it->name);
 	if (y && y->kind != SYM_TENSOR) {
 		diag_error(s->d, it->nameloc, "'%s' is a %s, not a tensor; it cannot be assigned",
 			   it->name, sym_kind_name(y));
@@ -190,12 +192,14 @@ static void declare_statement(Sema *s, AstItem *it)
 	y->stmt = it;
 }
 
+/* The statement-defined tensors e reads, the edges of the dependence
+** order. */
 static void collect_tensor_refs(Sema *s, AstExpr *e, PtrVec *out)
 {
 	if (!e)
 		return;
 	if (e->kind == A_ACCESS) {
-		Sym *y = sema_lookup(s, e->name);
+		Sym *y = scope_sym(s, e->name);
 		if (y && y->kind == SYM_TENSOR && y->stmt)
 			ptrvec_push(s->a, out, y);
 	}
@@ -239,12 +243,14 @@ static void order_visit(Sema *s, Sym *y, Sym **path, int depth, PtrVec *order)
 	ptrvec_push(s->a, order, y->stmt);
 }
 
+/* Marks every symbol e reads, for the unused-input and unused-temporary
+** warnings. */
 static void mark_uses(Sema *s, AstExpr *e)
 {
 	if (!e)
 		return;
 	if (e->kind == A_ACCESS) {
-		Sym *y = sema_lookup(s, e->name);
+		Sym *y = scope_sym(s, e->name);
 		if (y)
 			y->used = 1;
 	}
@@ -283,13 +289,16 @@ static void check_block(Sema *s)
 	}
 }
 
-static Cascade *sema_attention(Sema *s, AstAttention *att)
+/* Declarations first, then the statements in dependence order, so a
+** statement sees every symbol of the block and every tensor it reads is
+** already lowered; a statement whose inputs failed is skipped quietly. */
+Cascade *sema_attention(Arena *a, Diag *d, AstAttention *att)
 {
+	Sema sema = {0}, *s = &sema;
+	s->a = a, s->d = d;
 	Cascade *c = ARENA_NEW(s->a, Cascade);
 	c->name = att->name, c->loc = att->nameloc;
 	s->c = c, s->att = att;
-	s->syms = (PtrVec){0};
-	s->indexdecl = (PtrVec){0};
 	for (int i = 0; i < att->items.n && !diag_too_many(s->d); i++) {
 		AstItem *it = att->items.v[i];
 		switch (it->kind) {
@@ -318,7 +327,7 @@ static Cascade *sema_attention(Sema *s, AstAttention *att)
 	for (int i = 0; i < order.n && !diag_too_many(s->d); i++) {
 		Stmt st = {0};
 		st.item = order.v[i];
-		Sym *y = sema_lookup(s, st.item->name);
+		Sym *y = scope_sym(s, st.item->name);
 		if (!y->tensor) {
 			y->tensor = new_tensor(s, st.item->name, TK_TEMP, st.item->nameloc);
 			y->tensor->rank = st.item->nidx;
@@ -332,29 +341,4 @@ static Cascade *sema_attention(Sema *s, AstAttention *att)
 		s->st = NULL;
 	}
 	return c;
-}
-
-Program *front_compile(Arena *a, Diag *d, int file)
-{
-	AstFile *f = ast_parse(a, d, file);
-	if (!f || d->errors)
-		return NULL;
-	Program *p = ARENA_NEW(a, Program);
-	Sema s = {0};
-	s.a = a, s.d = d;
-	if (f->attentions.n == 0)
-		diag_warning(d, (SrcLoc){file, 1, 1, 0}, "no 'attention' block in this file");
-	for (int i = 0; i < f->attentions.n && !diag_too_many(d); i++) {
-		AstAttention *att = f->attentions.v[i];
-		for (int j = 0; j < i; j++) {
-			AstAttention *prev = f->attentions.v[j];
-			if (!strcmp(prev->name, att->name)) {
-				diag_error(d, att->nameloc, "redefinition of attention '%s'",
-					   att->name);
-				diag_note(d, prev->nameloc, "previous definition is here");
-			}
-		}
-		ptrvec_push(a, &p->cascades, sema_attention(&s, att));
-	}
-	return d->errors ? NULL : p;
 }

@@ -1,10 +1,15 @@
 /*
-** lang/sema.h: state shared by the semantic-analysis files.
-**   sema.c        symbols, declarations, statement order, final checks
+** lang/sema.h: state shared by the semantic-analysis files, which form
+** layers: each calls only the files listed below it.
+**   sema.c        one attention block: declarations, statement order,
+**                 final checks
+**   lower.c       statements -> extended-Einsum nodes
 **   sema_index.c  index variables: binding rules, ranges, quasi-affinity
-**   sema_expr.c   typed expressions: AST -> IR Expr
-**   lower.c       statements -> extended-Einsum nodes (hoisting reductions,
-**                 desugaring softmax and logsumexp, inheriting domains)
+**   sema_expr.c   typed expressions: AST -> IR Expr, reductions included
+**                 (hoisted, softmax and logsumexp desugared)
+**   node.c        building nodes: temporaries, filters closed over the
+**                 domains of what they read, hoisting
+**   scope.c       what a name means: symbols, index variables, bindings
 */
 #ifndef ATTN_SEMA_H
 #define ATTN_SEMA_H
@@ -78,28 +83,44 @@ typedef struct Sema {
 	int allow_params;
 } Sema;
 
-/* sema.c */
-Sym *sema_lookup(Sema *s, const char *name);
+/* sema.c: one attention block -> its cascade; errors go to d. */
+Cascade *sema_attention(Arena *a, Diag *d, AstAttention *att);
+
+/* lower.c: the statement's node; returns 0 after reporting errors. */
+int lower_statement(Sema *s, Stmt *st);
 
 /* sema_index.c: discovers the statement's index names, checks binding rules
 ** and infers every range; returns 0 after reporting errors. */
 int sema_index_statement(Sema *s, Stmt *st);
-VarInfo *sema_var(Stmt *st, const char *name);
 /* True when e reads a tensor whose definition failed (already reported). */
 int sema_reads_failed(Sema *s, AstExpr *e);
-/* 1 when e is quasi-affine in index names, else reports and returns 0. */
-int sema_check_affine(Sema *s, AstExpr *e);
-int extent_equal(const Expr *a, const Expr *b);
+/* Whether two ranges are the same: by value when both are constant. */
+int sema_extent_equal(const Expr *a, const Expr *b);
 
 /* sema_expr.c */
 Expr *sema_expr(Sema *s, AstExpr *e); /* in the current scope */
 Expr *sema_scalar_expr(Sema *s, AstExpr *e, int allow_params, const char *what);
 Expr *sema_to_float(Sema *s, Expr *e, AstExpr *src);
 Expr *sema_bool(Sema *s, AstExpr *e, const char *what);
+RedOp sema_redop(const char *name); /* RED_NONE when not sum/max/min/prod */
+/* 1 when body is a float; else reports (unless body is NULL) and returns 0. */
+int sema_want_float(Sema *s, AstExpr *src, const char *red, Expr *body);
 
-/* lower.c */
-int lower_statement(Sema *s, Stmt *st);
-Expr *lower_reduction(Sema *s, AstExpr *e); /* a reduction met inside an expression */
-RedOp lower_redop(const char *name);        /* RED_NONE when not sum/max/min/prod */
+/* node.c */
+DType node_dtype(VType t);
+/* Adds the conjuncts of e to v, flattening && and dropping duplicates. */
+void node_add_conj(Sema *s, PtrVec *v, Expr *e);
+Node *node_make(Sema *s, Tensor *out, const IndexVar *vars, int nfree, int nred, RedOp red,
+		Expr *body, Expr *filter, SrcLoc loc, const char *origin);
+/* The read, in the enclosing space, of body hoisted into a node of its own. */
+Expr *node_hoist(Sema *s, const Space *ext, int nouter, RedOp red, Expr *body, Expr *filter,
+		 int keep, const char *role, SrcLoc loc);
+
+/* scope.c */
+Sym *scope_sym(Sema *s, const char *name);
+VarInfo *scope_var(Stmt *st, const char *name);
+Expr *scope_bound(const Stmt *st, const char *name);
+void scope_bind(Stmt *st, const char *name, Expr *e);
+int scope_reduce(Sema *s, Stmt *st, const char *name, SrcLoc loc);
 
 #endif

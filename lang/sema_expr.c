@@ -3,12 +3,18 @@
 ** Three value types (int, float, bool) and no implicit mixing in
 ** arithmetic, so that float(j - i) is written where it is meant; math
 ** functions convert an int argument, as a C call would.
+**
+** A reduction inside an expression is hoisted into a node of its own
+** (lang/node.c) and read back; its body is an expression again, so this
+** file owns that recursion. softmax and logsumexp are desugared into max,
+** exp, sum (and a division or a log), the textbook three-pass form.
 */
 #include <math.h>
 #include <string.h>
 
 #include "sema.h"
 
+/* A one-operand IR node (unary op, cast, call) with its location. */
 static Expr *node1(Sema *s, ExprKind k, VType t, int op, Expr *x, SrcLoc loc)
 {
 	Expr *e = expr_new(s->a, k, t, loc);
@@ -19,6 +25,14 @@ static Expr *node1(Sema *s, ExprKind k, VType t, int op, Expr *x, SrcLoc loc)
 	return e;
 }
 
+/* A float math function of one argument, at the argument's location. */
+static Expr *call1(Sema *s, Fn f, Expr *x)
+{
+	return node1(s, EX_CALL, VT_FLOAT, f, x, x->loc);
+}
+
+/* The language's one conversion, int -> float: written float(...), or made
+** for a math function's argument and a param's default, as C would. */
 Expr *sema_to_float(Sema *s, Expr *e, AstExpr *src)
 {
 	if (!e || e->type == VT_FLOAT)
@@ -26,6 +40,8 @@ Expr *sema_to_float(Sema *s, Expr *e, AstExpr *src)
 	return node1(s, EX_CAST, VT_FLOAT, 0, e, src ? src->loc : e->loc);
 }
 
+/* A condition (where, select, ?:): anything but a bool is an error, as
+** there is no truth value for numbers. */
 Expr *sema_bool(Sema *s, AstExpr *src, const char *what)
 {
 	Expr *e = sema_expr(s, src);
@@ -38,6 +54,9 @@ Expr *sema_bool(Sema *s, AstExpr *src, const char *what)
 	return e;
 }
 
+/* An expression outside any statement (a shape, const, default or index
+** range): no indices, no tensors, params only where allowed; `what` names
+** it in the errors. */
 Expr *sema_scalar_expr(Sema *s, AstExpr *e, int allow_params, const char *what)
 {
 	const char *sw = s->scalar_what;
@@ -49,14 +68,14 @@ Expr *sema_scalar_expr(Sema *s, AstExpr *e, int allow_params, const char *what)
 	return r;
 }
 
+/* A bare name: an index bound in the scope, else a dim, const or param; a
+** const becomes a copy of its literal, so later stages never see it. */
 static Expr *name_expr(Sema *s, AstExpr *e)
 {
-	if (s->st) {
-		for (int i = s->st->nscope - 1; i >= 0; i--)
-			if (!strcmp(s->st->scope[i].name, e->name))
-				return expr_copy(s->a, s->st->scope[i].e);
-	}
-	Sym *y = sema_lookup(s, e->name);
+	Expr *bound = s->st ? scope_bound(s->st, e->name) : NULL;
+	if (bound)
+		return expr_copy(s->a, bound);
+	Sym *y = scope_sym(s, e->name);
 	if (!y) {
 		diag_error(s->d, e->loc, "use of undeclared name '%s'", e->name);
 		return NULL;
@@ -99,9 +118,11 @@ static Expr *name_expr(Sema *s, AstExpr *e)
 	}
 }
 
+/* T[args]: the rank must match and every subscript be an integer; reading a
+** tensor whose definition failed yields NULL quietly (already reported). */
 static Expr *access_expr(Sema *s, AstExpr *e)
 {
-	Sym *y = sema_lookup(s, e->name);
+	Sym *y = scope_sym(s, e->name);
 	if (!y) {
 		diag_error(s->d, e->nameloc, "use of undeclared tensor '%s'", e->name);
 		return NULL;
@@ -152,6 +173,7 @@ static const struct {
     {"abs", FN_ABS},   {"relu", FN_RELU},
 };
 
+/* Functions have fixed arity; the message counts what was given. */
 static int want_args(Sema *s, AstExpr *e, int n)
 {
 	if (e->nargs == n)
@@ -176,6 +198,8 @@ static int same_type(Sema *s, AstExpr *src, const char *what, Expr *l, Expr *r)
 	return 0;
 }
 
+/* name(args): float(), max/min of two numbers, select, and the math
+** functions of fn_table; reductions written as calls get a hint. */
 static Expr *call_expr(Sema *s, AstExpr *e)
 {
 	if (!strcmp(e->name, "sum") || !strcmp(e->name, "softmax") || !strcmp(e->name, "prod") ||
@@ -233,6 +257,8 @@ static Expr *call_expr(Sema *s, AstExpr *e)
 	return NULL;
 }
 
+/* l op r: && and || take conditions, the others numbers of one type
+** (booleans only for == and !=), % integers. */
 static Expr *binary_expr(Sema *s, AstExpr *e)
 {
 	Expr *l = sema_expr(s, e->args[0]);
@@ -262,6 +288,123 @@ static Expr *binary_expr(Sema *s, AstExpr *e)
 	return x;
 }
 
+/* The reductions that map to one node's reduction; softmax and logsumexp
+** are built from these. */
+RedOp sema_redop(const char *name)
+{
+	if (!strcmp(name, "sum"))
+		return RED_SUM;
+	if (!strcmp(name, "max"))
+		return RED_MAX;
+	if (!strcmp(name, "min"))
+		return RED_MIN;
+	if (!strcmp(name, "prod"))
+		return RED_PROD;
+	return RED_NONE;
+}
+
+/* Reductions are over floats only: an int operand is almost always an index
+** used as a number by mistake, and the message says how to convert it. */
+int sema_want_float(Sema *s, AstExpr *src, const char *red, Expr *body)
+{
+	if (!body)
+		return 0;
+	if (body->type == VT_FLOAT)
+		return 1;
+	diag_error(s->d, src->loc, "'%s' reduces numbers, but its operand is %s%s", red,
+		   vtype_name(body->type),
+		   body->type == VT_INT ? " (convert it with float(...))" : "");
+	return 0;
+}
+
+/* softmax[j](x) = exp(x - max[j] x) / sum[j] exp(x - max[j] x), with j kept:
+** the max and the sum range over a fresh copy of j, the exponentials over
+** the enclosing j. */
+static Expr *softmax(Sema *s, AstExpr *e)
+{
+	Stmt *st = s->st;
+	Space *sp = st->sp;
+	if (e->nargs != 1) {
+		diag_error(s->d, e->loc, "softmax normalises over exactly one index");
+		return NULL;
+	}
+	const char *j = e->args[0]->name;
+	Expr *outer = scope_bound(st, j);
+	if (!outer || outer->kind != EX_INDEX) {
+		diag_error(
+		    s->d, e->args[0]->loc,
+		    "softmax over '%s' needs '%s' to be a plain index of the enclosing expression",
+		    j, j);
+		return NULL;
+	}
+	int q = outer->var, nouter = sp->n, nscope = st->nscope;
+	if (!scope_reduce(s, st, j, e->args[0]->loc))
+		return NULL;
+	int r = sp->n - 1;
+	Expr *xr = sema_expr(s, e->body);
+	Expr *wr = e->where ? sema_bool(s, e->where, "a 'where' clause") : NULL;
+	Space ext = *sp;
+	sp->n = nouter, st->nscope = nscope;
+	if (!sema_want_float(s, e, "softmax", xr) || (e->where && !wr))
+		return NULL;
+	Expr *m = node_hoist(s, &ext, nouter, RED_MAX, xr, wr, -1, "softmax.max", e->loc);
+	Expr *sub[MAX_VARS] = {0};
+	sub[r] = expr_index(s->a, q);
+	Expr *xo = expr_subst(s->a, xr, sub, ext.n);
+	Expr *wo = expr_subst(s->a, wr, sub, ext.n);
+	Expr *ex = call1(s, FN_EXP, expr_binop(s->a, OP_SUB, xo, m));
+	Expr *en = node_hoist(s, sp, nouter, RED_NONE, ex, wo, q, "softmax.exp", e->loc);
+	Expr *back[MAX_VARS] = {0};
+	back[q] = expr_index(s->a, r);
+	Expr *er = expr_subst(s->a, en, back, nouter);
+	Expr *z = node_hoist(s, &ext, nouter, RED_SUM, er, NULL, -1, "softmax.sum", e->loc);
+	Expr *d = expr_binop(s->a, OP_DIV, en, z);
+	d->loc = e->loc;
+	return d;
+}
+
+/* sum, max, min, prod over the named indices, each its own node read back
+** in the enclosing space; logsumexp becomes a max and a sum, the textbook
+** form (finding the one-pass form is the compiler's job, not the front
+** end's). */
+static Expr *reduction(Sema *s, AstExpr *e)
+{
+	if (!strcmp(e->name, "softmax"))
+		return softmax(s, e);
+	RedOp red = sema_redop(e->name);
+	int lse = !strcmp(e->name, "logsumexp");
+	if (red == RED_NONE && !lse) {
+		diag_error(
+		    s->d, e->nameloc,
+		    "unknown reduction '%s'; expected sum, max, min, prod, softmax or logsumexp",
+		    e->name);
+		return NULL;
+	}
+	Stmt *st = s->st;
+	Space *sp = st->sp;
+	int nouter = sp->n, nscope = st->nscope;
+	for (int i = 0; i < e->nargs; i++)
+		if (!scope_reduce(s, st, e->args[i]->name, e->args[i]->loc))
+			return NULL;
+	Expr *body = sema_expr(s, e->body);
+	Expr *w = e->where ? sema_bool(s, e->where, "a 'where' clause") : NULL;
+	Space ext = *sp;
+	sp->n = nouter, st->nscope = nscope;
+	if (!sema_want_float(s, e, e->name, body) || (e->where && !w))
+		return NULL;
+	if (!lse)
+		return node_hoist(s, &ext, nouter, red, body, w, -1, e->name, e->loc);
+	/* logsumexp[j](x) = max[j] x + log(sum[j] exp(x - max[j] x)) */
+	Expr *m = node_hoist(s, &ext, nouter, RED_MAX, body, w, -1, "logsumexp.max", e->loc);
+	Expr *ex = call1(s, FN_EXP, expr_binop(s->a, OP_SUB, body, m));
+	Expr *z = node_hoist(s, &ext, nouter, RED_SUM, ex, w, -1, "logsumexp.sum", e->loc);
+	Expr *r = expr_binop(s->a, OP_ADD, m, call1(s, FN_LOG, z));
+	r->loc = e->loc;
+	return r;
+}
+
+/* The AST expression e as a typed IR Expr over the current space, or NULL
+** after reporting errors. */
 Expr *sema_expr(Sema *s, AstExpr *e)
 {
 	Expr *x, *c, *t, *f;
@@ -287,7 +430,7 @@ Expr *sema_expr(Sema *s, AstExpr *e)
 				   s->scalar_what ? s->scalar_what : "this expression");
 			return NULL;
 		}
-		return lower_reduction(s, e);
+		return reduction(s, e);
 	case A_UNARY:
 		if (!(x = sema_expr(s, e->args[0])))
 			return NULL;

@@ -9,20 +9,16 @@
 
 #include "sema.h"
 
-VarInfo *sema_var(Stmt *st, const char *name)
-{
-	for (int i = 0; i < st->nvars; i++)
-		if (!strcmp(st->vars[i].name, name))
-			return &st->vars[i];
-	return NULL;
-}
+static int check_affine(Sema *s, AstExpr *e);
 
+/* A statement that reads a failed tensor is not checked at all, so one
+** error does not cascade into many. */
 int sema_reads_failed(Sema *s, AstExpr *e)
 {
 	if (!e)
 		return 0;
 	if (e->kind == A_ACCESS) {
-		Sym *y = sema_lookup(s, e->name);
+		Sym *y = scope_sym(s, e->name);
 		if (y && y->failed)
 			return 1;
 	}
@@ -32,14 +28,16 @@ int sema_reads_failed(Sema *s, AstExpr *e)
 	return sema_reads_failed(s, e->body) || sema_reads_failed(s, e->where);
 }
 
+/* Every name that is not a declared symbol is an index. */
 static int is_index_name(Sema *s, AstExpr *e)
 {
-	return e->kind == A_NAME && !sema_lookup(s, e->name);
+	return e->kind == A_NAME && !scope_sym(s, e->name);
 }
 
+/* The statement's VarInfo for name, made at its first use. */
 static VarInfo *add_var(Sema *s, Stmt *st, const char *name, SrcLoc loc)
 {
-	VarInfo *v = sema_var(st, name);
+	VarInfo *v = scope_var(st, name);
 	if (v)
 		return v;
 	if (st->nvars == MAX_VARS) {
@@ -68,13 +66,14 @@ static int is_constant(const Expr *e)
 
 /* Constant-valued extents (literals, fixed dims) compare by value; others
 ** structurally, so N and N agree while N and M do not. */
-int extent_equal(const Expr *a, const Expr *b)
+int sema_extent_equal(const Expr *a, const Expr *b)
 {
 	if (is_constant(a) && is_constant(b))
 		return expr_eval_int(a, NULL, NULL) == expr_eval_int(b, NULL, NULL);
 	return expr_equal(a, b);
 }
 
+/* Remembers which access gave v its range, for the note of a later clash. */
 static void describe_access(AstExpr *acc, VarInfo *v)
 {
 	v->from = acc->loc;
@@ -85,7 +84,7 @@ static void describe_access(AstExpr *acc, VarInfo *v)
 ** earlier range. */
 static void bind_extent(Sema *s, Stmt *st, const char *name, Expr *extent, AstExpr *acc, SrcLoc at)
 {
-	VarInfo *v = sema_var(st, name);
+	VarInfo *v = scope_var(st, name);
 	if (!v || !extent)
 		return;
 	if (!v->extent) {
@@ -93,7 +92,7 @@ static void bind_extent(Sema *s, Stmt *st, const char *name, Expr *extent, AstEx
 		describe_access(acc, v);
 		return;
 	}
-	if (!extent_equal(v->extent, extent)) {
+	if (!sema_extent_equal(v->extent, extent)) {
 		const char *a = expr_str(s->a, v->extent, NULL), *b = expr_str(s->a, extent, NULL);
 		diag_error(s->d, at,
 			   "index '%s' is bound to two different ranges: %s (from '%s') and %s "
@@ -114,7 +113,7 @@ static int split_pattern(Sema *s, AstExpr *e, AstExpr **a, AstExpr **x, AstExpr 
 	if (!is_index_name(s, m->args[0]) || !is_index_name(s, e->args[1]))
 		return 0;
 	AstExpr *xx = m->args[1];
-	Sym *y = xx->kind == A_NAME ? sema_lookup(s, xx->name) : NULL;
+	Sym *y = xx->kind == A_NAME ? scope_sym(s, xx->name) : NULL;
 	if (!y || (y->kind != SYM_DIM && y->kind != SYM_CONST))
 		return 0;
 	*a = m->args[0], *x = xx, *b = e->args[1];
@@ -134,20 +133,21 @@ static void infer_position(Sema *s, Stmt *st, AstExpr *acc, AstExpr *arg, Expr *
 	}
 	AstExpr *a, *x, *b;
 	if (split_pattern(s, arg, &a, &x, &b) && dim->kind == EX_BINOP && dim->op == OP_MUL) {
-		Sym *y = sema_lookup(s, x->name);
+		Sym *y = scope_sym(s, x->name);
 		Expr *xe = y->kind == SYM_DIM ? expr_new(s->a, EX_DIM, VT_INT, x->loc) : y->value;
 		if (y->kind == SYM_DIM)
 			xe->dim = y->dim;
-		if (extent_equal(dim->args[1], xe)) {
+		if (sema_extent_equal(dim->args[1], xe)) {
 			bind_extent(s, st, a->name, dim->args[0], acc, a->loc);
 			bind_extent(s, st, b->name, dim->args[1], acc, b->loc);
 		}
 	}
 }
 
+/* Ranges from every position of one access to a tensor of known shape. */
 static void infer_access(Sema *s, Stmt *st, AstExpr *acc)
 {
-	Sym *y = sema_lookup(s, acc->name);
+	Sym *y = scope_sym(s, acc->name);
 	if (!y || y->kind != SYM_TENSOR || !y->tensor || !y->tensor->shape)
 		return;
 	if (y->tensor->rank != acc->nargs)
@@ -165,8 +165,8 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 	int ok = 1;
 	switch (e->kind) {
 	case A_NAME:
-		if (!sema_lookup(s, e->name)) {
-			VarInfo *v = sema_var(st, e->name);
+		if (!scope_sym(s, e->name)) {
+			VarInfo *v = scope_var(st, e->name);
 			int is_bound = v && v->on_lhs;
 			for (int i = 0; i < nb && !is_bound; i++)
 				is_bound = !strcmp(bound[i], e->name);
@@ -189,7 +189,7 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 		}
 		return 1;
 	case A_ACCESS: {
-		Sym *y = sema_lookup(s, e->name);
+		Sym *y = scope_sym(s, e->name);
 		if (y && y->kind == SYM_TENSOR && y->tensor && y->tensor->rank != e->nargs) {
 			diag_error(s->d, e->loc, "'%s' has rank %d but is subscripted with %d %s",
 				   e->name, y->tensor->rank, e->nargs,
@@ -198,7 +198,7 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 		}
 		for (int i = 0; i < e->nargs; i++) {
 			int good = walk(s, st, e->args[i], bound, nb, 1);
-			ok &= good && sema_check_affine(s, e->args[i]);
+			ok &= good && check_affine(s, e->args[i]);
 		}
 		if (ok)
 			infer_access(s, st, e);
@@ -218,7 +218,7 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 				ok = 0;
 				continue;
 			}
-			Sym *y = sema_lookup(s, ix->name);
+			Sym *y = scope_sym(s, ix->name);
 			if (y) {
 				diag_error(
 				    s->d, ix->loc,
@@ -228,7 +228,7 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 				ok = 0;
 				continue;
 			}
-			VarInfo *v = sema_var(st, ix->name);
+			VarInfo *v = scope_var(st, ix->name);
 			int outer = v && v->on_lhs;
 			for (int j = 0; j < nb && !outer; j++)
 				outer = !strcmp(bound[j], ix->name);
@@ -271,7 +271,7 @@ static void collect(Sema *s, Stmt *st, AstExpr *e, int in_index)
 {
 	if (!e)
 		return;
-	if (e->kind == A_NAME && !sema_lookup(s, e->name)) {
+	if (e->kind == A_NAME && !scope_sym(s, e->name)) {
 		VarInfo *v = add_var(s, st, e->name, e->loc);
 		if (v && in_index)
 			v->as_index = 1;
@@ -305,7 +305,7 @@ static int check_lhs(Sema *s, Stmt *st)
 			continue;
 		}
 		for (int i = 0; i < nn; i++) {
-			VarInfo *v = sema_var(st, names[i]->name);
+			VarInfo *v = scope_var(st, names[i]->name);
 			if (v && v->on_lhs) {
 				diag_error(s->d, names[i]->loc,
 					   "index '%s' appears twice on the left-hand side",
@@ -333,6 +333,9 @@ static int lhs_extents(Sema *s, Stmt *st)
 	return 1;
 }
 
+/* Collect names, check the left-hand side, walk the right-hand side and
+** the where, then add declared index ranges: every index must end with
+** one range, or the statement is not lowered. */
 int sema_index_statement(Sema *s, Stmt *st)
 {
 	AstItem *it = st->item;
@@ -359,7 +362,7 @@ int sema_index_statement(Sema *s, Stmt *st)
 		return 0;
 	for (int i = 0; i < s->indexdecl.n; i++) {
 		AstItem *d = s->indexdecl.v[i];
-		if (!sema_var(st, d->name))
+		if (!scope_var(st, d->name))
 			continue;
 		Stmt *save = s->st;
 		s->st = NULL;
@@ -397,7 +400,7 @@ static int affine(Sema *s, AstExpr *e)
 	case A_INF:
 		diag_error(s->d, e->loc, "a subscript must be an integer, not a floating value");
 		return 2;
-	case A_NAME: return sema_lookup(s, e->name) ? 0 : 1;
+	case A_NAME: return scope_sym(s, e->name) ? 0 : 1;
 	case A_ACCESS:
 		diag_error(s->d, e->loc,
 			   "subscript is not affine: it reads tensor '%s' (indirect indexing is "
@@ -447,7 +450,8 @@ static int affine(Sema *s, AstExpr *e)
 	}
 }
 
-int sema_check_affine(Sema *s, AstExpr *e)
+/* 1 when e is quasi-affine in index names, else reports and returns 0. */
+static int check_affine(Sema *s, AstExpr *e)
 {
 	return !(affine(s, e) & 2);
 }

@@ -19,9 +19,11 @@
 extern "C" {
 #endif
 
-/* Bumped when the structs or signatures below change; generated code may
-** check it with #if. */
-#define ATTNRT_API_VERSION 1
+/* Bumped when the structs or signatures below change or gain something;
+** generated code may check it with #if. 2: per-image launch values
+** (ATTNRT_IMAGE_LAUNCH) and attnrt_kernel_config; AttnrtImage and
+** AttnrtKernel keep version 1's layout, so version-1 code runs unchanged. */
+#define ATTNRT_API_VERSION 2
 
 #if defined(__GNUC__)
 #define ATTNRT_API __attribute__((visibility("default")))
@@ -64,20 +66,41 @@ ATTNRT_API int attnrt_current_device(int *device, int *sm);
 ATTNRT_API int attnrt_driver_version(int *version);
 
 /* One image of a kernel: a cubin for sm (80, 90, 100, ...), or PTX text
-** (sm 0, NUL-terminated, size including the NUL). */
+** (sm 0, NUL-terminated, size including the NUL). An entry with sm
+** ATTNRT_IMAGE_LAUNCH is no image but the kernel's per-image launch values:
+** data is an array of AttnrtImageLaunch and size its size in bytes. */
 typedef struct AttnrtImage {
 	int sm;
 	const void *data;
 	size_t size;
 } AttnrtImage;
 
+#define ATTNRT_IMAGE_LAUNCH (-1)
+
+/* Where one image launches differently from the kernel's defaults: an sm_90a
+** image may need more dynamic shared memory and a larger block than the
+** sm_80 image of the same kernel. sm names the image (its AttnrtImage.sm,
+** 0 = the PTX image); a 0 in smem_bytes or threads keeps the kernel's value;
+** the first entry for an sm counts. A kernel lists them in its images as
+**   {ATTNRT_IMAGE_LAUNCH, launch, sizeof launch}
+** rather than in AttnrtImage itself, so that images written {sm, data, size}
+** stay complete initialisers (no -Wmissing-field-initializers under -Wextra)
+** and programs built against version 1 keep their layout. A version-1
+** runtime refuses the entry as an invalid image, so a kernel that needs its
+** own launch values never runs without them. */
+typedef struct AttnrtImageLaunch {
+	int sm;
+	unsigned smem_bytes;
+	unsigned threads;
+} AttnrtImageLaunch;
+
 /* A kernel as generated code embeds it, as a zero-initialised static. */
 typedef struct AttnrtKernel {
 	const char *name; /* entry symbol */
 	const AttnrtImage *images;
 	int nimages;
-	unsigned smem_bytes; /* dynamic shared memory per block */
-	unsigned threads;    /* block size (x; y = z = 1) */
+	unsigned smem_bytes; /* dynamic shared memory per block, unless the image says */
+	unsigned threads;    /* block size (x; y = z = 1), unless the image says */
 	void *cache;         /* runtime-owned: leave NULL */
 } AttnrtKernel;
 
@@ -85,16 +108,22 @@ typedef struct AttnrtKernel {
 ** device (and context): the cubin with the largest sm <= the device's compute
 ** capability within the same major version (sm_80 runs on 8.x, sm_90 on 9.x);
 ** otherwise the PTX image, JIT-compiled by the driver. Sets the dynamic
-** shared memory limit when smem_bytes needs the opt-in (> 48 KiB). */
+** shared memory limit when the chosen image's smem_bytes needs the opt-in
+** (> 48 KiB). */
 ATTNRT_API int attnrt_kernel_get(AttnrtKernel *k, void **function_out);
 /* The image attnrt_kernel_get chose for the current device: its sm, 0 = PTX. */
 ATTNRT_API int attnrt_kernel_image(AttnrtKernel *k, int *sm_out);
+/* What runs on the current device, for kernel-info reports: the chosen
+** image's sm (0 = PTX) and the dynamic shared memory and block size that
+** attnrt_launch gives it. Any output may be NULL. */
+ATTNRT_API int attnrt_kernel_config(AttnrtKernel *k, int *sm, unsigned *smem_bytes,
+				    unsigned *threads);
 /* Unloads k's modules and frees its cache (not concurrently with its use). */
 ATTNRT_API void attnrt_kernel_release(AttnrtKernel *k);
-/* cuLaunchKernel on grid (gx, gy, gz), block (k->threads, 1, 1), k->smem_bytes
-** of dynamic shared memory, on stream (a CUstream; NULL = the default
-** stream), with params the usual array of pointers to each argument. Does not
-** synchronise. */
+/* cuLaunchKernel on grid (gx, gy, gz), block (threads, 1, 1) and smem_bytes
+** of dynamic shared memory as attnrt_kernel_config gives them, on stream (a
+** CUstream; NULL = the default stream), with params the usual array of
+** pointers to each argument. Does not synchronise. */
 ATTNRT_API int attnrt_launch(AttnrtKernel *k, unsigned gx, unsigned gy, unsigned gz, void *stream,
 			     void **params);
 

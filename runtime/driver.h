@@ -109,6 +109,11 @@ int attnrt_driver(const AttnrtDriver **out);
 int attnrt_context(const AttnrtDriver **out, ARcontext *ctx, ARdevice *dev);
 /* The compute capability of dev as major * 10 + minor. */
 int attnrt_device_sm(const AttnrtDriver *d, ARdevice dev, int *sm);
+/* k loaded for the current context: its CUfunction, the image's sm and its
+** launch values (NULL outputs are skipped; on failure fn is NULL, sm -1,
+** the rest 0). */
+int attnrt_kernel_resolve(AttnrtKernel *k, void **fn, int *sm, unsigned *smem_bytes,
+			  unsigned *threads);
 
 /* Sets this thread's message ("attnrt: " is prepended; newlines become
 ** spaces) and returns code. */

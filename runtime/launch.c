@@ -12,12 +12,13 @@
 
 #include "driver.h"
 
-/* cuLaunchKernel with the kernel's block and shared memory; no sync. */
+/* cuLaunchKernel with the chosen image's block and shared memory; no sync. */
 int attnrt_launch(AttnrtKernel *k, unsigned gx, unsigned gy, unsigned gz, void *stream,
 		  void **params)
 {
 	void *fnp = NULL;
-	int rc = attnrt_kernel_get(k, &fnp);
+	unsigned smem = 0, threads = 0;
+	int rc = attnrt_kernel_resolve(k, &fnp, NULL, &smem, &threads);
 	if (rc)
 		return rc;
 	if (gx == 0 || gy == 0 || gz == 0 || gy > 65535 || gz > 65535)
@@ -27,13 +28,13 @@ int attnrt_launch(AttnrtKernel *k, unsigned gx, unsigned gy, unsigned gz, void *
 	rc = attnrt_driver(&d);
 	if (rc)
 		return rc;
-	ARresult r = d->cuLaunchKernel((ARfunction)fnp, gx, gy, gz, k->threads, 1, 1, k->smem_bytes,
+	ARresult r = d->cuLaunchKernel((ARfunction)fnp, gx, gy, gz, threads, 1, 1, smem,
 				       (ARstream)stream, params, NULL);
 	if (r != AR_CUDA_SUCCESS)
 		return attnrt_fail_cuda(d, r,
 					"kernel %s: launch (grid %ux%ux%u, block %u, %u bytes of "
 					"shared memory) failed",
-					k->name, gx, gy, gz, k->threads, k->smem_bytes);
+					k->name, gx, gy, gz, threads, smem);
 	return ATTNRT_OK;
 }
 

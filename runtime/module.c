@@ -5,7 +5,9 @@
 ** buffers, so a rejected PTX reports why), and kept in the kernel's cache,
 ** one entry per (context, device): with primary contexts that is one load per
 ** device. A single mutex guards every cache, so concurrent first launches
-** load a module exactly once.
+** load a module exactly once. How the chosen image launches (its
+** AttnrtImageLaunch values, else the kernel's) is read at each launch, as
+** the kernel's own values always were.
 */
 #define _POSIX_C_SOURCE 200809L
 
@@ -40,12 +42,26 @@ static int check_kernel(const AttnrtKernel *k)
 	const char *name = k->name ? k->name : "(unnamed)";
 	if (!k->name || !*k->name)
 		return attnrt_fail(ATTNRT_ERR_ARGUMENT, "kernel %s: no entry symbol name", name);
-	if (!k->images || k->nimages <= 0)
-		return attnrt_fail(ATTNRT_ERR_ARGUMENT, "kernel %s: no images", name);
-	for (int i = 0; i < k->nimages; i++)
-		if (!k->images[i].data || !k->images[i].size || k->images[i].sm < 0)
+	int nreal = 0;
+	for (int i = 0; k->images && i < k->nimages; i++) {
+		const AttnrtImage *im = &k->images[i];
+		int table = im->sm == ATTNRT_IMAGE_LAUNCH;
+		if (!im->data || !im->size || (im->sm < 0 && !table) ||
+		    (table && im->size % sizeof(AttnrtImageLaunch)))
 			return attnrt_fail(ATTNRT_ERR_ARGUMENT,
 					   "kernel %s: image %d is empty or invalid", name, i);
+		nreal += !table;
+		for (size_t j = 0; table && j < im->size / sizeof(AttnrtImageLaunch); j++) {
+			const AttnrtImageLaunch *l = (const AttnrtImageLaunch *)im->data + j;
+			if (l->threads > 1024)
+				return attnrt_fail(ATTNRT_ERR_ARGUMENT,
+						   "kernel %s: block size %u for sm_%d is not in "
+						   "1..1024",
+						   name, l->threads, l->sm);
+		}
+	}
+	if (nreal == 0)
+		return attnrt_fail(ATTNRT_ERR_ARGUMENT, "kernel %s: no images", name);
 	if (k->threads == 0 || k->threads > 1024)
 		return attnrt_fail(ATTNRT_ERR_ARGUMENT,
 				   "kernel %s: block size %u is not in 1..1024", name, k->threads);
@@ -72,6 +88,26 @@ static int pick_ptx(const AttnrtKernel *k)
 		if (k->images[i].sm == 0)
 			return i;
 	return -1;
+}
+
+/* How the image of k for sm launches: its AttnrtImageLaunch values where
+** it has them (the first entry for its sm), else the kernel's. */
+static void image_launch(const AttnrtKernel *k, int sm, unsigned *smem, unsigned *threads)
+{
+	*smem = k->smem_bytes, *threads = k->threads;
+	for (int i = 0; i < k->nimages; i++) {
+		if (k->images[i].sm != ATTNRT_IMAGE_LAUNCH)
+			continue;
+		const AttnrtImageLaunch *l = k->images[i].data;
+		for (size_t j = 0; j < k->images[i].size / sizeof *l; j++)
+			if (l[j].sm == sm) {
+				if (l[j].smem_bytes)
+					*smem = l[j].smem_bytes;
+				if (l[j].threads)
+					*threads = l[j].threads;
+				return;
+			}
+	}
 }
 
 /* "sm_80 cubin" or "PTX" (JIT-compiled for the device), for messages. */
@@ -132,17 +168,17 @@ static ARresult load_image(const AttnrtDriver *d, const AttnrtImage *im, ARmodul
 
 /* Dynamic shared memory beyond 48 KiB (with the static part) needs the
 ** opt-in attribute, up to the device's MAX_SHARED_MEMORY_PER_BLOCK_OPTIN. */
-static int set_smem(const AttnrtDriver *d, const AttnrtKernel *k, ARfunction fn, ARdevice dev,
-		    int cc)
+static int set_smem(const AttnrtDriver *d, const AttnrtKernel *k, unsigned smem, ARfunction fn,
+		    ARdevice dev, int cc)
 {
-	if (k->smem_bytes == 0)
+	if (smem == 0)
 		return ATTNRT_OK;
 	int stat = 0;
 	ARresult r = d->cuFuncGetAttribute(&stat, AR_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
 	if (r != AR_CUDA_SUCCESS)
 		return attnrt_fail_cuda(d, r, "kernel %s: cuFuncGetAttribute(SHARED_SIZE_BYTES)",
 					k->name);
-	unsigned long long need = (unsigned long long)k->smem_bytes + (unsigned long long)stat;
+	unsigned long long need = (unsigned long long)smem + (unsigned long long)stat;
 	if (need <= ATTNRT_SMEM_DEFAULT_LIMIT)
 		return ATTNRT_OK;
 	int optin = 0;
@@ -158,19 +194,19 @@ static int set_smem(const AttnrtDriver *d, const AttnrtKernel *k, ARfunction fn,
 			    ATTNRT_ERR_RESOURCES,
 			    "kernel %s needs %u bytes of dynamic shared memory (+%d static) "
 			    "but sm_%d allows at most %d bytes per block",
-			    k->name, k->smem_bytes, stat, cc, optin);
+			    k->name, smem, stat, cc, optin);
 		return attnrt_fail(
 		    ATTNRT_ERR_RESOURCES,
 		    "kernel %s needs %u bytes of dynamic shared memory but sm_%d allows "
 		    "at most %d bytes per block",
-		    k->name, k->smem_bytes, cc, optin);
+		    k->name, smem, cc, optin);
 	}
 	r = d->cuFuncSetAttribute(fn, AR_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-				  (int)k->smem_bytes);
+				  (int)smem);
 	if (r != AR_CUDA_SUCCESS)
 		return attnrt_fail_cuda(
 		    d, r, "kernel %s: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)",
-		    k->name, k->smem_bytes);
+		    k->name, smem);
 	return ATTNRT_OK;
 }
 
@@ -215,8 +251,9 @@ static int load_kernel(const AttnrtDriver *d, const AttnrtKernel *k, ARcontext c
 		char have[256] = "";
 		size_t n = 0;
 		for (int i = 0; i < k->nimages && n < sizeof have - 16; i++)
-			n += (size_t)snprintf(have + n, sizeof have - n, "%ssm_%d", n ? ", " : "",
-					      k->images[i].sm);
+			if (k->images[i].sm != ATTNRT_IMAGE_LAUNCH)
+				n += (size_t)snprintf(have + n, sizeof have - n, "%ssm_%d",
+						      n ? ", " : "", k->images[i].sm);
 		return attnrt_fail(ATTNRT_ERR_NO_IMAGE,
 				   "kernel %s: no image runs on sm_%d (cubins: %s; no PTX)",
 				   k->name, cc, have);
@@ -244,7 +281,9 @@ static int load_kernel(const AttnrtDriver *d, const AttnrtKernel *k, ARcontext c
 		d->cuModuleUnload(mod);
 		return rc;
 	}
-	rc = set_smem(d, k, fn, dev, cc);
+	unsigned smem, threads;
+	image_launch(k, k->images[used].sm, &smem, &threads);
+	rc = set_smem(d, k, smem, fn, dev, cc);
 	if (rc) {
 		d->cuModuleUnload(mod);
 		return rc;
@@ -296,28 +335,47 @@ static int lookup(AttnrtKernel *k, Loaded *out)
 	return rc;
 }
 
+/* Everything a launch needs in one lookup (one lock): see driver.h. */
+int attnrt_kernel_resolve(AttnrtKernel *k, void **fn, int *sm, unsigned *smem_bytes,
+			  unsigned *threads)
+{
+	Loaded e = {0};
+	e.sm = -1;
+	unsigned smem = 0, nthreads = 0;
+	int rc = lookup(k, &e);
+	if (rc == ATTNRT_OK)
+		image_launch(k, e.sm, &smem, &nthreads);
+	if (fn)
+		*fn = e.fn;
+	if (sm)
+		*sm = e.sm;
+	if (smem_bytes)
+		*smem_bytes = smem;
+	if (threads)
+		*threads = nthreads;
+	return rc;
+}
+
 /* Public: the CUfunction, for callers that launch by themselves. */
 int attnrt_kernel_get(AttnrtKernel *k, void **function_out)
 {
-	Loaded e;
 	if (!function_out)
 		return attnrt_fail(ATTNRT_ERR_ARGUMENT, "attnrt_kernel_get: NULL function_out");
-	*function_out = NULL;
-	int rc = lookup(k, &e);
-	if (rc == ATTNRT_OK)
-		*function_out = e.fn;
-	return rc;
+	return attnrt_kernel_resolve(k, function_out, NULL, NULL, NULL);
 }
 
 /* Public: which image was chosen, for examples and tests to report. */
 int attnrt_kernel_image(AttnrtKernel *k, int *sm_out)
 {
-	Loaded e;
 	if (!sm_out)
 		return attnrt_fail(ATTNRT_ERR_ARGUMENT, "attnrt_kernel_image: NULL sm_out");
-	int rc = lookup(k, &e);
-	*sm_out = rc == ATTNRT_OK ? e.sm : -1;
-	return rc;
+	return attnrt_kernel_resolve(k, NULL, sm_out, NULL, NULL);
+}
+
+/* Public: the image and how it launches, for kernel-info reports. */
+int attnrt_kernel_config(AttnrtKernel *k, int *sm, unsigned *smem_bytes, unsigned *threads)
+{
+	return attnrt_kernel_resolve(k, NULL, sm, smem_bytes, threads);
 }
 
 /* Unloads each module in its own context (then restores this thread's). */

@@ -3,6 +3,7 @@
 */
 #include "ptx.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *mnemonics[PTX_NOPS] = {
@@ -25,7 +26,8 @@ void ptx_func_init(PtxFunc *f, Arena *a, const char *name, int maxntid)
 	f->a = a, f->name = name, f->maxntid = maxntid;
 }
 
-const char *ptx_param(PtxFunc *f, const char *name, const char *type)
+/* Parameters are named FUNC_NAME, so several kernels share one module. */
+static const char *add_param(PtxFunc *f, const char *name, PtxParam p)
 {
 	if (f->nparams == f->capparams) {
 		int cap = f->capparams ? f->capparams * 2 : 16;
@@ -33,9 +35,21 @@ const char *ptx_param(PtxFunc *f, const char *name, const char *type)
 					  sizeof(PtxParam) * (size_t)cap);
 		f->capparams = cap;
 	}
-	const char *full = arena_printf(f->a, "%s_%s", f->name, name);
-	f->params[f->nparams++] = (PtxParam){full, type};
-	return full;
+	p.name = arena_printf(f->a, "%s_%s", f->name, name);
+	f->params[f->nparams++] = p;
+	return p.name;
+}
+
+const char *ptx_param(PtxFunc *f, const char *name, const char *type)
+{
+	return add_param(f, name, (PtxParam){.type = type});
+}
+
+/* Tensor maps travel by value in the parameter space (CUDA's
+** __grid_constant__), where cp.async.bulk.tensor reads them. */
+const char *ptx_param_bytes(PtxFunc *f, const char *name, uint32_t align, uint32_t nbytes)
+{
+	return add_param(f, name, (PtxParam){.type = ".b8", .align = align, .nbytes = nbytes});
 }
 
 PReg ptx_reg(PtxFunc *f, PtxCls c)
@@ -78,16 +92,29 @@ PtxOpnd po_label(int l)
 	return (PtxOpnd){.k = PO_LABEL, .imm = l};
 }
 
+/* The operand borrows r until ptx_emit copies it: see PtxOpnd. */
 PtxOpnd po_vec(const PReg *r, int n)
 {
-	PtxOpnd o = {.k = PO_VEC, .nvec = (uint8_t)n};
-	for (int i = 0; i < n && i < 4; i++)
-		o.vec[i] = r[i];
-	return o;
+	return (PtxOpnd){.k = PO_VEC, .nvec = n, .vec = r};
 }
 
+/* TMA addresses a box of a tensor by its map and one coordinate per
+** dimension, both inside one pair of brackets. */
+PtxOpnd po_mem_vec(PtxOpnd m, const PReg *r, int n)
+{
+	m.nvec = n, m.vec = r;
+	return m;
+}
+
+/* An instruction outlives its caller's arrays: its vectors move into the
+** arena. More operands than PTX_MAXOPND is a caller bug, never input's. */
 PtxInst *ptx_emit(PtxFunc *f, PtxOpcode op, const char *mods, int n, const PtxOpnd *ops)
 {
+	if (n < 0 || n > PTX_MAXOPND) {
+		fprintf(stderr, "ptx_emit: %d operands for %s (at most %d)\n", n, mnemonics[op],
+			PTX_MAXOPND);
+		abort();
+	}
 	if (f->ncode == f->capcode) {
 		int cap = f->capcode ? f->capcode * 2 : 256;
 		f->code = arena_realloc(f->a, f->code, sizeof(PtxInst) * (size_t)f->capcode,
@@ -97,8 +124,15 @@ PtxInst *ptx_emit(PtxFunc *f, PtxOpcode op, const char *mods, int n, const PtxOp
 	PtxInst *in = &f->code[f->ncode++];
 	memset(in, 0, sizeof *in);
 	in->op = (uint16_t)op, in->mods = mods ? mods : "", in->n = (uint8_t)n;
-	for (int i = 0; i < n && i < 6; i++)
+	for (int i = 0; i < n; i++) {
 		in->a[i] = ops[i];
+		in->a[i].vec = NULL, in->a[i].nvec = 0;
+		if (ops[i].nvec > 0) {
+			PReg *v = ARENA_ARRAY(f->a, PReg, ops[i].nvec);
+			memcpy(v, ops[i].vec, sizeof *v * (size_t)ops[i].nvec);
+			in->a[i].vec = v, in->a[i].nvec = ops[i].nvec;
+		}
+	}
 	return in;
 }
 
@@ -121,6 +155,18 @@ static void print_reg(FILE *o, PReg r)
 	fprintf(o, "%s%u", cls_tab[r.cls].prefix, r.n);
 }
 
+/* {a, b, ...}: wgmma accumulators run to 128 registers on one line. */
+static void print_vec(FILE *o, const PReg *v, int n)
+{
+	fputc('{', o);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			fputs(", ", o);
+		print_reg(o, v[i]);
+	}
+	fputc('}', o);
+}
+
 static void print_opnd(FILE *o, const PtxOpnd *x)
 {
 	switch (x->k) {
@@ -141,17 +187,13 @@ static void print_opnd(FILE *o, const PtxOpnd *x)
 			print_reg(o, x->r);
 		if (x->off)
 			fprintf(o, "+%d", x->off);
+		if (x->nvec) {
+			fputs(", ", o);
+			print_vec(o, x->vec, x->nvec);
+		}
 		fputc(']', o);
 		break;
-	case PO_VEC:
-		fputc('{', o);
-		for (int i = 0; i < x->nvec; i++) {
-			if (i)
-				fputs(", ", o);
-			print_reg(o, x->vec[i]);
-		}
-		fputc('}', o);
-		break;
+	case PO_VEC: print_vec(o, x->vec, x->nvec); break;
 	case PO_LABEL: fprintf(o, "$L%lld", (long long)x->imm); break;
 	default: break;
 	}
@@ -160,9 +202,15 @@ static void print_opnd(FILE *o, const PtxOpnd *x)
 static void print_func(FILE *o, const PtxFunc *f)
 {
 	fprintf(o, ".visible .entry %s(\n", f->name);
-	for (int i = 0; i < f->nparams; i++)
-		fprintf(o, "\t.param %s %s%s\n", f->params[i].type, f->params[i].name,
-			i + 1 < f->nparams ? "," : "");
+	for (int i = 0; i < f->nparams; i++) {
+		const PtxParam *p = &f->params[i];
+		const char *sep = i + 1 < f->nparams ? "," : "";
+		if (p->nbytes)
+			fprintf(o, "\t.param .align %u %s %s[%u]%s\n", p->align, p->type, p->name,
+				p->nbytes, sep);
+		else
+			fprintf(o, "\t.param %s %s%s\n", p->type, p->name, sep);
+	}
 	fprintf(o, ")\n.maxntid %d, 1, 1\n{\n", f->maxntid);
 	for (int c = 0; c < PC_NCLS; c++)
 		if (f->nreg[c])
@@ -196,12 +244,16 @@ void ptx_print_module(FILE *out, const char *target, const char *version, PtxFun
 	    out,
 	    "// Generated by attnc. Do not edit.\n.version %s\n.target %s\n.address_size 64\n\n",
 	    version, target);
-	/* dynamic shared memory is one module-scope symbol */
+	/* dynamic shared memory is one module-scope symbol, aligned for the
+	** most demanding function */
+	uint32_t align = 0;
 	for (int i = 0; i < n; i++)
 		if (fs[i]->smem_bytes) {
-			fputs(".extern .shared .align 128 .b8 smem[];\n\n", out);
-			break;
+			uint32_t a = fs[i]->smem_align ? fs[i]->smem_align : 128;
+			align = a > align ? a : align;
 		}
+	if (align)
+		fprintf(out, ".extern .shared .align %u .b8 smem[];\n\n", align);
 	for (int i = 0; i < n; i++) {
 		if (i)
 			fputc('\n', out);

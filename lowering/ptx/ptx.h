@@ -31,7 +31,11 @@ typedef enum PoKind { PO_NONE, PO_REG, PO_IMM, PO_FIMM, PO_SYM, PO_MEM, PO_VEC, 
 
 /* An operand: a register, an integer or f32 immediate, a symbol (a kernel
 ** parameter), a memory reference [reg+off] or [sym+off], a vector {a, b, ...}
-** or a label. */
+** or a label. A memory reference with a vector is a tensor map and its
+** coordinates, [sym, {c0, c1}] (cp.async.bulk.tensor). A vector has any
+** number of registers (a wgmma m64n256 f32 accumulator has 128): po_vec
+** points at the caller's array and ptx_emit copies it into the function's
+** arena, so instructions own their vectors and may be moved by value. */
 typedef struct PtxOpnd {
 	uint8_t k;
 	PReg r;
@@ -39,22 +43,28 @@ typedef struct PtxOpnd {
 	float f;
 	const char *sym;
 	int32_t off;
-	uint8_t nvec;
-	PReg vec[4];
+	int nvec;
+	const PReg *vec;
 } PtxOpnd;
+
+/* The most operands one instruction takes: wgmma.mma_async has eight (d,
+** a-desc, b-desc, scale-d and four immediates); vectors count as one. */
+#define PTX_MAXOPND 8
 
 typedef struct PtxInst {
 	uint16_t op;
 	const char *mods; /* ".lo.s64", ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ... */
 	uint8_t n;
-	PtxOpnd a[6];
+	PtxOpnd a[PTX_MAXOPND];
 	PReg guard; /* @guard or @!guard when set */
 	uint8_t neg;
 } PtxInst;
 
 typedef struct PtxParam {
 	const char *name;
-	const char *type; /* ".u64", ".s64", ".f32", ".s32" */
+	const char *type; /* ".u64", ".s64", ".f32", ".s32"; ".b8" for a byte array */
+	uint32_t align;   /* a byte array's alignment */
+	uint32_t nbytes;  /* 0: a scalar; else a byte array (a TMA tensor map: 64, 128) */
 } PtxParam;
 
 typedef struct PtxFunc {
@@ -66,12 +76,16 @@ typedef struct PtxFunc {
 	int ncode, capcode;
 	uint32_t nreg[PC_NCLS];
 	uint32_t smem_bytes; /* dynamic shared memory */
+	uint32_t smem_align; /* of the dynamic shared memory; 0: 128 (TMA swizzles need 1024) */
 	int maxntid;
 	int nlabels;
 } PtxFunc;
 
 void ptx_func_init(PtxFunc *f, Arena *a, const char *name, int maxntid);
 const char *ptx_param(PtxFunc *f, const char *name, const char *type);
+/* A parameter of nbytes bytes aligned to align, passed by value: a TMA
+** tensor map (.param .align 64 .b8 NAME[128]), addressed as po_sym. */
+const char *ptx_param_bytes(PtxFunc *f, const char *name, uint32_t align, uint32_t nbytes);
 PReg ptx_reg(PtxFunc *f, PtxCls c);
 int ptx_new_label(PtxFunc *f);
 
@@ -82,9 +96,12 @@ PtxOpnd po_sym(const char *s);
 PtxOpnd po_mem(PReg base, int32_t off);
 PtxOpnd po_memsym(const char *s, int32_t off);
 PtxOpnd po_vec(const PReg *r, int n);
+/* m (po_mem or po_memsym, offset 0) with coordinates: [tmap, {c0, ...}]. */
+PtxOpnd po_mem_vec(PtxOpnd m, const PReg *r, int n);
 PtxOpnd po_label(int l);
 
-/* Appends an instruction with up to 6 operands (po_none-terminated list). */
+/* Appends an instruction with n operands, n <= PTX_MAXOPND (more is a bug in
+** the caller: it aborts), copying their vectors into the arena. */
 PtxInst *ptx_emit(PtxFunc *f, PtxOpcode op, const char *mods, int n, const PtxOpnd *ops);
 void ptx_label(PtxFunc *f, int l);
 /* The instruction just emitted runs only where guard is (neg: is not) set. */

@@ -15,7 +15,7 @@
 #include "compiler/plan.h"
 #include "lang/front.h"
 #include "lowering/c/c_emit.h"
-#include "lowering/sm80/sm80.h"
+#include "lowering/targets.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -24,9 +24,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 ** PTX back end's entry point, so that a rename touches one line. */
 static void emit_ptx(FILE *out, const Program *p, Diag *d)
 {
-	Sm80Info *info = calloc((size_t)p->cascades.n + 1, sizeof *info);
-	if (info)
-		sm80_emit_program(out, p, d, info, NULL);
+	GpuKernelInfo *info = calloc((size_t)p->cascades.n + 1, sizeof *info);
+	char *buf = NULL;
+	size_t n = 0;
+	if (info && !gpu_compile(gpu_target("sm_80"), p, d, NULL, &buf, &n, info))
+		fwrite(buf, 1, n, out);
+	free(buf);
 	free(info);
 }
 

@@ -52,7 +52,7 @@ while read -r file casc rest; do
 	case "$file" in
 	*_o)
 		# NAME_o: O only (document's 128-row kernel, kept with its spills;
-		# ALiBi's bias at one row per thread, sm80_shift.c)
+		# ALiBi's bias at one row per thread, lowering/gpu/shift.c)
 		src="$DIR/src/$file.attn"
 		sed -e '/^  out L\[/d' -e '/^  L\[b, h, i\]/d' "examples/${file%_o}.attn" > "$src"
 		;;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""file_cycles.py BUILD_DIR: prints every loop of calls between source files
+"""file_cycles.py BUILD_DIR [SRC_DIR]: prints every loop of calls between source files
 of lang/, compiler/ and lowering/ (A calls into B and B, directly or through
 others, calls back into A), and exits 1 if there is one.
 
@@ -30,11 +30,15 @@ def source_of(obj, build):
 
 def main():
     build = sys.argv[1]
+    src_root = sys.argv[2] if len(sys.argv) > 2 else None
     files = {}
     for root, _, names in os.walk(build):
         for n in names:
             if n.endswith(".o"):
                 src = source_of(os.path.join(root, n), build)
+                if src and src_root and not (os.path.exists(os.path.join(src_root, src))
+                                             or os.path.exists(os.path.join(build, src))):
+                    continue
                 if src:
                     files[src] = os.path.join(root, n)
     if not files:

@@ -3,7 +3,9 @@
 ** rt_fakecuda, a stand-in libcuda: dlopen through ATTNRT_CUDA_DRIVER,
 ** cuGetProcAddress_v2 and the legacy cuGetProcAddress, every entry point
 ** requested by base name for cudaVersion 12000, cuInit's
-** CUDA_ERROR_NO_DEVICE, and a driver that lacks an entry point.
+** CUDA_ERROR_NO_DEVICE, a driver that lacks an entry point, and a kernel
+** whose sm_90 image launches with its own shared memory and block size on a
+** 9.0 device and with the kernel's on an 8.0 one.
 **
 ** usage: test_rt_dlopen FAKE_V2.so FAKE_V1.so
 */
@@ -13,7 +15,9 @@
 
 #include "driver.h"
 
-static const AttnrtImage images[] = {{90, "CUBIN90", 8}};
+static const AttnrtImageLaunch launch_90[] = {{90, 200000, 384}};
+static const AttnrtImage images[] = {
+    {80, "CUBIN80", 8}, {90, "CUBIN90", 8}, {ATTNRT_IMAGE_LAUNCH, launch_90, sizeof launch_90}};
 
 /* Calls fakecuda_* in the module the runtime loaded (dlopen gives its handle). */
 static int fake_counter(const char *path, const char *name)
@@ -33,6 +37,7 @@ static int fake_counter(const char *path, const char *name)
 static void restart(const char *path, const char *devices, const char *hide)
 {
 	attnrt_set_driver_for_testing(NULL);
+	unsetenv("FAKECUDA_CC");
 	setenv("ATTNRT_CUDA_DRIVER", path, 1);
 	setenv("FAKECUDA_DEVICES", devices, 1);
 	if (hide)
@@ -50,11 +55,14 @@ static void check_working(const char *path)
 	CHECK(attnrt_device_count(&n) == ATTNRT_OK && n == 2);
 	CHECK(attnrt_driver_version(&v) == ATTNRT_OK && v == 12040);
 	CHECK(attnrt_current_device(&dev, &sm) == ATTNRT_OK && dev == 0 && sm == 90);
-	AttnrtKernel k = {"k", images, 1, 100000, 128, NULL};
+	AttnrtKernel k = {"k", images, 3, 100000, 128, NULL};
 	int x = 3;
 	void *params[] = {&x};
 	CHECK(attnrt_launch(&k, 4, 1, 1, NULL, params) == ATTNRT_OK);
 	CHECK(attnrt_kernel_image(&k, &sm) == ATTNRT_OK && sm == 90);
+	CHECK(fake_counter(path, "fakecuda_launch_block") == 384);
+	CHECK(fake_counter(path, "fakecuda_launch_smem") == 200000);
+	CHECK(fake_counter(path, "fakecuda_smem_optin") == 200000);
 	attnrt_kernel_release(&k);
 	void *p = NULL;
 	CHECK(attnrt_malloc(&p, 64) == ATTNRT_OK && p != NULL && attnrt_free(p) == ATTNRT_OK);
@@ -63,6 +71,18 @@ static void check_working(const char *path)
 		fprintf(stderr, "%s: %d lookups (%s)\n", path, reqs, attnrt_last_error());
 	CHECK(reqs >= 28);
 	CHECK(fake_counter(path, "fakecuda_bad_requests") == 0);
+
+	/* an 8.0 device runs the sm_80 image with the kernel's values */
+	restart(path, "1", NULL);
+	setenv("FAKECUDA_CC", "80", 1);
+	CHECK(attnrt_launch(&k, 4, 1, 1, NULL, params) == ATTNRT_OK);
+	unsigned smem = 0, threads = 0;
+	CHECK(attnrt_kernel_config(&k, &sm, &smem, &threads) == ATTNRT_OK);
+	CHECK(sm == 80 && smem == 100000 && threads == 128);
+	CHECK(fake_counter(path, "fakecuda_launch_block") == 128);
+	CHECK(fake_counter(path, "fakecuda_launch_smem") == 100000);
+	CHECK(fake_counter(path, "fakecuda_smem_optin") == 100000);
+	attnrt_kernel_release(&k);
 }
 
 int main(int argc, char **argv)

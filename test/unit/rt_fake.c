@@ -8,8 +8,9 @@
 ** fallback, NO_BINARY_FOR_GPU retry, no image), JIT and PTX-version
 ** messages, the module cache (one load per device under 8 threads, one
 ** primary-context retain), the shared-memory opt-in, launch arguments and
-** error propagation with the kernel name, the memory and event wrappers,
-** and thread-local messages.
+** error propagation with the kernel name, per-image launch values (an sm_90
+** image with its own shared memory and block size beside sm_80's defaults),
+** the memory and event wrappers, and thread-local messages.
 */
 #include "rt_testutil.h"
 
@@ -608,6 +609,121 @@ static void test_launch(void)
 	attnrt_kernel_release(&k);
 }
 
+/* An sm_90 image that launches with more shared memory and a larger block
+** than the kernel's defaults, which the sm_80 image and the PTX keep. */
+static const AttnrtImageLaunch launch_90[] = {{90, 200000, 384}, {90, 1, 1}};
+static const AttnrtImageLaunch launch_partial[] = {{80, 0, 512}, {0, 70000, 0}};
+static const AttnrtImage img_launch[] = {{80, "CUBIN80", 8},
+					 {ATTNRT_IMAGE_LAUNCH, launch_90, sizeof launch_90},
+					 {90, "CUBIN90", 8},
+					 {0, ptx_text, sizeof ptx_text}};
+static const AttnrtImage img_partial[] = {
+    {80, "CUBIN80", 8},
+    {0, ptx_text, sizeof ptx_text},
+    {ATTNRT_IMAGE_LAUNCH, launch_partial, sizeof launch_partial}};
+
+/* One launch on a fresh fake device of capability cc: the image the fake
+** loaded, the block and shared memory it was launched with, the opt-in
+** value (0: none), and what attnrt_kernel_config reports. */
+static void expect_launch(const AttnrtImage *images, int n, int cc, const char *image, int sm,
+			  unsigned smem, unsigned threads, int setattr)
+{
+	reset(cc);
+	F.optin[0] = 232448;
+	AttnrtKernel k = {"k_cfg", images, n, 65536, 256, NULL};
+	int x = 1;
+	void *params[] = {&x};
+	int rc = attnrt_launch(&k, 2, 1, 1, NULL, params);
+	if (rc)
+		fprintf(stderr, "cc %d: %s\n", cc, attnrt_last_error());
+	CHECK(rc == ATTNRT_OK);
+	CHECK_STR(F.loaded[0], image);
+	if (F.l_block[0] != threads || F.l_smem != smem) {
+		fprintf(stderr, "cc %d: launched block %u, %u bytes; expected %u, %u\n", cc,
+			F.l_block[0], F.l_smem, threads, smem);
+		rt_failures++;
+	}
+	CHECK(F.setattr_value == setattr && F.setattr_calls == (setattr != 0));
+	int got_sm = -1;
+	unsigned got_smem = 0, got_threads = 0;
+	CHECK(attnrt_kernel_config(&k, &got_sm, &got_smem, &got_threads) == ATTNRT_OK);
+	CHECK(got_sm == sm && got_smem == smem && got_threads == threads);
+	CHECK(attnrt_kernel_config(&k, NULL, NULL, NULL) == ATTNRT_OK && F.loads[0] == 1);
+	attnrt_kernel_release(&k);
+}
+
+/* Per-image launch values: the chosen image's, else the kernel's. */
+static void test_image_launch(void)
+{
+	expect_launch(img_launch, 4, 90, "CUBIN90", 90, 200000, 384, 200000);
+	expect_launch(img_launch, 4, 80, "CUBIN80", 80, 65536, 256, 65536);
+	expect_launch(img_launch, 4, 86, "CUBIN80", 80, 65536, 256, 65536);
+	expect_launch(img_launch, 4, 100, "PTX", 0, 65536, 256, 65536);
+	/* a 0 keeps the kernel's value */
+	expect_launch(img_partial, 3, 89, "CUBIN80", 80, 65536, 512, 65536);
+	expect_launch(img_partial, 3, 90, "PTX", 0, 70000, 256, 70000);
+
+	/* one device of each kind, one kernel: each launches its own way */
+	reset(80);
+	F.ndev = 2;
+	F.cc[1] = 90;
+	F.optin[1] = 232448;
+	AttnrtKernel k = {"k_two", img_launch, 4, 40000, 128, NULL};
+	CHECK(attnrt_launch(&k, 1, 1, 1, NULL, NULL) == ATTNRT_OK);
+	CHECK(F.l_block[0] == 128 && F.l_smem == 40000 && F.setattr_calls == 0);
+	cur = ctx_of(1);
+	CHECK(attnrt_launch(&k, 1, 1, 1, NULL, NULL) == ATTNRT_OK);
+	CHECK(F.l_block[0] == 384 && F.l_smem == 200000 && F.setattr_calls == 1);
+	cur = ctx_of(0);
+	CHECK(attnrt_launch(&k, 1, 1, 1, NULL, NULL) == ATTNRT_OK);
+	CHECK(F.l_block[0] == 128 && F.l_smem == 40000 && F.loads[0] == 1 && F.loads[1] == 1);
+	/* the kernel's values are read at each launch, as before images had their own */
+	k.threads = 64;
+	CHECK(attnrt_launch(&k, 1, 1, 1, NULL, NULL) == ATTNRT_OK && F.l_block[0] == 64);
+	cur = ctx_of(1);
+	CHECK(attnrt_launch(&k, 1, 1, 1, NULL, NULL) == ATTNRT_OK && F.l_block[0] == 384);
+	attnrt_kernel_release(&k);
+
+	/* the image's shared memory is what must fit, and what the message names */
+	reset(90);
+	F.optin[0] = 101376;
+	void *fn = &k;
+	AttnrtKernel kb = {"k_big", img_launch, 4, 1024, 128, NULL};
+	CHECK_FAIL(attnrt_kernel_get(&kb, &fn), ATTNRT_ERR_RESOURCES,
+		   "attnrt: kernel k_big needs 200000 bytes of dynamic shared memory but sm_90 "
+		   "allows at most 101376 bytes per block");
+	CHECK(fn == NULL);
+	int sm = 5;
+	unsigned smem = 5, threads = 5;
+	CHECK(attnrt_kernel_config(&kb, &sm, &smem, &threads) == ATTNRT_ERR_RESOURCES);
+	CHECK(sm == -1 && smem == 0 && threads == 0);
+	attnrt_kernel_release(&kb);
+
+	/* malformed tables, before any driver call */
+	reset(90);
+	static const AttnrtImageLaunch wide[] = {{90, 0, 2048}};
+	static const AttnrtImage img_wide[] = {{90, "CUBIN90", 8},
+					       {ATTNRT_IMAGE_LAUNCH, wide, sizeof wide}};
+	AttnrtKernel kw = {"k_wide", img_wide, 2, 0, 128, NULL};
+	CHECK_FAIL(attnrt_kernel_get(&kw, &fn), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: kernel k_wide: block size 2048 for sm_90 is not in 1..1024");
+	static const AttnrtImage img_torn[] = {{90, "CUBIN90", 8},
+					       {ATTNRT_IMAGE_LAUNCH, launch_90, 5}};
+	kw.images = img_torn;
+	CHECK_FAIL(attnrt_kernel_get(&kw, &fn), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: kernel k_wide: image 1 is empty or invalid");
+	static const AttnrtImage img_only[] = {{ATTNRT_IMAGE_LAUNCH, launch_90, sizeof launch_90}};
+	kw.images = img_only;
+	kw.nimages = 1;
+	CHECK_FAIL(attnrt_kernel_get(&kw, &fn), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: kernel k_wide: no images");
+	static const AttnrtImage img_neg[] = {{-2, "CUBIN", 6}};
+	kw.images = img_neg;
+	CHECK_FAIL(attnrt_kernel_get(&kw, &fn), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: kernel k_wide: image 0 is empty or invalid");
+	CHECK(F.loads[0] == 0);
+}
+
 /* The wrappers convert handles faithfully and report failures. */
 static void test_memory(void)
 {
@@ -724,6 +840,7 @@ int main(void)
 	test_load_errors();
 	test_smem();
 	test_launch();
+	test_image_launch();
 	test_memory();
 	test_cache_threads();
 	test_thread_local();

@@ -5,9 +5,12 @@
 ** cuGetProcAddress_v2 (CUDA 12+ drivers), without it only the 4-argument
 ** cuGetProcAddress of 11.3+ drivers. Environment: FAKECUDA_DEVICES (default
 ** 1; 0 makes cuInit fail with CUDA_ERROR_NO_DEVICE), FAKECUDA_HIDE=cuXxx (that
-** entry point is "not found"). fakecuda_requests and fakecuda_bad_requests
-** count lookups, bad ones being for another cudaVersion than 12000, with
-** flags, or by a versioned name (cuMemAlloc_v2).
+** entry point is "not found"), FAKECUDA_CC (compute capability, default 90).
+** fakecuda_requests and fakecuda_bad_requests count lookups, bad ones being
+** for another cudaVersion than 12000, with flags, or by a versioned name
+** (cuMemAlloc_v2); fakecuda_launch_block, fakecuda_launch_smem and
+** fakecuda_smem_optin give the last launch's block size and dynamic shared
+** memory and the last MAX_DYNAMIC_SHARED_SIZE_BYTES set.
 */
 #define _POSIX_C_SOURCE 200809L
 
@@ -21,11 +24,16 @@ typedef struct CUctx_st *CUcontext;
 
 static _Thread_local CUcontext cur;
 static int requests, bad_requests;
+static unsigned launch_block, launch_smem;
+static int smem_optin;
 
 #define API __attribute__((visibility("default")))
 
 API int fakecuda_requests(void);
 API int fakecuda_bad_requests(void);
+API int fakecuda_launch_block(void);
+API int fakecuda_launch_smem(void);
+API int fakecuda_smem_optin(void);
 API CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags,
 				 int *status);
 API CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
@@ -40,6 +48,22 @@ int fakecuda_requests(void)
 int fakecuda_bad_requests(void)
 {
 	return bad_requests;
+}
+
+/* What the last launch and attribute call were given. */
+int fakecuda_launch_block(void)
+{
+	return (int)launch_block;
+}
+
+int fakecuda_launch_smem(void)
+{
+	return (int)launch_smem;
+}
+
+int fakecuda_smem_optin(void)
+{
+	return smem_optin;
 }
 
 static int ndev(void)
@@ -77,8 +101,10 @@ static CUresult f_devget(int *d, int o)
 }
 static CUresult f_attr(int *v, int a, int d)
 {
+	const char *e = getenv("FAKECUDA_CC");
+	int cc = e ? atoi(e) : 90;
 	(void)d;
-	*v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : 0;
+	*v = a == 75 ? cc / 10 : a == 76 ? cc % 10 : a == 97 ? 232448 : 0;
 	return 0;
 }
 static CUresult f_retain(CUcontext *c, int d)
@@ -117,7 +143,9 @@ static CUresult f_unload(void *m)
 }
 static CUresult f_setattr(void *f, int a, int v)
 {
-	(void)f, (void)a, (void)v;
+	(void)f;
+	if (a == 8) /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+		smem_optin = v;
 	return 0;
 }
 static CUresult f_getattr(int *v, int a, void *f)
@@ -128,7 +156,8 @@ static CUresult f_getattr(int *v, int a, void *f)
 static CUresult f_launch(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e,
 			 unsigned g, unsigned s, void *st, void **p, void **x)
 {
-	(void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)s, (void)st, (void)p, (void)x;
+	(void)a, (void)b, (void)c, (void)e, (void)g, (void)st, (void)p, (void)x;
+	launch_block = d, launch_smem = s;
 	return f ? 0 : 1;
 }
 static CUresult f_malloc(unsigned long long *p, size_t n)

@@ -1,25 +1,13 @@
 /*
-** lowering/sm80/sm80_shape.c: does the plan have the shape the sm_80 kernel
-** implements? One pass; per KV tile: contractions of two inputs over a
+** lowering/gpu/shape.c: does the plan have the shape the GPU kernels
+** implement? One pass; per KV tile: contractions of two inputs over a
 ** compile-time head dimension (QK^T), element-wise values, running maxes
 ** and row sums, contractions with V over the tile (PV); an epilogue per
 ** row or per (row, e). Anything else gets a precise reason.
 */
 #include <string.h>
 
-#include "sm80.h"
-
-static int cls_kind(const Plan *p, int node, int v, int qcls, int scls)
-{
-	int c = p->cls[node][v];
-	if (c == scls)
-		return 's';
-	if (c == qcls)
-		return 'q';
-	if (p->classes[c].grid)
-		return 'g';
-	return 'x';
-}
+#include "gpu.h"
 
 /* `q / X` with q a query-row variable and X a dim or a positive constant:
 ** a K/V head shared by X consecutive query rows (GQA decode). All such
@@ -62,7 +50,7 @@ static int operand(const Plan *p, int node, const Expr *e, int want_cls, int las
 			continue;
 		unsigned long long vs = expr_vars(x);
 		for (int v = 0; v < 64; v++)
-			if ((vs >> v & 1) && cls_kind(p, node, v, qcls, scls) != 'g')
+			if ((vs >> v & 1) && plan_index_kind(p, node, v) != IDX_GRID)
 				return 0;
 	}
 	return seen == 1;
@@ -89,12 +77,12 @@ static int kinds_of(const Plan *p, const Node *n, int i, int qcls, int scls, int
 {
 	int m = 0;
 	for (int v = 0; v < n->nfree; v++) {
-		int k = cls_kind(p, i, v, qcls, scls);
-		if (k == 'q')
+		IndexKind k = plan_index_kind(p, i, v);
+		if (k == IDX_QUERY)
 			m |= 1;
-		else if (k == 's')
+		else if (k == IDX_KEY)
 			m |= 2;
-		else if (k == 'x')
+		else if (k == IDX_OTHER)
 			m |= 4, *xvar = v;
 	}
 	return m;
@@ -125,7 +113,7 @@ static void split_row_factors(Arena *a, const Expr *x, int sv, const Expr **xj, 
 	*xj = reads_key ? x : NULL, *xr = reads_key ? NULL : x;
 }
 
-static const char *gemm2(Arena *a, const Plan *p, int i, Shape *s)
+static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 {
 	const Node *n = p->c->nodes.v[i];
 	int sv = p->np[i].svar;
@@ -136,7 +124,7 @@ static const char *gemm2(Arena *a, const Plan *p, int i, Shape *s)
 				    n->out->name);
 	int evar = -1;
 	for (int v = 0; v < n->nfree; v++)
-		if (cls_kind(p, i, v, s->qcls, s->scls) == 'x')
+		if (plan_index_kind(p, i, v) == IDX_OTHER)
 			evar = v;
 	for (int side = 0; side < 2; side++) {
 		const Expr *v = strip(b->args[side]), *x = b->args[!side];
@@ -150,37 +138,37 @@ static const char *gemm2(Arena *a, const Plan *p, int i, Shape *s)
 					    "%s: the value dimension must be a compile-time "
 					    "multiple of 32 up to 256",
 					    n->out->name);
-		if (s->ng2 == SM80_MAXG)
+		if (s->npv == GPU_MAXG)
 			return "more than two contractions with V";
 		if (s->DV && s->DV != dv)
 			return "contractions with V of different widths";
 		if (s->ecls >= 0 && s->ecls != p->cls[i][evar])
 			return "contractions with V over different value indices";
 		s->DV = dv, s->ecls = p->cls[i][evar];
-		SGemm2 *g2 = &s->g2[s->ng2];
-		g2->x = x, g2->xrow = NULL, g2->v = v, g2->evar = evar, g2->DV = dv, g2->vslot = -1;
+		PVContraction *pv = &s->pv[s->npv];
+		pv->x = x, pv->xrow = NULL, pv->v = v, pv->evar = evar, pv->DV = dv, pv->vslot = -1;
 		if (x->type == VT_FLOAT) {
-			split_row_factors(a, x, sv, &g2->x, &g2->xrow);
-			if (!g2->x)
-				g2->x = expr_float(a, 1.0);
+			split_row_factors(a, x, sv, &pv->x, &pv->xrow);
+			if (!pv->x)
+				pv->x = expr_float(a, 1.0);
 		}
-		for (int t = 0; t < s->nvt; t++)
-			if (s->vt[t]->tensor == v->tensor)
-				g2->vslot = t;
-		if (g2->vslot < 0) {
-			if (s->nvt == SM80_MAXG)
+		for (int t = 0; t < s->nvreads; t++)
+			if (s->vreads[t]->tensor == v->tensor)
+				pv->vslot = t;
+		if (pv->vslot < 0) {
+			if (s->nvreads == GPU_MAXG)
 				return "more than two V tensors";
-			g2->vslot = s->nvt;
-			s->vt[s->nvt++] = v;
+			pv->vslot = s->nvreads;
+			s->vreads[s->nvreads++] = v;
 		}
-		s->n[i] = (SNode){SN_GEMM2, s->ng2++};
+		s->node[i] = (ShapeNode){SN_GEMM2, s->npv++};
 		return NULL;
 	}
 	return arena_printf(a, "%s: no factor of its body reads V at the key and value indices",
 			    n->out->name);
 }
 
-static const char *gemm1(Arena *a, const Plan *p, int i, Shape *s)
+static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 {
 	const Node *n = p->c->nodes.v[i];
 	if (n->red != RED_SUM || n->nred != 1)
@@ -201,10 +189,10 @@ static const char *gemm1(Arena *a, const Plan *p, int i, Shape *s)
 		const Expr *qa = strip(b->args[side]), *kb = strip(b->args[!side]);
 		if (operand(p, i, qa, s->qcls, d, s->qcls, s->scls, NULL) &&
 		    operand(p, i, kb, s->scls, d, s->qcls, s->scls, &s->pack)) {
-			if (s->ng1 == SM80_MAXG)
+			if (s->nqk == GPU_MAXG)
 				return "more than two contractions with K";
-			s->g1[s->ng1] = (SGemm1){qa, kb, d, D};
-			s->n[i] = (SNode){SN_GEMM1, s->ng1++};
+			s->qk[s->nqk] = (QKContraction){qa, kb, d, D};
+			s->node[i] = (ShapeNode){SN_GEMM1, s->nqk++};
 			return NULL;
 		}
 	}
@@ -216,7 +204,7 @@ static const char *gemm1(Arena *a, const Plan *p, int i, Shape *s)
 	    n->out->name);
 }
 
-const char *sm80_shape(Arena *a, const Plan *p, Shape *s)
+const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 {
 	memset(s, 0, sizeof *s);
 	s->p = p, s->qcls = s->scls = s->ecls = -1;
@@ -231,7 +219,7 @@ const char *sm80_shape(Arena *a, const Plan *p, Shape *s)
 	if (s->qcls < 0)
 		return "no query index to tile";
 	const Cascade *c = p->c;
-	s->n = ARENA_ARRAY(a, SNode, c->nodes.n + 1);
+	s->node = ARENA_ARRAY(a, ShapeNode, c->nodes.n + 1);
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = c->nodes.v[i];
 		const NodePlan *np = &p->np[i];
@@ -249,7 +237,7 @@ const char *sm80_shape(Arena *a, const Plan *p, Shape *s)
 			if (n->red != RED_NONE)
 				why = gemm1(a, p, i, s);
 			else
-				s->n[i] = (SNode){SN_MAP, 0};
+				s->node[i] = (ShapeNode){SN_MAP, 0};
 			break;
 		case ROLE_RUNNING:
 			if (k & 4)
@@ -258,9 +246,9 @@ const char *sm80_shape(Arena *a, const Plan *p, Shape *s)
 					  : arena_printf(a, "%s: a running max with a value index",
 							 n->out->name);
 			else if (n->red == RED_MAX)
-				s->n[i] = (SNode){SN_RMAX, 0};
+				s->node[i] = (ShapeNode){SN_RMAX, 0};
 			else if (n->red == RED_SUM)
-				s->n[i] = (SNode){SN_RSUM, 0};
+				s->node[i] = (ShapeNode){SN_RSUM, 0};
 			else
 				why = arena_printf(a, "%s: running %s is not supported",
 						   n->out->name, redop_name(n->red));
@@ -275,11 +263,11 @@ const char *sm80_shape(Arena *a, const Plan *p, Shape *s)
 				    a, "%s: a reduction after the stream is not supported",
 				    n->out->name);
 			if (np->is_ref && !(k & 4))
-				s->n[i] = (SNode){SN_REF, 0};
+				s->node[i] = (ShapeNode){SN_REF, 0};
 			else if (!(k & 4))
-				s->n[i] = (SNode){SN_EPI_ROW, 0};
+				s->node[i] = (ShapeNode){SN_EPI_ROW, 0};
 			else if (s->ecls >= 0 && p->cls[i][x] == s->ecls)
-				s->n[i] = (SNode){SN_EPI_ELEM, 0};
+				s->node[i] = (ShapeNode){SN_EPI_ELEM, 0};
 			else
 				why = arena_printf(a,
 						   "%s: an epilogue index that is not the value "
@@ -294,7 +282,7 @@ const char *sm80_shape(Arena *a, const Plan *p, Shape *s)
 		if (why)
 			return why;
 	}
-	if (!s->ng1)
+	if (!s->nqk)
 		return "no contraction of Q and K";
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];

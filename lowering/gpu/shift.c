@@ -1,5 +1,5 @@
 /*
-** lowering/sm80/sm80_shift.c: relative positions taken from one row.
+** lowering/gpu/shift.c: relative positions taken from one row.
 ** A score S[i, j] = X + u * float(j - i) (ALiBi; any u * float(rest + c j)
 ** with u the same along the row and across rows) costs an FFMA per score
 ** for the bias: float(rest + c j) differs at every (row, key). Softmax is
@@ -9,14 +9,23 @@
 ** leaves every exp(S - M) as it was. So the kernel evaluates rest at one
 ** row per thread and m16 row block (the block's first row slot) instead of
 ** each element's own: the bias is then one value per key column and block,
-** shared by the block's two row slots, 32 FFMAs per tile instead of 64 at
-** 128-row tiles. (Shared by all four slots, the values stayed live across
-** both blocks: ALiBi+causal at D = 64 lost 0-2% where this gains 2-2.5% on
-** the H100.) A row is within 8 of its block's first row, so the bias stays
+** shared by the block's two row slots, half the FFMAs per tile at 128-row
+** tiles. (Not shared by all four slots: the values then stay live across
+** both blocks, which cost more than it saved.) A row is within 8 of its
+** block's first row, so the bias stays
 ** as exact as before; masks read their own copies of the expressions and
 ** are not affected.
 */
-#include "sm80_ops.h"
+
+#include "gpu.h"
+
+/* Key casts whose row part may come from one row per thread and row block
+** (KernelGen.row0[m], the block's first row slot). */
+enum { GPU_MAXSHIFT = 8 };
+typedef struct ShiftSet {
+	const Expr *cast[GPU_MAXSHIFT];
+	int n;
+} ShiftSet;
 
 /* Every read of S or M in e is inside exp(S - M). */
 static int only_exp_diffs(const Expr *e, const Tensor *S, const Tensor *M)
@@ -40,15 +49,15 @@ static int only_exp_diffs(const Expr *e, const Tensor *S, const Tensor *M)
 
 /* Node i (a tile value) is read only by one row max M and by exp(S - M),
 ** M only by exp(S - M), neither is an output, and no filter reads them. */
-static int shift_blind(const Gen *g, int i)
+static int shift_blind(const KernelGen *g, int i)
 {
 	const Node *sn = g->c->nodes.v[i];
-	if (g->s->n[i].kind != SN_MAP || sn->out->kind == TK_OUT || sn->body->type != VT_FLOAT)
+	if (g->s->node[i].kind != SN_MAP || sn->out->kind == TK_OUT || sn->body->type != VT_FLOAT)
 		return 0;
 	int m = -1;
 	for (int k = 0; k < g->c->nodes.n; k++) {
 		const Node *o = g->c->nodes.v[k];
-		if (g->s->n[k].kind == SN_RMAX && o->body->kind == EX_ACCESS &&
+		if (g->s->node[k].kind == SN_RMAX && o->body->kind == EX_ACCESS &&
 		    o->body->tensor == sn->out) {
 			if (m >= 0)
 				return 0;
@@ -81,13 +90,13 @@ static int reads_computed(const Expr *e)
 
 /* u reads no query-row index and no computed value: one value for all of
 ** the CTA's rows. */
-static int rows_alike(const Gen *g, int node, const Expr *u)
+static int rows_alike(const KernelGen *g, int node, const Expr *u)
 {
-	return !sm80_reads_class(g, node, u, g->s->qcls) && !reads_computed(u);
+	return !plan_reads_class(g->p, node, u, g->s->qcls) && !reads_computed(u);
 }
 
 /* The additive terms of node i's body: a key cast, alone or times u. */
-static void shift_terms(Gen *g, int i, const Expr *e)
+static void shift_terms(KernelGen *g, int i, const Expr *e)
 {
 	if (e->kind == EX_BINOP && (e->op == OP_ADD || e->op == OP_SUB)) {
 		shift_terms(g, i, e->args[0]);
@@ -101,22 +110,22 @@ static void shift_terms(Gen *g, int i, const Expr *e)
 		for (int s = 0; s < 2 && !c; s++)
 			if (e->args[s]->kind == EX_CAST && rows_alike(g, i, e->args[1 - s]))
 				c = e->args[s];
-	if (c && c->args[0]->type == VT_INT && g->nshift < SM80_MAXSHIFT)
-		g->shift[g->nshift++] = c;
+	if (c && c->args[0]->type == VT_INT && g->shifts->n < GPU_MAXSHIFT)
+		g->shifts->cast[g->shifts->n++] = c;
 }
 
-void sm80_shift_plan(Gen *g)
+void gpu_shift_plan(KernelGen *g)
 {
-	g->nshift = 0;
+	g->shifts = ARENA_NEW(g->a, ShiftSet);
 	for (int i = 0; i < g->c->nodes.n; i++)
 		if (shift_blind(g, i))
 			shift_terms(g, i, ((const Node *)g->c->nodes.v[i])->body);
 }
 
-int sm80_shifted(const Gen *g, const Expr *cast)
+int gpu_shifted(const KernelGen *g, const Expr *cast)
 {
-	for (int k = 0; k < g->nshift; k++)
-		if (g->shift[k] == cast)
+	for (int k = 0; g->shifts && k < g->shifts->n; k++)
+		if (g->shifts->cast[k] == cast)
 			return 1;
 	return 0;
 }

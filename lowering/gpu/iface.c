@@ -1,14 +1,14 @@
 /*
-** lowering/gpu_iface.c: the C interface of generated GPU kernels.
+** lowering/gpu/iface.c: the C interface of generated GPU kernels.
 ** For a file x.attn, x.h declares per cascade a typed argument struct and a
-** launch function; x.c embeds the cubins (sm_80, sm_90) and the PTX (for
+** launch function; x.c embeds the target's cubins and the PTX (for
 ** newer GPUs), validates arguments through libattnrt and launches on the
 ** caller's stream. One .c file plus -lattnrt links into any C program.
 */
 #include <string.h>
 
-#include "gpu_iface.h"
-#include "sm80/sm80.h"
+#include "gpu.h"
+#include "iface.h"
 
 /* Integer expressions over dims, as C over `dims[]`. */
 static void dim_expr(FILE *o, const Expr *e)
@@ -29,18 +29,6 @@ static void dim_expr(FILE *o, const Expr *e)
 		fputc(')', o);
 		break;
 	default: fputs("0L", o); break;
-	}
-}
-
-static int elem_size(DType t)
-{
-	switch (t) {
-	case DT_F32:
-	case DT_I32: return 4;
-	case DT_BOOL:
-	case DT_F8E4M3:
-	case DT_F8E5M2: return 1;
-	default: return 2;
 	}
 }
 
@@ -105,19 +93,19 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 {
 	Arena a;
 	arena_init(&a);
-	Plan *p = plan_build(&a, c, "sm_80");
-	Shape sh;
-	int shaped = sm80_shape(&a, p, &sh) == NULL;
+	Plan *p = plan_build(&a, c, im->target);
+	KernelShape sh;
+	int shaped = gpu_shape(&a, p, &sh) == NULL;
 	const char *n = c->name;
 	fprintf(o,
 		"\nstatic AttnrtKernel %s_kernel = {\"%s_fwd\", attn_images, sizeof attn_images / "
-		"sizeof attn_images[0], %uu, %d, NULL};\n",
-		n, n, im->info[idx].smem, SM80_THREADS);
-	if (im->info[idx].onewin)
+		"sizeof attn_images[0], %uu, %u, NULL};\n",
+		n, n, im->info[idx].smem, im->info[idx].threads);
+	if (im->info[idx].one_window)
 		fprintf(o,
 			"static AttnrtKernel %s_kernel_short = {\"%s_fwd_short\", attn_images, "
-			"sizeof attn_images / sizeof attn_images[0], %uu, %d, NULL};\n",
-			n, n, im->info[idx].smem, SM80_THREADS);
+			"sizeof attn_images / sizeof attn_images[0], %uu, %u, NULL};\n",
+			n, n, im->info[idx].smem, im->info[idx].threads);
 	fprintf(o,
 		"\nvoid %s_shape(int tensor, const long *dims, int64_t *shape)\n{\n\tswitch "
 		"(tensor) {\n",
@@ -169,13 +157,14 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		const Tensor *t = c->tensors.v[i];
 		if (t->kind == TK_TEMP)
 			continue;
-		/* tiles copied with cp.async need 16-byte rows; other reads are per element */
+		/* tiles copied to shared memory in 16-byte chunks need 16-byte rows;
+		** other reads are per element */
 		int tiled = 0;
-		for (int k = 0; shaped && k < sh.ng1; k++)
-			tiled |= sh.g1[k].a->tensor->id == i || sh.g1[k].b->tensor->id == i;
-		for (int k = 0; shaped && k < sh.nvt; k++)
-			tiled |= sh.vt[k]->tensor->id == i;
-		int align = tiled ? 16 : elem_size(t->dtype);
+		for (int k = 0; shaped && k < sh.nqk; k++)
+			tiled |= sh.qk[k].a->tensor->id == i || sh.qk[k].b->tensor->id == i;
+		for (int k = 0; shaped && k < sh.nvreads; k++)
+			tiled |= sh.vreads[k]->tensor->id == i;
+		int align = tiled ? 16 : dtype_size(t->dtype);
 		fprintf(o, "\t{\n\t\tint64_t shape[%d], def[%d];\n\t\t%s_shape(%d, dims, shape);\n",
 			t->rank + 1, t->rank + 1, n, i);
 		fprintf(o,
@@ -194,7 +183,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		fprintf(o,
 			"\t\tif ((rc = attnrt_check_tensor_named(\"%s\", \"%s\", ptrs[%d], %d, "
 			"shape, shape, s, %d, %d, names))) return rc;\n",
-			n, t->name, i, t->rank, elem_size(t->dtype), align);
+			n, t->name, i, t->rank, dtype_size(t->dtype), align);
 		fprintf(o, "\t\tptr[%d] = (uint64_t)(uintptr_t)ptrs[%d];\n", i, i);
 		fprintf(o, "\t\tfor (int d = 0; d < %d; d++) st[%d + d] = s[d];\n\t}\n", t->rank,
 			i * 8);
@@ -264,9 +253,9 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		"is too large\", gx, gy);\n",
 		n);
 	/* the grid decode's divisors as magic pairs, after the cascade's params
-	** (lowering/sm80/sm80.h, SM80_MAGIC_*): the launch order's groups of
+	** (lowering/gpu/gpu.h, GPU_MAGIC_*): the launch order's groups of
 	** G = ceil(256 / gx) values of the rest, then each grid class's extent */
-	int nm = sm80_magic_params(p);
+	int nm = gpu_magic_params(p);
 	fprintf(o, "\tuint32_t gm[%d];\n\t{\n", nm);
 	fputs("\t\tuint64_t nx = gx > 0 ? (uint64_t)gx : 1, G = (nx + 255) / nx, GT = G * nx;\n"
 	      "\t\tuint64_t ng = ((uint64_t)gy + G - 1) / G, GL = (uint64_t)gy - (ng - 1) * G;\n"
@@ -275,7 +264,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	      "\t\tattnrt_divmagic(G, &gm[4], &gm[5]);\n"
 	      "\t\tattnrt_divmagic(GL, &gm[6], &gm[7]);\n",
 	      o);
-	for (int k = 0, m = SM80_MAGIC_FIXED; k < p->nclasses; k++) {
+	for (int k = 0, m = GPU_MAGIC_FIXED; k < p->nclasses; k++) {
 		if (!p->classes[k].grid || p->classes[k].qtile)
 			continue;
 		fputs("\t\tattnrt_divmagic((uint64_t)(", o);
@@ -285,11 +274,11 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	}
 	fprintf(o, "\t}\n\tfor (int i = 0; i < %d; i++)\n\t\targs[k++] = &gm[i];\n", nm);
 	fprintf(o, "\tAttnrtKernel *kern = &%s_kernel;\n", n);
-	if (im->info[idx].onewin && p->stream >= 0) {
+	if (im->info[idx].one_window && p->stream >= 0) {
 		/* keys within the tile table's first window: no refill */
 		fputs("\tif (", o);
 		dim_expr(o, p->classes[p->stream].extent);
-		fprintf(o, " <= %d)\n\t\tkern = &%s_kernel_short;\n", SM80_WINDOW_KEYS, n);
+		fprintf(o, " <= %u)\n\t\tkern = &%s_kernel_short;\n", im->info[idx].window_keys, n);
 	}
 	fputs("\treturn attnrt_launch(kern, (unsigned)gx, (unsigned)gy, 1, stream, args);\n}\n", o);
 	/* typed API */
@@ -349,14 +338,19 @@ void gpu_iface_source(FILE *o, const Program *prog, const GpuImages *im, const c
 	fputs("/* Generated by attnc. Do not edit. Link with -lattnrt. */\n", o);
 	fputs("#include <math.h>\n#include <stdint.h>\n#include <attnrt.h>\n", o);
 	fprintf(o, "#include \"%s\"\n", header_name);
-	/* one module holds every kernel of the file: sm_80 and sm_90 machine
-	** code, and the PTX that newer GPUs' drivers compile at load time */
+	/* one module holds every kernel of the file: machine code per compute
+	** capability, and the PTX that newer GPUs' drivers compile at load time */
 	bytes(o, "attn_ptx", (const unsigned char *)im->ptx, im->ptx_size + 1);
-	bytes(o, "attn_sm80", im->cubin80.data, im->cubin80.size);
-	bytes(o, "attn_sm90", im->cubin90.data, im->cubin90.size);
-	fputs("static const AttnrtImage attn_images[] = {\n\t{80, attn_sm80, sizeof attn_sm80},\n"
-	      "\t{90, attn_sm90, sizeof attn_sm90},\n\t{0, attn_ptx, sizeof attn_ptx},\n};\n",
-	      o);
+	for (int k = 0; k < im->ncubins; k++) {
+		char name[32];
+		snprintf(name, sizeof name, "attn_sm%d", im->cubin[k].sm);
+		bytes(o, name, im->cubin[k].code.data, im->cubin[k].code.size);
+	}
+	fputs("static const AttnrtImage attn_images[] = {\n", o);
+	for (int k = 0; k < im->ncubins; k++)
+		fprintf(o, "\t{%d, attn_sm%d, sizeof attn_sm%d},\n", im->cubin[k].sm,
+			im->cubin[k].sm, im->cubin[k].sm);
+	fputs("\t{0, attn_ptx, sizeof attn_ptx},\n};\n", o);
 	for (int i = 0; i < prog->cascades.n; i++)
 		launcher(o, prog->cascades.v[i], im, i);
 }

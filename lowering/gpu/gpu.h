@@ -1,0 +1,497 @@
+/*
+** lowering/gpu/gpu.h: the GPU kernel builder every target shares. A target
+** directory (lowering/<target>/) includes it and fills in the GpuTarget
+** hooks (target.h) for what its tensor cores do: shared-memory layout,
+** tile loads, the two contractions, the output stores. Nothing here names
+** a target. The files, in the order the kernel is built:
+**   shape.c     recognises the plan's structure: contractions with Q and K
+**               (tensor cores), element-wise tile values, running maxes and
+**               rescaled row sums, contractions with V, epilogue values
+**   kernel.c    the kernel skeleton: parameters, the stream loop, the
+**               software pipeline's order; the entry point gpu_emit_program
+**   abi.c       kernel parameters, the grid decode (magic pairs), lane ids
+**   scale.c     scores c * G kept as G (c folded into the row max and exp)
+**   shift.c     relative-position biases taken from one row per row block
+**   expr.c      expressions as PTX values (per element, row, output)
+**   ranges.c    ranges of i32 data over a tile's rows or keys
+**   hoist.c     moving straight-line code into the kernel's prologue
+**   tileclass.c interval tests of masks over a tile (always / never)
+**   scan.c      the tile scan, the tile table, per-warp classes
+**   tile.c      the tile body: element masks, running states per tile
+**   online.c    the online-softmax rescale and lazy rebasing
+**   maskonce.c  masked scores set to -inf once (which reductions may skip)
+**   epilogue.c  per-row and per-element values after the stream, stores
+**   iface.c     the generated C interface (iface.h)
+**   tune.c      the spill/tile-size retry loop (target.h)
+** Kernel ABI (the generated C interface and the runtime rely on it):
+**   params: per TK_IN/TK_OUT tensor in cascade order a .u64 pointer; then
+**   per such tensor its rank strides (.s64, elements); then each dim (.s64);
+**   then each param (.f32, or .s32 for i32 params); then the magic
+**   parameters (GPU_MAGIC_*).
+**   grid: x = query tiles of the kernel's rows per CTA, y = the other grid
+**   indices, flattened in class order (first fastest).
+*/
+#ifndef ATTN_GPU_H
+#define ATTN_GPU_H
+
+#include "../../compiler/plan.h"
+#include "../ptx/ptx.h"
+#include "target.h"
+
+/* At most this many contractions with K, and with V, in a kernel. */
+enum { GPU_MAXG = 2 };
+/* The CTA every target's kernel is built for: GPU_WARPS warps, each owning
+** 16 query rows per row block (the tensor cores' m16 accumulator tiles), a
+** key tile of GPU_BN keys. The tile table, the key-cast caches and the
+** element layout below assume these; each target's GpuTarget repeats them
+** (a target's targ.c takes them from here). */
+enum { GPU_BN = 64, GPU_WARPS = 4, GPU_THREADS = 128 };
+/* Keys one tile-table window covers: 128 tiles of 64 (scan.c). */
+enum { GPU_WINDOW_KEYS = 8192 };
+/* Shared-memory bytes of the tile table (scan.c), which each target's
+** layout places. */
+enum { GPU_TABLE_BYTES = 304 };
+/* Bytes of shared memory the first window's ids are staged through
+** (gpu_key_ranges_lanes: one key read), which a target may lend from its
+** K and V buffers before the stream. */
+enum { GPU_IDSTAGE_TILE = 64 * 4 + 16, GPU_IDSTAGE_BYTES = 128 * GPU_IDSTAGE_TILE };
+/* The kernel parameters after the cascade's own (u32, in this order; the
+** generated launcher computes them, attnrt_divmagic): the launch order's
+** group size G and G times the query tiles; the magic pairs (m, s) of GT,
+** of G and of the last group's size; then one pair per grid class that is
+** not the query tile, in class order (its extent). */
+enum {
+	GPU_MAGIC_G,
+	GPU_MAGIC_GT,
+	GPU_MAGIC_M_GT,
+	GPU_MAGIC_S_GT,
+	GPU_MAGIC_M_G,
+	GPU_MAGIC_S_G,
+	GPU_MAGIC_M_GL,
+	GPU_MAGIC_S_GL,
+	GPU_MAGIC_FIXED
+};
+/* How many of those parameters a plan's kernels take (kernel and launcher
+** alike). */
+int gpu_magic_params(const Plan *p);
+
+typedef enum ShapeNodeKind {
+	SN_GEMM1,   /* S[i, j] = sum[d] A[.., i, .., d] * B[.., j, .., d]: tensor cores */
+	SN_MAP,     /* element-wise value of the (i, j) tile */
+	SN_RMAX,    /* running max over j, per query row */
+	SN_RSUM,    /* running sum over j, per query row (rescaled when rebased) */
+	SN_GEMM2,   /* O[i, e] = sum[j] X[i, j] * V[.., j, .., e]: tensor cores */
+	SN_REF,     /* a reference built from running maxes, per row, per tile */
+	SN_EPI_ROW, /* after the stream, per query row */
+	SN_EPI_ELEM /* after the stream, per (query row, e) */
+} ShapeNodeKind;
+
+typedef struct QKContraction {
+	const Expr *a, *b; /* the two input reads; a has the query index, b the key index */
+	int dvar;          /* the contracted variable of the node */
+	long D;
+} QKContraction;
+
+typedef struct PVContraction {
+	const Expr *x;    /* per (i, j) factor: the factors of X that read the key */
+	const Expr *xrow; /* the others (lam[h] in differential attention), or NULL:
+			  ** they multiply the accumulators once after the stream */
+	const Expr *v;    /* V read: key index and e */
+	int evar;
+	long DV;
+	int vslot; /* which V tile in shared memory */
+} PVContraction;
+
+typedef struct ShapeNode {
+	ShapeNodeKind kind;
+	int gemm; /* its QKContraction or PVContraction (GEMM nodes) */
+} ShapeNode;
+
+typedef struct KernelShape {
+	const Plan *p;
+	/* the classes of the query rows, the keys and V's value index (-1: none) */
+	int qcls, scls, ecls;
+	ShapeNode *node; /* per plan node */
+	QKContraction qk[GPU_MAXG];
+	int nqk;
+	PVContraction pv[GPU_MAXG];
+	int npv;
+	const Expr *vreads[GPU_MAXG]; /* distinct V reads */
+	int nvreads;
+	long DV;
+	/* the target's tile-size choice: 0 its first, others after ptxas spilled
+	** (GpuTarget.retune) */
+	int tiling;
+	/* GQA packing: K/V read head q / pack; a CTA's rows lie in one group of
+	** pack consecutive query rows (NULL: no packing) */
+	const Expr *pack;
+	int split_v; /* set by the kernel builder: the next V tile is copied apart from K */
+	int table;   /* set by the kernel builder: a tile table (masks that load data per tile) */
+	/* the kernel for keys that fit the tile table's first window: the stream
+	** ends where it leaves it, with no refill (the tile scan); its entry is
+	** NAME_fwd_short */
+	int one_window;
+} KernelShape;
+
+/* gpu/shape.c: fills s or returns a reason the plan does not fit. */
+const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s);
+
+/* ---- the element layout ----------------------------------------------------
+** The tensor cores' accumulators: a warp's m16 row block of a score tile
+** is GPU_NT n8 tiles of 16 x 8, each thread holding four elements of each
+** (rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4) and the next).
+** Score element el of a thread: row block el / GPU_NEL, n-tile (el %
+** GPU_NEL) / 4, row half (el >> 1) & 1, column el & 1. The row slot 2 *
+** block + half indexes per-row values. */
+enum {
+	GPU_NT = GPU_BN / 8,      /* n-tiles of a score tile */
+	GPU_NEL = GPU_NT * 4,     /* score elements per thread and row block */
+	GPU_MAXMT = 2,            /* row blocks per warp */
+	GPU_MAXRS = 2 * GPU_MAXMT /* row slots per thread: (row block, half) */
+};
+
+static inline int gpu_el_rs(int el)
+{
+	return el / GPU_NEL * 2 + ((el >> 1) & 1);
+}
+
+/* The row slot of output accumulator el (net = DV / 8 n8 tiles per row block). */
+static inline int gpu_acc_rs(int net, int el)
+{
+	return el / (net * 4) * 2 + ((el >> 1) & 1);
+}
+
+static inline int gpu_el_nt(int el)
+{
+	return el % GPU_NEL / 4;
+}
+
+/* ---- the generator ------------------------------------------------------- */
+
+/* The kernel's parameters: their names, declared once (abi.c), and their
+** values, loaded into registers at entry and again for the epilogue. */
+typedef struct KernelParams {
+	PReg *tptr;    /* [ntensors] base pointers (b64) */
+	PReg **stride; /* [ntensors][rank] (b64) */
+	PReg *dim;     /* [ndims] (b64) */
+	PReg *param;   /* [nparams] (f32 or b32) */
+	const char **ptr_names, ***stride_names, **dim_names, **param_names;
+	const char *
+	    *magic_names; /* the grid decode's divisors (GPU_MAGIC_*, then 2 per grid class) */
+} KernelParams;
+
+/* The first table window's ids staged through shared memory (ranges.c's
+** key_ranges_staged): where, and what to emit right after the ids' copies
+** are committed (the target's Q copies: the table then waits for the ids
+** alone); after is cleared once it ran. */
+typedef struct IdStaging {
+	PReg base; /* shared memory's base register (none: not staged) */
+	uint32_t off;
+	void (*after)(struct KernelGen *g);
+} IdStaging;
+
+/* Tile classes over one warp's rows [q0, q1] instead of the CTA's (the
+** stream's per-warp classes, scan.c's warp_class). */
+typedef struct WarpRows {
+	int on;
+	PReg q0, q1;
+} WarpRows;
+
+/* The generator's state while one kernel is emitted. Each module's own
+** state hangs off it (expr.c's cache, ranges.c's, scale.c's folds, shift.c's
+** casts, the target's); what several modules share is here. */
+typedef struct KernelGen {
+	Arena *a;
+	PtxFunc *f;
+	const Plan *p;
+	const Cascade *c;
+	KernelShape *s;
+	const GpuTarget *t;
+	void *targ; /* the target's own state, for its hooks */
+	/* abi.c */
+	KernelParams par;
+	PReg *grid;      /* [nclasses] grid index values (b64) */
+	PReg lane, warp; /* b64, re-read from %tid.x where needed (gpu_lane_ids) */
+	PReg q0, qext;   /* the CTA's first query row; the query extent (its group's end) */
+	PReg sext;       /* the key extent */
+	int row_blocks;  /* m16 row blocks per warp: 1 or 2 (GpuTarget.row_blocks) */
+	int cta_rows;    /* query rows per CTA: GPU_WARPS * 16 * row_blocks */
+	int grouped;     /* launch order by groups of heads (masks read the query row) */
+	/* kernel.c: the tile's keys [j0, j1); send: the end of the CTA's stream,
+	** sext or less (scan.c's stream_bounds); shared memory's base (u32) and
+	** %tid.x (b64) as read at entry; the tile table's offset (the target's
+	** layout) */
+	PReg j0, j1, send;
+	PReg sbase, tid;
+	uint32_t table_off;
+	/* the element being evaluated (the kernel sets it; expr.c reads it) */
+	int node;      /* the plan node whose variables are in scope */
+	PReg row, col; /* b64 query row / key column (or e) of the element */
+	int elem;      /* tile element index (for SN_MAP values), or -1 */
+	/* in a tile body: the key of the thread's column 0 (b64, j0 + 2 (lane %
+	** 4)) and the element's column offset from it, for float(j - i) */
+	PReg cbase;
+	int coloff;
+	int half;     /* the element's row slot */
+	int stage;    /* 0: in the stream; 1: epilogue */
+	PReg row0[2]; /* each row block's first row slot (shift.c) */
+	PReg **tile;  /* [nodes][GPU_MAXMT * GPU_NEL] f32 values of GEMM1/MAP nodes */
+	PReg **rowv;  /* [nodes][GPU_MAXRS] f32 running / row values */
+	PReg **acc;   /* [nodes][DV/8*4 per row block] f32 GEMM2 / epilogue element values */
+	/* expr.c: values reused within a tile body or the epilogue */
+	struct ExprCache *cache;
+	int masked_ninf;         /* masked scores are -inf in this tile body: exp guards its max */
+	int unscaled;            /* reads of folded nodes give G, not c * G (scale.c) */
+	struct ScaleFold *fold;  /* [nodes] (scale.c) */
+	struct ShiftSet *shifts; /* shift.c */
+	/* ranges.c: the data ranges computed so far; a test read a key range
+	** (its predicates are per lane, tileclass.c votes) */
+	struct RangeCache *ranges;
+	int lane_local;
+	IdStaging ids;
+	WarpRows warp_rows;
+} KernelGen;
+
+/* A fresh register of class c. */
+static inline PReg gpu_reg(KernelGen *g, PtxCls c)
+{
+	return ptx_reg(g->f, c);
+}
+
+/* An instruction of n operands (the gpu_opN below spell n). */
+static inline void gpu_op(KernelGen *g, PtxOpcode op, const char *m, int n, PtxOpnd a, PtxOpnd b,
+			  PtxOpnd c, PtxOpnd d, PtxOpnd e)
+{
+	PtxOpnd o[5] = {a, b, c, d, e};
+	ptx_emit(g->f, op, m, n, o);
+}
+
+static inline void gpu_op0(KernelGen *g, PtxOpcode op, const char *m)
+{
+	PtxOpnd z = {0};
+	gpu_op(g, op, m, 0, z, z, z, z, z);
+}
+
+static inline void gpu_op1(KernelGen *g, PtxOpcode op, const char *m, PtxOpnd a)
+{
+	PtxOpnd z = {0};
+	gpu_op(g, op, m, 1, a, z, z, z, z);
+}
+
+static inline void gpu_op2(KernelGen *g, PtxOpcode op, const char *m, PtxOpnd a, PtxOpnd b)
+{
+	PtxOpnd z = {0};
+	gpu_op(g, op, m, 2, a, b, z, z, z);
+}
+
+static inline void gpu_op3(KernelGen *g, PtxOpcode op, const char *m, PtxOpnd a, PtxOpnd b,
+			   PtxOpnd c)
+{
+	PtxOpnd z = {0};
+	gpu_op(g, op, m, 3, a, b, c, z, z);
+}
+
+static inline void gpu_op4(KernelGen *g, PtxOpcode op, const char *m, PtxOpnd a, PtxOpnd b,
+			   PtxOpnd c, PtxOpnd d)
+{
+	PtxOpnd z = {0};
+	gpu_op(g, op, m, 4, a, b, c, d, z);
+}
+
+static inline void gpu_op5(KernelGen *g, PtxOpcode op, const char *m, PtxOpnd a, PtxOpnd b,
+			   PtxOpnd c, PtxOpnd d, PtxOpnd e)
+{
+	gpu_op(g, op, m, 5, a, b, c, d, e);
+}
+
+static inline const Node *gpu_node(const KernelGen *g, int i)
+{
+	return g->p->c->nodes.v[i];
+}
+
+/* abi.c */
+void gpu_declare_params(KernelGen *g);
+void gpu_load_params(KernelGen *g);
+void gpu_decode_grid(KernelGen *g);
+void gpu_lane_ids(KernelGen *g);
+PReg gpu_special(KernelGen *g, const char *sreg); /* a special register as b64 */
+PReg gpu_u32(KernelGen *g, PReg x);               /* the low word of a b64 */
+int gpu_log2(long x);                             /* of a power of two */
+
+/* expr.c */
+void gpu_expr_init(KernelGen *g);
+/* Forgets the values reused within a tile body (row values change) or
+** within the epilogue (rows_only: row values only). */
+void gpu_expr_forget(KernelGen *g, int rows_only);
+PReg gpu_expr(KernelGen *g, const Expr *e); /* f32, b64 (ints) or pred (bools) */
+PReg gpu_load(KernelGen *g, const Tensor *t, Expr *const *args);
+PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args); /* byte address (b64) */
+PReg gpu_pconst(KernelGen *g, int v);                            /* a constant predicate */
+PReg gpu_fconst(KernelGen *g, float v);                          /* an f32 constant */
+PReg gpu_floordiv(KernelGen *g, PReg a, PReg b, int mod);        /* s64 floor / or % */
+/* Which of the kernel's index kinds variable v of the node in scope is:
+** 'q' query row, 's' key, 'e' value index (in the epilogue), 'g' grid, 'x'. */
+int gpu_index_kind(KernelGen *g, int v);
+PReg gpu_index_value(KernelGen *g, int v);
+/* Reads a of node na and b of node nb have the same value at every point of
+** a tile: the same tree, with indices of the same classes (and with
+** `alike`, numbered alike). */
+int gpu_same_read(KernelGen *g, int na, const Expr *a, int nb, const Expr *b, int alike);
+/* e as coef * j + rest (rest free of j, variable sv of the node in
+** scope), with coef in {-1, 0, 1}; 0 when e is not of that form. */
+int gpu_key_linear(KernelGen *g, int sv, const Expr *e, int *coef, Expr **rest);
+
+/* ranges.c: [min, max] of i32 data over the CTA's rows or a tile's keys */
+typedef struct GpuInterval {
+	PReg lo, hi;
+	int ok;
+	int w32; /* lo and hi are s32 (a data range), else s64 */
+} GpuInterval;
+void gpu_ranges_init(KernelGen *g);
+/* The kind ('q' or 's') of the one range a read's subscripts run over: 0
+** when they are fixed on the tile, -1 when they are not plain index
+** arithmetic over one range. */
+int gpu_read_range(KernelGen *g, const Expr *e);
+/* The interval of an i32 read over range k ('q' or 's') of the tile. */
+GpuInterval gpu_range_read(KernelGen *g, const Expr *e, int k);
+/* Node's filter reads i32 data along the keys (doc[b, j]): classifying a
+** tile loads data. */
+int gpu_key_reads(KernelGen *g, int node);
+/* Node's filter reads data along the rows or the keys (doc[b, i]): its
+** tile classes need ranges of that data. */
+int gpu_range_reads(KernelGen *g, int node);
+/* The key ranges node's filter reads over the n tiles [st[u], end[u])
+** (GPU_BN keys apart, end clamped to the keys), cached for their tile
+** tests: computed together so that their loads are in flight together
+** (the tests' warp votes keep ptxas from moving loads across them). */
+void gpu_key_ranges(KernelGen *g, int node, const PReg *st, const PReg *end, int n);
+/* The number of node's key reads where all step by one stride per key
+** (doc[b, j]), so that gpu_key_ranges_lanes can take them; -1 where not. */
+int gpu_plain_key_reads(KernelGen *g, int node);
+/* The key ranges node's filter reads over the 32 tiles from key st, one
+** tile per lane: lane l's is tile l, [su, eu), whole in that lane (its
+** tests need no vote), its ids staged through shared memory (g->ids,
+** GPU_IDSTAGE_BYTES: one key read). */
+void gpu_key_ranges_lanes(KernelGen *g, int node, PReg st, PReg su, PReg eu);
+
+/* hoist.c */
+int gpu_same_preg(PReg a, PReg b);
+/* The end of the kernel's straight-line prologue: the first label, branch
+** or ret. */
+int gpu_prologue_end(const PtxFunc *f);
+/* Whether code[from, to) holds a label or writes r1 or r2 (those set). */
+int gpu_code_has(const PtxFunc *f, int from, int to, PReg r1, PReg r2);
+/* Moves code[s, ncode) to the end of the prologue where that keeps its
+** meaning; the new end of the moved code, or -1. */
+int gpu_hoist(PtxFunc *f, int s);
+
+/* tileclass.c */
+/* [lo, hi] (s64) of an int expression over the CTA's rows and the keys
+** [j0, j1) in scope; 0 when the interval rules do not bound it. */
+int gpu_range(KernelGen *g, const Expr *e, PReg *lo, PReg *hi);
+/* Predicates: the tile box always / never satisfies node's filter. */
+void gpu_tile_class(KernelGen *g, int node, PReg *always, PReg *never);
+
+/* scale.c: scores c * G kept as G, c folded into the row max and the
+** exponent (see the file's head). */
+void gpu_scale_plan(KernelGen *g);
+void gpu_scale_tile(KernelGen *g);
+PReg gpu_scale_c(KernelGen *g, int node, int log2);
+int gpu_folded(const KernelGen *g, int id);
+int gpu_folded_read(const KernelGen *g, const Expr *e);
+int gpu_fold_source(const KernelGen *g, int id); /* the GEMM1 node a folded node keeps */
+void gpu_scale_negate_q(KernelGen *g, int gemm1, PReg sbase, uint32_t soff, uint32_t bytes,
+			PReg tid);
+
+/* shift.c: bias terms of relative positions evaluated at one row per
+** thread where softmax cannot see the difference (see the file's head). */
+void gpu_shift_plan(KernelGen *g);
+int gpu_shifted(const KernelGen *g, const Expr *cast);
+
+/* ---- the tile body (tile.c, online.c, maskonce.c) ------------------------ */
+
+typedef struct TileState {
+	PReg rows[GPU_MAXRS];  /* b64 query row of each row slot */
+	PReg cbase;            /* b64 key index of the thread's column 0: j0 + 2 (lane % 4) */
+	PReg clast;            /* b64 last key of the stream: columns are clamped to it */
+	PReg crows[GPU_MAXRS]; /* the same, clamped into range: padding evaluates */
+	PReg **prev;           /* [nodes][row slots]: reference values before this tile */
+	PReg **okw;            /* [nodes][words]: masked path predicates as bits (shared) */
+	unsigned char **okset; /* [nodes][score elements]: bit computed */
+	/* per node, in the masked path: key bounds per row slot from the filter's
+	** conjuncts that are linear in the key (b32, lo <= j < hi), and the rest */
+	signed char *kb; /* [nodes] 0: not yet, 1: bounds, -1: none */
+	PReg **klo, **khi;
+	const Expr **kres;
+	PReg cbase32;
+	/* lazy rebasing (online.c): per node, 1 for a lazy reference and its
+	** threshold; whether a reference moved in this tile; the true running
+	** maxes where the epilogue reads them */
+	signed char *lazy;
+	float *tau;
+	PReg chg;
+	int rescaled; /* this tile's states are already rebased */
+	int lastref;  /* the last lazy reference (node), or -1 */
+	PReg **mtrue;
+	/* masking once (maskonce.c): the tile node whose masked elements are
+	** set to -inf on the masked path, or -1; per node, 1 where that leaves
+	** its reduction's identity at masked points */
+	int mo;
+	signed char *moid;
+} TileState;
+
+/* tile.c */
+void gpu_tile_rows(KernelGen *g, TileState *t);
+void gpu_tile_body(KernelGen *g, TileState *t, int masked);
+/* Node i's filter as key bounds lo <= j < hi (NULL: none on that side),
+** each an expression of the row, and the other conjuncts (rest). */
+void gpu_key_bounds_of(KernelGen *g, int i, Expr **lo, Expr **hi, const Expr **rest);
+
+/* online.c */
+PReg gpu_quad_reduce(KernelGen *g, PReg x, int is_max);
+void gpu_rescale_row(KernelGen *g, TileState *t, int i, int rs);
+void gpu_rescale_node(KernelGen *g, TileState *t, int i);
+void gpu_lazy_max(KernelGen *g, TileState *t, int i, int h, PReg m);
+void gpu_lazy_rescale(KernelGen *g, TileState *t);
+void gpu_lazy_plan(KernelGen *g, TileState *t);
+void gpu_lazy_finish(KernelGen *g, TileState *t);
+
+/* maskonce.c */
+void gpu_maskonce_plan(KernelGen *g, TileState *t);
+
+/* scan.c */
+/* Node i's mask decides which tiles the stream visits. */
+int gpu_streamed(const KernelShape *s, int i);
+/* Some mask reads data (document ids): the stream scans tiles with loads. */
+int gpu_data_masks(const Plan *p);
+/* The table is for masks that load data per tile (document ids). */
+int gpu_table_wanted(KernelGen *g);
+/* The first table window's ids can be staged, one tile per lane. */
+int gpu_lanes_wanted(KernelGen *g);
+/* The tile scan (see scan.c): the first tile at or after `from` whose masks
+** are true somewhere into out (>= send where none is), any = out < send,
+** all = every mask true on all of it. */
+typedef struct TileScan {
+	int table;
+	PReg sbase;
+	uint32_t off;
+} TileScan;
+void gpu_scan(KernelGen *g, const TileScan *sc, PReg from, PReg out, PReg any, PReg all);
+void gpu_stream_bounds(KernelGen *g, PReg start, PReg end);
+/* The tile table's first window: filled before the stream. */
+void gpu_table_first(KernelGen *g, uint32_t off, PReg start);
+int gpu_warp_class_wanted(KernelGen *g, int table);
+void gpu_warp_class(KernelGen *g, PReg any, PReg all);
+
+/* epilogue.c */
+void gpu_epilogue(KernelGen *g, TileState *t);
+
+/* kernel.c */
+PtxFunc *gpu_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape *s);
+/* PTX for every cascade of prog (GpuTarget.name), info and tiling as in
+** gpu_compile. Nonzero after reporting through d why a cascade cannot be
+** lowered. */
+int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d,
+		     GpuKernelInfo *info, const int *tiling);
+
+#endif

@@ -1,0 +1,282 @@
+/*
+** lowering/gpu/kernel.c: the one-pass attention kernel, every target's.
+**
+** A CTA of 4 warps owns 64 * row_blocks query rows (16 * row_blocks per
+** warp: row blocks of the tensor cores' m16 tiles) of one grid point and
+** walks the KV index in tiles of GPU_BN keys. Q tiles are loaded once and
+** kept where the target keeps them; each KV tile is classified from the
+** masks (empty: skipped; full: no per-element mask; partial: masked), K
+** and V tiles are loaded (double-buffered, the next while this one
+** computes), S = Q K^T runs on the target's tensor cores with f32
+** accumulators, the plan's element-wise values, running maxes, rescales
+** and row sums run on the accumulator fragments (tile.c, online.c), and
+** P V accumulates through the second contraction. The epilogue finishes
+** the states and stores the outputs (epilogue.c). What the tensor cores
+** do is the target's (GpuTarget hooks); the order is here.
+*/
+#include <math.h>
+#include <string.h>
+
+#include "gpu.h"
+
+/* Whether CTAs may differ in length by their query tile: a streamed node's
+** filter reads the query row (causal, windows, prefix-LM, document ids), so
+** that the tiles a CTA visits depend on it (launch_order). */
+static int row_masked(KernelGen *g, const KernelShape *s)
+{
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		const Node *n = gpu_node(g, i);
+		if (gpu_streamed(s, i) && n->filter &&
+		    plan_reads_class(g->p, i, n->filter, s->qcls))
+			return 1;
+	}
+	return 0;
+}
+
+/* The kernel of one cascade for target tg: the order of everything, the
+** target's hooks for its tensor cores. */
+PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s)
+{
+	KernelGen G = {0};
+	KernelGen *g = &G;
+	g->a = a, g->p = p, g->c = p->c, g->s = s, g->t = tg;
+	g->row_blocks = tg->row_blocks(s), g->cta_rows = GPU_WARPS * 16 * g->row_blocks;
+	PtxFunc *f = ARENA_NEW(a, PtxFunc);
+	ptx_func_init(f, a, arena_printf(a, s->one_window ? "%s_fwd_short" : "%s_fwd", p->c->name),
+		      tg->threads);
+	g->f = f;
+	gpu_expr_init(g);
+	gpu_ranges_init(g);
+	int table = gpu_table_wanted(g);
+	s->table = table;
+	f->smem_bytes = tg->layout(g, table);
+	int n = p->c->nodes.n;
+	g->tile = ARENA_ARRAY(a, PReg *, n + 1);
+	g->rowv = ARENA_ARRAY(a, PReg *, n + 1);
+	g->acc = ARENA_ARRAY(a, PReg *, n + 1);
+	for (int i = 0; i < n; i++) {
+		g->tile[i] = ARENA_ARRAY(a, PReg, GPU_MAXMT * GPU_NEL);
+		g->rowv[i] = ARENA_ARRAY(a, PReg, GPU_MAXRS);
+		g->acc[i] = ARENA_ARRAY(a, PReg, GPU_MAXMT * s->DV / 8 * 4 + 1);
+	}
+	gpu_scale_plan(g);
+	gpu_shift_plan(g);
+	gpu_declare_params(g);
+	gpu_load_params(g);
+	g->grouped = row_masked(g, s);
+	gpu_decode_grid(g);
+	g->sbase = gpu_reg(g, PC_B32), g->tid = gpu_special(g, "%tid.x");
+	gpu_op2(g, PTX_MOV, ".u32", po_r(g->sbase), po_sym("smem"));
+	TileState t = {0};
+	int nrs = 2 * g->row_blocks;
+	t.prev = ARENA_ARRAY(a, PReg *, n + 1);
+	t.kb = ARENA_ARRAY(a, signed char, n + 1);
+	t.klo = ARENA_ARRAY(a, PReg *, n + 1);
+	t.khi = ARENA_ARRAY(a, PReg *, n + 1);
+	t.kres = ARENA_ARRAY(a, const Expr *, n + 1);
+	t.okw = ARENA_ARRAY(a, PReg *, n + 1);
+	t.okset = ARENA_ARRAY(a, unsigned char *, n + 1);
+	for (int i = 0; i < n; i++) {
+		t.okw[i] = ARENA_ARRAY(a, PReg, GPU_MAXMT * GPU_NEL / 32);
+		t.okset[i] = ARENA_ARRAY(a, unsigned char, GPU_MAXMT *GPU_NEL);
+	}
+	gpu_tile_rows(g, &t);
+	/* Q tiles and the loaders of K and V; with a staged table, Q is copied
+	** after the table's ids */
+	int qlate = tg->setup_loads(g, table);
+	/* running state */
+	for (int i = 0; i < n; i++) {
+		ShapeNodeKind k = s->node[i].kind;
+		if (k == SN_RMAX || k == SN_RSUM || k == SN_REF)
+			for (int h = 0; h < nrs; h++) {
+				g->rowv[i][h] = gpu_reg(g, PC_F32);
+				gpu_op2(g, PTX_MOV, ".f32", po_r(g->rowv[i][h]),
+					po_f(k == SN_RMAX ? -INFINITY : 0.0f));
+			}
+		if (k == SN_GEMM2)
+			for (int el = 0; el < g->row_blocks * s->DV / 8 * 4; el++) {
+				g->acc[i][el] = gpu_reg(g, PC_F32);
+				gpu_op2(g, PTX_MOV, ".f32", po_r(g->acc[i][el]), po_f(0.0f));
+			}
+		if (p->np[i].is_ref) {
+			t.prev[i] = ARENA_ARRAY(a, PReg, GPU_MAXRS);
+			for (int h = 0; h < nrs; h++)
+				t.prev[i][h] = gpu_reg(g, PC_F32);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		if (s->node[i].kind == SN_REF)
+			for (int h = 0; h < nrs; h++) {
+				g->node = i, g->half = h, g->row = t.crows[h];
+				PReg v = gpu_expr(g, gpu_node(g, i)->body);
+				gpu_op2(g, PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(v));
+			}
+	gpu_lazy_plan(g, &t);
+	gpu_maskonce_plan(g, &t);
+	/* the stream, software-pipelined: tile t+1's K and V are copied into the
+	** other buffer while tile t computes; a tile whose masks are false
+	** everywhere is neither loaded nor computed */
+	int Lloop = ptx_new_label(f), Lend = ptx_new_label(f);
+	int Lfull = ptx_new_label(f), Ldone = ptx_new_label(f), Lskip = ptx_new_label(f);
+	g->j0 = gpu_reg(g, PC_B64), g->j1 = gpu_reg(g, PC_B64);
+	PReg j0 = g->j0, j1 = g->j1, nxt = gpu_reg(g, PC_B64), nxt1 = gpu_reg(g, PC_B64);
+	TileScan sc = {table, g->sbase, g->table_off};
+	PReg buf = gpu_reg(g, PC_B32), any = gpu_reg(g, PC_PRED), all = gpu_reg(g, PC_PRED),
+	     anyn = gpu_reg(g, PC_PRED), alln = gpu_reg(g, PC_PRED);
+	{
+		PReg start = gpu_reg(g, PC_B64);
+		g->send = gpu_reg(g, PC_B64);
+		gpu_stream_bounds(g, start, g->send);
+		if (sc.table) {
+			/* the ids' staging (the target's setup_loads set g->ids) */
+			g->ids.after = qlate ? tg->load_q : NULL;
+			gpu_table_first(g, sc.off, start);
+			g->ids.base = (PReg){0, 0};
+			if (g->ids.after) /* not staged after all: Q now */
+				tg->load_q(g), g->ids.after = NULL;
+		}
+		gpu_scan(g, &sc, start, j0, any, all);
+	}
+	gpu_op2(g, PTX_MOV, ".b32", po_r(buf), po_i(0));
+	/* the first tile's copies; Q in place */
+	tg->stream_start(g, j0, buf, any);
+	ptx_label(f, Lloop);
+	PReg fin = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(fin), po_r(j0), po_r(g->send));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lend));
+	ptx_guard(f, fin, 0);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(j1), po_r(j0), po_i(GPU_BN));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(j1), po_r(j1), po_r(g->sext));
+	/* prefetch the next non-empty tile into the other buffer */
+	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt1), po_r(j0), po_i(GPU_BN));
+	gpu_scan(g, &sc, nxt1, nxt, anyn, alln);
+	tg->prefetch(g, nxt, buf, anyn);
+	/* this tile's buffer: its addresses, then the wait for its copies */
+	int keeps_true_max = 0;
+	for (int i = 0; i < n; i++)
+		if (t.mtrue[i])
+			keeps_true_max = 1;
+	tg->tile_begin(g, buf, keeps_true_max);
+	/* the loop runs only for a tile the scan found (j0 < send): no test of
+	** `any` here, and none carried across the tile (ptxas kept it as a bit
+	** of a spilled register) */
+	int wclass = gpu_warp_class_wanted(g, table);
+	if (wclass) {
+		int Lwhole = ptx_new_label(f);
+		PReg wany = gpu_reg(g, PC_PRED);
+		gpu_op1(g, PTX_BRA, ".uni", po_label(Lwhole));
+		ptx_guard(f, all, 0);
+		gpu_warp_class(g, wany, all);
+		gpu_op1(g, PTX_BRA, ".uni", po_label(Lskip));
+		ptx_guard(f, wany, 1);
+		ptx_label(f, Lwhole);
+	}
+	{
+		/* a partial last tile takes the masked path: its padding must not count */
+		PReg whole = gpu_reg(g, PC_PRED), w = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_SUB, ".s64", po_r(w), po_r(j1), po_r(j0));
+		gpu_op3(g, PTX_SETP, ".eq.s64", po_r(whole), po_r(w), po_i(GPU_BN));
+		gpu_op3(g, PTX_AND, ".pred", po_r(all), po_r(all), po_r(whole));
+	}
+	for (int i = 0; i < n; i++)
+		if (p->np[i].is_ref)
+			for (int h = 0; h < nrs; h++)
+				gpu_op2(g, PTX_MOV, ".f32", po_r(t.prev[i][h]),
+					po_r(g->rowv[i][h]));
+	for (int i = 0; i < n; i++)
+		if (s->node[i].kind == SN_GEMM1)
+			tg->contract_qk(g, i);
+	/* key indices after the contraction: they are not live across it */
+	gpu_lane_ids(g);
+	{
+		PReg q = gpu_reg(g, PC_B64);
+		t.cbase = gpu_reg(g, PC_B64), t.clast = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_AND, ".b64", po_r(q), po_r(g->lane), po_i(3));
+		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(t.cbase), po_r(q), po_i(2), po_r(j0));
+		gpu_op3(g, PTX_SUB, ".s64", po_r(t.clast), po_r(g->sext), po_i(1));
+	}
+	/* what the target copies of the next tile after the contraction */
+	tg->prefetch_late(g, nxt, buf, anyn);
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lfull));
+	ptx_guard(f, all, 0);
+	gpu_tile_body(g, &t, 1);
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
+	ptx_label(f, Lfull);
+	gpu_tile_body(g, &t, 0);
+	if (wclass) {
+		/* a warp that skips this tile still copies its part of the next V */
+		gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
+		ptx_label(f, Lskip);
+		tg->prefetch_late(g, nxt, buf, anyn);
+	}
+	ptx_label(f, Ldone);
+	/* every warp is done with this buffer before the next prefetch reuses it */
+	gpu_op1(g, PTX_BAR, "", po_i(0));
+	gpu_op3(g, PTX_XOR, ".b32", po_r(buf), po_r(buf), po_i(1));
+	gpu_op2(g, PTX_MOV, ".b64", po_r(j0), po_r(nxt));
+	gpu_op2(g, PTX_MOV, ".pred", po_r(all), po_r(alln));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lloop));
+	ptx_label(f, Lend);
+	gpu_lazy_finish(g, &t);
+	/* fresh parameters and grid indices: not held across the stream */
+	gpu_load_params(g);
+	gpu_decode_grid(g);
+	gpu_epilogue(g, &t);
+	gpu_op0(g, PTX_RET, "");
+	return f;
+}
+
+/* A cascade whose masks keep a tile table may have two entries: NAME_fwd
+** and NAME_fwd_short, the same kernel for keys that fit the table's first
+** window, without its refill. */
+int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d,
+		     GpuKernelInfo *info, const int *tiling)
+{
+	Arena a;
+	arena_init(&a);
+	int n = prog->cascades.n, rc = 0;
+	PtxFunc **fs = ARENA_ARRAY(&a, PtxFunc *, 2 * n + 1);
+	int nf = n;
+	for (int i = 0; i < n && !rc; i++) {
+		const Cascade *c = prog->cascades.v[i];
+		Plan *p = plan_build(&a, c, t->name);
+		KernelShape s;
+		const char *why = gpu_shape(&a, p, &s);
+		if (why) {
+			diag_error(d, c->loc, "cannot generate an %s kernel for '%s': %s", t->name,
+				   c->name, why);
+			rc = 1;
+			break;
+		}
+		s.tiling = tiling ? tiling[i] : 0;
+		fs[i] = gpu_kernel(&a, t, p, &s);
+		int one_window = t->one_window_wanted(&s);
+		if (one_window) {
+			/* the same kernel without the table's refill (KernelShape.one_window) */
+			KernelShape s1;
+			gpu_shape(&a, p, &s1);
+			s1.tiling = s.tiling, s1.one_window = 1;
+			fs[nf++] = gpu_kernel(&a, t, p, &s1);
+		}
+		if (info) {
+			info[i].smem = fs[i]->smem_bytes;
+			info[i].block_m = (unsigned)(GPU_WARPS * 16 * t->row_blocks(&s));
+			info[i].block_n = GPU_BN;
+			info[i].data_masks = gpu_data_masks(p);
+			info[i].split_v = s.split_v;
+			info[i].table = s.table;
+			info[i].pack = 0;
+			info[i].one_window = one_window;
+			info[i].window_keys = GPU_WINDOW_KEYS;
+			info[i].threads = (unsigned)t->threads;
+			if (s.pack && s.pack->kind == EX_INT)
+				info[i].pack = s.pack->ival;
+			else if (s.pack)
+				info[i].pack = -(long)(s.pack->dim->id + 1);
+		}
+	}
+	if (!rc)
+		ptx_print_module(out, t->ptx_target, t->ptx_version, fs, nf);
+	arena_free(&a);
+	return rc;
+}

@@ -1,0 +1,479 @@
+/*
+** lowering/gpu/scan.c: which key tiles the stream visits. The CTA's key
+** range from the masks' key bounds (stream_bounds); a scan of tile classes
+** from one computed tile to the next (scan_tiles), or, where masks read
+** data per tile (document ids), a table of a window of tiles classified
+** together with their loads in flight (table_fill, scan_table); and
+** classes per warp, so that warps whose rows a tile misses skip it.
+*/
+#include "gpu.h"
+
+/* ---- shared memory and loads --------------------------------------------- */
+
+/* The tile table of a window of TAB_TILES key tiles (see scan_table): the
+** window's first key (s64, a multiple of TAB_TILES * GPU_BN); a bit per
+** tile of "some mask true somewhere" and one of "every mask true
+** everywhere", as four u32 words each (a warp's 32 tiles per word); and
+** per tile p a u16 entry: the first tile at or after p whose any bit is
+** set (TAB_TILES where none is), plus 256 where its all bit is. */
+enum {
+	TAB_WORDS = GPU_WARPS,
+	TAB_TILES = 32 * TAB_WORDS,
+	TAB_ANY = 16,
+	TAB_ALL = TAB_ANY + 4 * TAB_WORDS,
+	TAB_NEXT = TAB_ALL + 4 * TAB_WORDS,
+	TAB_BYTES = TAB_NEXT + 2 * TAB_TILES
+};
+
+/* ---- the kernel ----------------------------------------------------------- */
+
+/* Node i's mask decides which tiles the stream visits: the tile values and
+** the reductions over keys (not references or the epilogue). */
+int gpu_streamed(const KernelShape *s, int i)
+{
+	ShapeNodeKind k = s->node[i].kind;
+	return k == SN_RMAX || k == SN_RSUM || k == SN_GEMM2 || k == SN_MAP || k == SN_GEMM1;
+}
+
+/* An earlier streamed node has node i's filter, up to variables of the
+** same classes (a tile's class depends only on the classes' ranges): its
+** test, and its warp votes, decide for both. */
+static int class_done(KernelGen *g, const KernelShape *s, int i)
+{
+	for (int k = 0; k < i; k++)
+		if (gpu_streamed(s, k) && gpu_node(g, k)->filter && gpu_node(g, i)->filter &&
+		    gpu_same_read(g, k, gpu_node(g, k)->filter, i, gpu_node(g, i)->filter, 0))
+			return 1;
+	return 0;
+}
+
+/* any: some node's mask is true somewhere on tile [a, b); all: every
+** node's mask is true everywhere on it. */
+static void class_flags(KernelGen *g, const KernelShape *s, PReg a, PReg b, PReg any, PReg all)
+{
+	PReg sj0 = g->j0, sj1 = g->j1, z = gpu_reg(g, PC_B32);
+	g->j0 = a, g->j1 = b;
+	gpu_op2(g, PTX_MOV, ".b32", po_r(z), po_i(0));
+	gpu_op3(g, PTX_SETP, ".ne.s32", po_r(any), po_r(z), po_i(0));
+	gpu_op3(g, PTX_SETP, ".eq.s32", po_r(all), po_r(z), po_i(0));
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		if (!gpu_streamed(s, i) || class_done(g, s, i))
+			continue;
+		PReg al, ne, nn = gpu_reg(g, PC_PRED);
+		gpu_tile_class(g, i, &al, &ne);
+		gpu_op2(g, PTX_NOT, ".pred", po_r(nn), po_r(ne));
+		gpu_op3(g, PTX_OR, ".pred", po_r(any), po_r(any), po_r(nn));
+		gpu_op3(g, PTX_AND, ".pred", po_r(all), po_r(all), po_r(al));
+	}
+	g->j0 = sj0, g->j1 = sj1;
+}
+
+/* The first tile at or after `from` whose masks are true somewhere, into
+** out (>= send when there is none), any = out < send, and all = every
+** node's mask is true on all of that tile (the stream takes it from here
+** instead of testing the tile again): a loop of class tests with no loads
+** of K or V and no barriers, so that the stream visits only the tiles it
+** computes. For masks without data reads (scan_table has the others). */
+static void scan_tiles(KernelGen *g, const KernelShape *s, PReg from, PReg out, PReg any, PReg all)
+{
+	int Lscan = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
+	PReg past = gpu_reg(g, PC_PRED), st = gpu_reg(g, PC_B64), end = gpu_reg(g, PC_B64),
+	     in = gpu_reg(g, PC_PRED), a = gpu_reg(g, PC_PRED), al = gpu_reg(g, PC_PRED);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(out), po_r(from));
+	ptx_label(g->f, Lscan);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(past), po_r(out), po_r(g->send));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
+	ptx_guard(g->f, past, 0);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(st), po_r(out), po_i(0));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(end), po_r(st), po_i(GPU_BN));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
+	class_flags(g, s, st, end, a, al);
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(in), po_r(st), po_r(g->send));
+	gpu_op3(g, PTX_AND, ".pred", po_r(a), po_r(a), po_r(in));
+	gpu_op2(g, PTX_MOV, ".pred", po_r(all), po_r(al));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
+	ptx_guard(g->f, a, 0);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(out), po_r(out), po_i(GPU_BN));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lscan));
+	ptx_label(g->f, Ldone);
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->send));
+}
+
+typedef struct DataMask {
+	const Plan *p;
+	int node, any;
+} DataMask;
+
+static void data_mask(const Expr *c, void *ud)
+{
+	DataMask *d = ud;
+	d->any |= plan_mask_kind(d->p, d->node, c) >= MASK_RUNTIME;
+}
+
+int gpu_data_masks(const Plan *p)
+{
+	DataMask d = {p, 0, 0};
+	for (int i = 0; i < p->c->nodes.n; i++)
+		d.node = i, plan_conjuncts(((const Node *)p->c->nodes.v[i])->filter, data_mask, &d);
+	return d.any;
+}
+
+/* Tiles classified together when the stream leaves the table's window:
+** their id loads are in flight at once, in registers the stream's
+** accumulators also need (the first window takes 32 per warp: before the
+** stream, registers are free). */
+enum { REFILL_BATCH = 4 };
+
+_Static_assert(TAB_TILES == 128 && (int)GPU_THREADS == (int)TAB_TILES,
+	       "the table's search takes its bits as two u64 words, a thread per tile");
+
+_Static_assert(TAB_TILES *GPU_BN == GPU_WINDOW_KEYS, "a window's keys");
+
+/* The lowest set bit of x at or after bit p (0 <= p <= 64) of a u64 word,
+** or 64 where there is none: x's bits below p are shifted out (a shift by
+** 64 gives 0), then brev + clz counts the trailing zeros. */
+static PReg first_bit(KernelGen *g, PReg x, PReg p)
+{
+	PReg m = gpu_reg(g, PC_B64), r = gpu_reg(g, PC_B64), c = gpu_reg(g, PC_B32);
+	gpu_op3(g, PTX_SHR, ".b64", po_r(m), po_r(x), po_r(p));
+	gpu_op3(g, PTX_SHL, ".b64", po_r(m), po_r(m), po_r(p));
+	gpu_op2(g, PTX_BREV, ".b64", po_r(r), po_r(m));
+	gpu_op2(g, PTX_CLZ, ".b64", po_r(c), po_r(r));
+	return c;
+}
+
+/* The table's entry of tile t (this thread's: t = %tid.x) from its words:
+** the first any bit at or after t, in the low word then the high. */
+static void table_next(KernelGen *g, PReg sbase, uint32_t off)
+{
+	PReg an[2] = {gpu_reg(g, PC_B64), gpu_reg(g, PC_B64)},
+	     al[2] = {gpu_reg(g, PC_B64), gpu_reg(g, PC_B64)};
+	PReg t = gpu_reg(g, PC_B32), p0 = gpu_reg(g, PC_B32), p1 = gpu_reg(g, PC_B32),
+	     pos = gpu_reg(g, PC_B32), z0 = gpu_reg(g, PC_PRED), bits = gpu_reg(g, PC_B64),
+	     sh = gpu_reg(g, PC_B32), b = gpu_reg(g, PC_B64), b32 = gpu_reg(g, PC_B32),
+	     e = gpu_reg(g, PC_B32), a = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_LD, ".shared.v2.u64", po_vec(an, 2),
+		po_mem(sbase, (int32_t)(off + TAB_ANY)));
+	gpu_op2(g, PTX_LD, ".shared.v2.u64", po_vec(al, 2),
+		po_mem(sbase, (int32_t)(off + TAB_ALL)));
+	gpu_op2(g, PTX_MOV, ".u32", po_r(t), po_sym("%tid.x"));
+	gpu_op3(g, PTX_MIN, ".u32", po_r(p0), po_r(t), po_i(64));
+	gpu_op3(g, PTX_SUB, ".u32", po_r(p1), po_r(t), po_r(p0));
+	PReg c0 = first_bit(g, an[0], p0), c1 = first_bit(g, an[1], p1);
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(z0), po_r(c0), po_i(64));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(c1), po_r(c1), po_i(64));
+	gpu_op4(g, PTX_SELP, ".b32", po_r(pos), po_r(c1), po_r(c0), po_r(z0));
+	gpu_op4(g, PTX_SELP, ".b64", po_r(bits), po_r(al[1]), po_r(al[0]), po_r(z0));
+	gpu_op3(g, PTX_AND, ".b32", po_r(sh), po_r(pos), po_i(63));
+	gpu_op3(g, PTX_SHR, ".b64", po_r(b), po_r(bits), po_r(sh));
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(b32), po_r(b));
+	gpu_op3(g, PTX_AND, ".b32", po_r(b32), po_r(b32), po_i(1));
+	/* pos = 128 (none): no all bit, whatever the shift read */
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(z0), po_r(pos), po_i(TAB_TILES));
+	gpu_op4(g, PTX_SELP, ".b32", po_r(b32), po_i(0), po_r(b32), po_r(z0));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(e), po_r(b32), po_i(256), po_r(pos));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(t), po_i(2), po_r(sbase));
+	gpu_op2(g, PTX_ST, ".shared.u16", po_mem(a, (int32_t)(off + TAB_NEXT)), po_r(e));
+}
+
+/* Tiles tested `batch` at a time, every lane on each (the key ranges
+** per lane, the tests voted over the warp): bit u of the words is tile
+** st + u GPU_BN. */
+static void table_tiles(KernelGen *g, const KernelShape *s, PReg st, PReg anyw, PReg allw,
+			PReg bitm, int batch)
+{
+	PReg su[32], end[32];
+	int Lk = ptx_new_label(g->f);
+	if (batch < 32)
+		ptx_label(g->f, Lk);
+	for (int u = 0; u < batch; u++) {
+		su[u] = gpu_reg(g, PC_B64), end[u] = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_ADD, ".s64", po_r(su[u]), po_r(st), po_i(u * GPU_BN));
+		gpu_op3(g, PTX_ADD, ".s64", po_r(end[u]), po_r(su[u]), po_i(GPU_BN));
+		gpu_op3(g, PTX_MIN, ".s64", po_r(end[u]), po_r(end[u]), po_r(g->sext));
+	}
+	for (int i = 0; i < g->c->nodes.n; i++)
+		if (gpu_streamed(s, i) && !class_done(g, s, i))
+			gpu_key_ranges(g, i, su, end, batch);
+	for (int u = 0; u < batch; u++) {
+		PReg in = gpu_reg(g, PC_PRED), an = gpu_reg(g, PC_PRED), al = gpu_reg(g, PC_PRED),
+		     bit = gpu_reg(g, PC_B32), x = gpu_reg(g, PC_B32), y = gpu_reg(g, PC_B32);
+		class_flags(g, s, su[u], end[u], an, al);
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(in), po_r(su[u]), po_r(g->send));
+		gpu_op3(g, PTX_AND, ".pred", po_r(an), po_r(an), po_r(in));
+		gpu_op3(g, PTX_SHL, ".b32", po_r(bit), po_r(bitm), po_i(u));
+		gpu_op4(g, PTX_SELP, ".b32", po_r(x), po_r(bit), po_i(0), po_r(an));
+		gpu_op3(g, PTX_OR, ".b32", po_r(anyw), po_r(anyw), po_r(x));
+		gpu_op4(g, PTX_SELP, ".b32", po_r(y), po_r(bit), po_i(0), po_r(al));
+		gpu_op3(g, PTX_OR, ".b32", po_r(allw), po_r(allw), po_r(y));
+	}
+	if (batch < 32) {
+		PReg more = gpu_reg(g, PC_PRED), in = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_SHL, ".b32", po_r(bitm), po_r(bitm), po_i(batch));
+		gpu_op3(g, PTX_ADD, ".s64", po_r(st), po_r(st), po_i(batch * GPU_BN));
+		gpu_op3(g, PTX_SETP, ".ne.b32", po_r(more), po_r(bitm), po_i(0));
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(in), po_r(st), po_r(g->send));
+		gpu_op3(g, PTX_AND, ".pred", po_r(more), po_r(more), po_r(in));
+		gpu_op1(g, PTX_BRA, ".uni", po_label(Lk));
+		ptx_guard(g->f, more, 0);
+	}
+}
+
+/* The first window where its one key read is plain and its ids fit the
+** staging (gpu_key_ranges_lanes): lane l tests tile st + l GPU_BN alone,
+** and two ballots make the words. */
+int gpu_lanes_wanted(KernelGen *g)
+{
+	const KernelShape *s = g->s;
+	int n = 0;
+	if (!g->ids.base.n)
+		return 0;
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		if (!gpu_streamed(s, i) || class_done(g, s, i))
+			continue;
+		int k = gpu_plain_key_reads(g, i);
+		if (k < 0)
+			return 0;
+		n += k;
+	}
+	return n == 1;
+}
+
+static void table_lanes(KernelGen *g, const KernelShape *s, PReg st, PReg anyw, PReg allw)
+{
+	PReg su = gpu_reg(g, PC_B64), eu = gpu_reg(g, PC_B64), in = gpu_reg(g, PC_PRED),
+	     an = gpu_reg(g, PC_PRED), al = gpu_reg(g, PC_PRED);
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(su), po_r(g->lane), po_i(GPU_BN), po_r(st));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(eu), po_r(su), po_i(GPU_BN));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(eu), po_r(eu), po_r(g->sext));
+	for (int i = 0; i < g->c->nodes.n; i++)
+		if (gpu_streamed(s, i) && !class_done(g, s, i))
+			gpu_key_ranges_lanes(g, i, st, su, eu);
+	class_flags(g, s, su, eu, an, al);
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(in), po_r(su), po_r(g->send));
+	gpu_op3(g, PTX_AND, ".pred", po_r(an), po_r(an), po_r(in));
+	gpu_op3(g, PTX_VOTE, ".ballot.b32", po_r(anyw), po_r(an), po_i(-1));
+	gpu_op3(g, PTX_VOTE, ".ballot.b32", po_r(allw), po_r(al), po_i(-1));
+}
+
+/* The classes of the TAB_TILES tiles from key wb (a window's start) into
+** the table (at g->table_off, the target's layout): warp w tests tiles 32 w to 32 w + 31 of the
+** window, `batch` at a time (the loads of a batch's key ranges first, then
+** its tests), and stops past the stream's end; its lane 0 writes the
+** warp's two words; then each thread makes one tile's entry. Barriers
+** before (no warp still reads the old window; not for the first), after
+** the words and after the entries: the caller's control flow is the same
+** in every warp, since the table decides it. */
+static void table_fill(KernelGen *g, const KernelShape *s, PReg sbase, uint32_t off, PReg wb,
+		       int batch, int first)
+{
+	PReg anyw = gpu_reg(g, PC_B32), allw = gpu_reg(g, PC_B32), st = gpu_reg(g, PC_B64),
+	     bitm = gpu_reg(g, PC_B32);
+	if (!first)
+		gpu_op1(g, PTX_BAR, "", po_i(1));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(anyw), po_i(0));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(allw), po_i(0));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(bitm), po_i(1));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(st), po_r(g->warp), po_i(32 * GPU_BN), po_r(wb));
+	if (batch == 32 && gpu_lanes_wanted(g))
+		table_lanes(g, s, st, anyw, allw);
+	else
+		table_tiles(g, s, st, anyw, allw, bitm, batch);
+	PReg w32 = gpu_u32(g, g->warp), a = gpu_reg(g, PC_B32), l0 = gpu_reg(g, PC_PRED),
+	     t0 = gpu_reg(g, PC_PRED);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(w32), po_i(4), po_r(sbase));
+	gpu_op3(g, PTX_SETP, ".eq.s64", po_r(l0), po_r(g->lane), po_i(0));
+	gpu_op2(g, PTX_ST, ".shared.u32", po_mem(a, (int32_t)(off + TAB_ANY)), po_r(anyw));
+	ptx_guard(g->f, l0, 0);
+	gpu_op2(g, PTX_ST, ".shared.u32", po_mem(a, (int32_t)(off + TAB_ALL)), po_r(allw));
+	ptx_guard(g->f, l0, 0);
+	gpu_op3(g, PTX_SETP, ".eq.s64", po_r(t0), po_r(g->warp), po_i(0));
+	gpu_op3(g, PTX_AND, ".pred", po_r(t0), po_r(t0), po_r(l0));
+	gpu_op2(g, PTX_ST, ".shared.s64", po_mem(sbase, (int32_t)off), po_r(wb));
+	ptx_guard(g->f, t0, 0);
+	gpu_op1(g, PTX_BAR, "", po_i(1));
+	table_next(g, sbase, off);
+	gpu_op1(g, PTX_BAR, "", po_i(1));
+}
+
+/* The start of the window that holds key x. */
+static PReg window_of(KernelGen *g, PReg x)
+{
+	PReg w = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_AND, ".b64", po_r(w), po_r(x), po_i(-(int64_t)TAB_TILES * GPU_BN));
+	return w;
+}
+
+/* scan_tiles for masks that read data (document ids). Classifying a tile
+** there means loading its ids, and testing the tiles one after another cost
+** a load's latency per tile, several per computed tile at long sequences.
+** The table (table_fill) holds the classes of a window of
+** TAB_TILES tiles, tested with their loads in flight together, and per
+** tile the next one to compute; the scan reads the window's start and the
+** tile's entry at once (windows are aligned, so the entry's place does not
+** wait for the start), and refills the table where the stream leaves the
+** window. The refill's tile tests, in the stream loop beside the output
+** accumulators, can make ptxas spill where the kernel without them does
+** not; saving the accumulators to local memory around the refill, or
+** computing its row ranges and lane ids again there, does not avoid it.
+** So such a table kernel may come twice (gpu_emit_program,
+** GpuTarget.one_window_wanted): one without the refill
+** (KernelShape.one_window), which the launcher takes where the keys fit
+** the first window (N <= GPU_WINDOW_KEYS), and the general one. */
+static void scan_table(KernelGen *g, const KernelShape *s, PReg sbase, uint32_t off, PReg from,
+		       PReg out, PReg any, PReg all)
+{
+	int Lscan = ptx_new_label(g->f), Lhave = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
+	PReg past = gpu_reg(g, PC_PRED), wb = gpu_reg(g, PC_B64), d = gpu_reg(g, PC_B64),
+	     inw = gpu_reg(g, PC_PRED), p = gpu_reg(g, PC_B32), a = gpu_reg(g, PC_B32),
+	     e = gpu_reg(g, PC_B32), x = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(out), po_r(from));
+	ptx_label(g->f, Lscan);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(past), po_r(out), po_r(g->send));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
+	ptx_guard(g->f, past, 0);
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(p), po_r(out));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(p), po_r(p), po_i(6));
+	gpu_op3(g, PTX_AND, ".b32", po_r(p), po_r(p), po_i(TAB_TILES - 1));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(p), po_i(2), po_r(sbase));
+	gpu_op2(g, PTX_LD, ".shared.s64", po_r(wb), po_mem(sbase, (int32_t)off));
+	gpu_op2(g, PTX_LD, ".shared.u16", po_r(e), po_mem(a, (int32_t)(off + TAB_NEXT)));
+	gpu_op3(g, PTX_SUB, ".s64", po_r(d), po_r(out), po_r(wb));
+	gpu_op3(g, PTX_SETP, ".lt.u64", po_r(inw), po_r(d), po_i((int64_t)TAB_TILES * GPU_BN));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lhave));
+	ptx_guard(g->f, inw, 0);
+	if (s->one_window) {
+		/* every key is in the first window: the stream is done */
+		gpu_op2(g, PTX_MOV, ".b64", po_r(out), po_r(g->send));
+		gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
+	} else {
+		table_fill(g, s, sbase, off, window_of(g, out), REFILL_BATCH, 0);
+		gpu_op1(g, PTX_BRA, ".uni", po_label(Lscan));
+	}
+	ptx_label(g->f, Lhave);
+	{
+		PReg pos = gpu_reg(g, PC_B32), fl = gpu_reg(g, PC_B32), found = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_AND, ".b32", po_r(pos), po_r(e), po_i(255));
+		gpu_op3(g, PTX_AND, ".b32", po_r(fl), po_r(e), po_i(256));
+		gpu_op3(g, PTX_SETP, ".ne.b32", po_r(all), po_r(fl), po_i(0));
+		/* pos = 128 (none): the next window */
+		gpu_op2(g, PTX_CVT, ".u64.u32", po_r(x), po_r(pos));
+		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(out), po_r(x), po_i(GPU_BN), po_r(wb));
+		gpu_op3(g, PTX_SETP, ".lt.u32", po_r(found), po_r(pos), po_i(TAB_TILES));
+		gpu_op1(g, PTX_BRA, ".uni", po_label(Lscan));
+		ptx_guard(g->f, found, 1);
+	}
+	ptx_label(g->f, Ldone);
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->send));
+}
+
+/* The table is for masks that load data per tile (document ids): others
+** test a tile in a few instructions. */
+int gpu_table_wanted(KernelGen *g)
+{
+	for (int i = 0; i < g->c->nodes.n; i++)
+		if (gpu_streamed(g->s, i) && gpu_key_reads(g, i))
+			return 1;
+	return 0;
+}
+
+/* Classes per warp: a tile the CTA computes but whose masks are not all
+** true is classified again over each warp's own rows, so that on a diagonal
+** or a window's edge the warps whose rows the tile does not reach skip it
+** and those it covers whole take the unmasked body; only the others pay
+** for per-score masks. For masks whose tests need no data along the rows
+** or keys (causal, windows): there the test is a few comparisons. Not with
+** GQA packing (a CTA's rows are not one run of query rows). */
+int gpu_warp_class_wanted(KernelGen *g, int table)
+{
+	int any = 0;
+	if (table || g->s->pack)
+		return 0;
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		if (!gpu_streamed(g->s, i) || !gpu_node(g, i)->filter)
+			continue;
+		if (gpu_range_reads(g, i))
+			return 0;
+		any = 1;
+	}
+	return any;
+}
+
+/* any / all of the tile [j0, j1) over this warp's rows: rows q0 + 16 mt
+** warp up to the CTA's (and the query extent's) end. */
+void gpu_warp_class(KernelGen *g, PReg any, PReg all)
+{
+	const KernelShape *s = g->s;
+	PReg tid = gpu_special(g, "%tid.x"), w = gpu_reg(g, PC_B64), end = gpu_reg(g, PC_B64);
+	g->warp_rows.q0 = gpu_reg(g, PC_B64), g->warp_rows.q1 = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_SHR, ".u64", po_r(w), po_r(tid), po_i(5));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(g->warp_rows.q0), po_r(w), po_i(16 * g->row_blocks),
+		po_r(g->q0));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(end), po_r(g->warp_rows.q0), po_i(16 * g->row_blocks));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->qext));
+	gpu_op3(g, PTX_SUB, ".s64", po_r(g->warp_rows.q1), po_r(end), po_i(1));
+	g->warp_rows.on = 1;
+	class_flags(g, s, g->j0, g->j1, any, all);
+	g->warp_rows.on = 0;
+}
+
+void gpu_scan(KernelGen *g, const TileScan *sc, PReg from, PReg out, PReg any, PReg all)
+{
+	const KernelShape *s = g->s;
+	if (sc->table)
+		scan_table(g, s, sc->sbase, sc->off, from, out, any, all);
+	else
+		scan_tiles(g, s, from, out, any, all);
+}
+
+/* The CTA's key range [start, end): the union, over the nodes whose masks
+** the scan tests, of the key bounds their filters' conjuncts give over the
+** CTA's rows (causal: end = last row + 1; a window of W: start = first row
+** - W + 1), start rounded down to a tile. The stream then starts and stops
+** there instead of testing every tile from 0 to the end: up to N / 64
+** class tests per CTA, most of the stream's overhead under short windows.
+** start = 0 and end = sext where some node has no bound on that side. */
+void gpu_stream_bounds(KernelGen *g, PReg start, PReg end)
+{
+	const KernelShape *s = g->s;
+	PReg sj0 = g->j0, sj1 = g->j1, zero = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(zero), po_i(0));
+	g->j0 = zero, g->j1 = g->sext; /* keys in a bound (none expected): the stream */
+	int lo_any = 1, hi_any = 1, first = 1;
+	gpu_op2(g, PTX_MOV, ".b64", po_r(start), po_i(0));
+	gpu_op2(g, PTX_MOV, ".b64", po_r(end), po_r(g->sext));
+	for (int i = 0; i < g->c->nodes.n && (lo_any || hi_any); i++) {
+		if (!gpu_streamed(s, i))
+			continue;
+		Expr *blo, *bhi;
+		const Expr *rest;
+		gpu_key_bounds_of(g, i, &blo, &bhi, &rest);
+		g->node = i;
+		PReg lo, hi, x;
+		if (lo_any && blo && gpu_range(g, blo, &lo, &x))
+			gpu_op3(g, first ? PTX_MAX : PTX_MIN, ".s64", po_r(start),
+				po_r(first ? zero : start), po_r(lo));
+		else if (lo_any) {
+			lo_any = 0;
+			gpu_op2(g, PTX_MOV, ".b64", po_r(start), po_i(0));
+		}
+		if (hi_any && bhi && gpu_range(g, bhi, &x, &hi))
+			gpu_op3(g, first ? PTX_MIN : PTX_MAX, ".s64", po_r(end),
+				po_r(first ? g->sext : end), po_r(hi));
+		else if (hi_any) {
+			hi_any = 0;
+			gpu_op2(g, PTX_MOV, ".b64", po_r(end), po_r(g->sext));
+		}
+		first = 0;
+	}
+	/* a union of ranges widened, then clamped into the stream */
+	gpu_op3(g, PTX_MAX, ".s64", po_r(start), po_r(start), po_i(0));
+	gpu_op3(g, PTX_AND, ".b64", po_r(start), po_r(start), po_i(-(int64_t)GPU_BN));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
+	g->j0 = sj0, g->j1 = sj1;
+}
+
+void gpu_table_first(KernelGen *g, uint32_t off, PReg start)
+{
+	table_fill(g, g->s, g->sbase, off, window_of(g, start), 32, 1);
+}

@@ -1,0 +1,125 @@
+/*
+** lowering/gpu/target.h: a GPU target as the driver sees it, in the manner
+** of QBE's struct Target: data (names, versions, tile sizes, the machine
+** code the PTX is assembled for) and function pointers (the PTX emitter and
+** the per-target spill/tile-size retry policy). Each target is a directory
+** of lowering/ that defines one GpuTarget; lowering/targets.h lists them.
+** The retry loop itself is generic (tune.c): the driver hands it a
+** callback that runs ptxas, so that nothing here spawns a process.
+*/
+#ifndef ATTN_GPU_TARGET_H
+#define ATTN_GPU_TARGET_H
+
+#include <stdio.h>
+
+#include "../../compiler/plan.h"
+#include "../ptx/ptx.h"
+
+/* What the generated C interface needs of each kernel. */
+typedef struct GpuKernelInfo {
+	unsigned smem;        /* dynamic shared memory bytes */
+	unsigned threads;     /* threads per CTA */
+	unsigned block_m;     /* query rows per CTA */
+	unsigned block_n;     /* keys per tile */
+	int data_masks;       /* some mask reads data: the scan's work is per CTA */
+	int split_v;          /* the kernel copies the next V tile apart from its K */
+	int table;            /* the kernel keeps a tile table (document ids along the keys) */
+	long pack;            /* GQA packing: 0 none, > 0 rows per group, < 0 -(dim index + 1) */
+	int one_window;       /* a second entry, NAME_fwd_short, for keys up to window_keys */
+	unsigned window_keys; /* keys one tile-table window covers */
+} GpuKernelInfo;
+
+enum { GPU_MAX_CUBINS = 4 };
+
+struct KernelGen;   /* gpu.h */
+struct KernelShape; /* gpu.h */
+
+typedef struct GpuTarget {
+	const char *name;        /* --target and the plan's target */
+	int sm;                  /* compute capability times ten */
+	const char *ptx_target;  /* the module's .target */
+	const char *ptx_version; /* the module's .version */
+	/* the machine code the PTX is assembled for (compute capabilities times
+	** ten), in the order the generated C embeds it; ptxas's spill report
+	** comes from the last */
+	int ncubins;
+	int cubin_sms[GPU_MAX_CUBINS];
+	int block_n;       /* keys per tile */
+	int warps;         /* warps per CTA */
+	int threads;       /* threads per CTA */
+	unsigned smem_max; /* dynamic shared memory a CTA may take (bytes) */
+	/* The retry policy: rounds of regeneration after the first, and the
+	** tile-size choice for a kernel that ptxas spilled spill_bytes of (0:
+	** keep it). */
+	int retune_rounds;
+	int (*retune)(const GpuKernelInfo *k, long spill_bytes);
+	/* m16 row blocks per warp of a kernel (1 or 2: 64- or 128-row CTAs),
+	** given its tile-size choice */
+	int (*row_blocks)(const struct KernelShape *s);
+	/* After a kernel with a tile table: whether a second entry without the
+	** table's refill pays (KernelShape.one_window) */
+	int (*one_window_wanted)(const struct KernelShape *s);
+
+	/* The kernel builder's hooks (gpu/kernel.c), in the order it calls
+	** them. layout: the target's state (g->targ) and its shared memory,
+	** the tile table (GPU_TABLE_BYTES where table) at g->table_off; returns
+	** the bytes. */
+	uint32_t (*layout)(struct KernelGen *g, int table);
+	/* The tile loaders and the CTA's Q copies, or only the loaders where Q
+	** waits for the tile table's ids (returns 1: load_q then runs when the
+	** ids are committed, g->ids). */
+	int (*setup_loads)(struct KernelGen *g, int table);
+	void (*load_q)(struct KernelGen *g);
+	/* Asynchronous copies of 4 bytes to shared memory (one instruction, so
+	** that the caller can guard it), their commit and the wait for all but
+	** the newest n groups: the tile table's id staging. */
+	void (*copy4_async)(struct KernelGen *g, PtxOpnd dst, PtxOpnd src);
+	void (*copy_commit)(struct KernelGen *g);
+	void (*copy_wait)(struct KernelGen *g, int n);
+	/* Before the stream: the first tile (keys from j0) into buffer buf
+	** where any, Q in place (its fragments). */
+	void (*stream_start)(struct KernelGen *g, PReg j0, PReg buf, PReg any);
+	/* In the loop's head: the next tile (keys from nxt) into the other
+	** buffer where when. */
+	void (*prefetch)(struct KernelGen *g, PReg nxt, PReg buf, PReg when);
+	/* The tile in buffer buf has arrived and is visible to the CTA
+	** (keeps_true_max: lazy rebasing keeps true maxes in registers). */
+	void (*tile_begin)(struct KernelGen *g, PReg buf, int keeps_true_max);
+	/* S = Q K^T of GEMM1 node i into g->tile[i]. */
+	void (*contract_qk)(struct KernelGen *g, int node);
+	/* After the scores: what prefetch left of the next tile (called again
+	** by a warp that skips the tile). */
+	void (*prefetch_late)(struct KernelGen *g, PReg nxt, PReg buf, PReg when);
+	/* O += P V of GEMM2 node i, P per score element (GPU_MAXMT * GPU_NEL). */
+	void (*contract_pv)(struct KernelGen *g, int node, const PReg *p);
+	/* Stores of node i's output accumulators in the fast layouts the
+	** target has, each ending with a branch to done; branches to slow
+	** (element by element, the caller's) where the strides allow none. q
+	** is lane % 4, crows and rowok the rows per row slot and their bounds. */
+	void (*store_output)(struct KernelGen *g, int node, PReg q, const PReg *crows,
+			     const PReg *rowok, int slow, int done);
+} GpuTarget;
+
+/* What the retry loop asks of the driver: assemble one round's PTX and
+** report each entry's spill-store bytes (funcs[i] -> spills[i], -1 when not
+** reported), then keep that round's machine code (final) or drop it. Both
+** return 0 or the driver's own nonzero code, after reporting the failure. */
+typedef struct GpuAssembler {
+	int (*assemble)(void *ctx, const char *ptx, size_t n, const char *const *funcs,
+			long *spills, int nfuncs);
+	int (*settle)(void *ctx, int final);
+	void *ctx;
+} GpuAssembler;
+
+/* gpu_compile's own failures (the assembler's codes are positive). */
+enum { GPU_ERR_INPUT = -1, GPU_ERR_MEMORY = -2 };
+
+/* tune.c: PTX for every cascade of p into *buf (malloc'd, *n bytes), info
+** filled per cascade. With as (NULL: no ptxas) every round's PTX is
+** assembled and a kernel that spills over the target's budget is generated
+** again with its next tile-size choice (GpuTarget.retune); the last round's
+** machine code is kept. */
+int gpu_compile(const GpuTarget *t, const Program *p, Diag *d, const GpuAssembler *as, char **buf,
+		size_t *n, GpuKernelInfo *info);
+
+#endif

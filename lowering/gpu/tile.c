@@ -1,0 +1,326 @@
+/*
+** lowering/gpu/tile.c: the body of one key tile. The plan's nodes in order
+** on the tensor cores' accumulator fragments (gpu.h's element layout):
+** element-wise values, running maxes (quad shuffles), row sums and the
+** contractions with V (the target's contract_pv), on the unmasked path or
+** with per-element masks (key bounds per row slot where the filter is
+** linear in the key, shared predicate bits where nodes share a filter).
+*/
+#include <math.h>
+#include <string.h>
+
+#include "gpu.h"
+
+/* Key index of score element el (clamped: padding evaluates in-bounds
+** loads whose results are never used), computed where needed rather than
+** kept per column in registers. */
+static PReg key_of(KernelGen *g, TileState *t, int el, int clamp)
+{
+	PReg k = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(k), po_r(t->cbase), po_i(gpu_el_nt(el) * 8 + (el & 1)));
+	if (clamp)
+		gpu_op3(g, PTX_MIN, ".s64", po_r(k), po_r(k), po_r(t->clast));
+	return k;
+}
+
+static void scope_elem(KernelGen *g, TileState *t, int i, int el)
+{
+	g->node = i, g->elem = el, g->half = gpu_el_rs(el);
+	g->row = t->crows[g->half], g->col = key_of(g, t, el, 1);
+	g->cbase = t->cbase, g->coloff = gpu_el_nt(el) * 8 + (el & 1);
+}
+
+/* Query rows of the thread's row slots (block h / 2, half h % 2), and the
+** same clamped into range. Recomputed where used (each tile body, the
+** epilogue) so that they are not live, in registers, across the contraction. */
+void gpu_tile_rows(KernelGen *g, TileState *t)
+{
+	PReg q4 = gpu_reg(g, PC_B64), base = gpu_reg(g, PC_B64), last = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_SHR, ".u64", po_r(q4), po_r(g->lane), po_i(2));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(base), po_r(g->warp), po_i(16 * g->row_blocks),
+		po_r(q4));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(base), po_r(base), po_r(g->q0));
+	gpu_op3(g, PTX_SUB, ".s64", po_r(last), po_r(g->qext), po_i(1));
+	for (int h = 0; h < 2 * g->row_blocks; h++) {
+		t->rows[h] = gpu_reg(g, PC_B64), t->crows[h] = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_ADD, ".s64", po_r(t->rows[h]), po_r(base),
+			po_i(h / 2 * 16 + h % 2 * 8));
+		gpu_op3(g, PTX_MIN, ".s64", po_r(t->crows[h]), po_r(t->rows[h]), po_r(last));
+	}
+	/* each row block's first row slot (shift.c) */
+	g->row0[0] = t->crows[0], g->row0[1] = t->crows[2 * g->row_blocks - 2];
+}
+
+/* Nodes k and i test the same condition of the same (row, key) point: equal
+** filters whose variables are numbered alike and lie in the same classes. */
+static int same_filter(KernelGen *g, int k, int i)
+{
+	return gpu_same_read(g, k, gpu_node(g, k)->filter, i, gpu_node(g, i)->filter, 1);
+}
+
+/* Splits node i's filter into key bounds lo <= j < hi, each an expression of
+** the row (conjuncts j < e, e - j >= w, ...), and the rest. */
+typedef struct KeyBounds {
+	KernelGen *g;
+	int sv;
+	Expr *lo, *hi;
+	const Expr *rest;
+} KeyBounds;
+
+static void key_bound(const Expr *c, void *ud)
+{
+	KeyBounds *kb = ud;
+	KernelGen *g = kb->g;
+	int cl, cr;
+	Expr *rl, *rr;
+	if (c->kind != EX_BINOP || c->op < OP_LT || c->op > OP_GE || c->args[0]->type != VT_INT ||
+	    !gpu_key_linear(g, kb->sv, c->args[0], &cl, &rl) ||
+	    !gpu_key_linear(g, kb->sv, c->args[1], &cr, &rr) || (cl - cr != 1 && cl - cr != -1)) {
+		kb->rest = expr_and(g->a, (Expr *)kb->rest, (Expr *)c);
+		return;
+	}
+	/* (cl - cr) j op b */
+	Expr *b = expr_binop(g->a, OP_SUB, rr, rl), *one = expr_int(g->a, 1);
+	Op op = c->op;
+	if (cl - cr == -1) {
+		b = expr_binop(g->a, OP_SUB, expr_int(g->a, 0), b);
+		op = op == OP_LT ? OP_GT : op == OP_LE ? OP_GE : op == OP_GT ? OP_LT : OP_LE;
+	}
+	Expr *lo = NULL, *hi = NULL;
+	switch (op) {
+	case OP_LT: hi = b; break;
+	case OP_LE: hi = expr_binop(g->a, OP_ADD, b, one); break;
+	case OP_GT: lo = expr_binop(g->a, OP_ADD, b, one); break;
+	default: lo = b; break;
+	}
+	if (lo)
+		kb->lo = kb->lo ? expr_binop(g->a, OP_MAX, kb->lo, lo) : lo;
+	if (hi)
+		kb->hi = kb->hi ? expr_binop(g->a, OP_MIN, kb->hi, hi) : hi;
+}
+
+void gpu_key_bounds_of(KernelGen *g, int i, Expr **lo, Expr **hi, const Expr **rest)
+{
+	KeyBounds kb = {g, g->p->np[i].svar, NULL, NULL, NULL};
+	if (kb.sv >= 0)
+		plan_conjuncts(gpu_node(g, i)->filter, key_bound, &kb);
+	*lo = kb.lo, *hi = kb.hi, *rest = kb.rest;
+}
+
+/* Key bounds of node i per row slot, computed once per masked tile body
+** (affine masks: causal, windows, kv_len), clamped into [0, sext] so that
+** 32-bit compares of the tile's keys decide them: two compares per score
+** instead of the filter's 64-bit arithmetic, with the bounds taken
+** relative to the thread's first column. */
+static int key_bounds(KernelGen *g, TileState *t, int i)
+{
+	if (t->kb[i])
+		return t->kb[i] > 0;
+	const Node *n = gpu_node(g, i);
+	KeyBounds kb = {g, g->p->np[i].svar, NULL, NULL, NULL};
+	t->kb[i] = -1;
+	if (kb.sv < 0)
+		return 0;
+	plan_conjuncts(n->filter, key_bound, &kb);
+	t->kres[i] = kb.rest;
+	t->klo[i] = ARENA_ARRAY(g->a, PReg, GPU_MAXRS);
+	t->khi[i] = ARENA_ARRAY(g->a, PReg, GPU_MAXRS);
+	PReg zero = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(zero), po_i(0));
+	for (int h = 0; h < 2 * g->row_blocks; h++) {
+		g->node = i, g->half = h, g->row = t->crows[h], g->col = t->cbase, g->elem = -1;
+		PReg lo = zero, hi = g->sext, l = gpu_reg(g, PC_B64), u = gpu_reg(g, PC_B64);
+		if (kb.lo)
+			lo = gpu_expr(g, kb.lo);
+		if (kb.hi)
+			hi = gpu_expr(g, kb.hi);
+		gpu_op3(g, PTX_MAX, ".s64", po_r(l), po_r(lo), po_r(zero));
+		gpu_op3(g, PTX_MIN, ".s64", po_r(l), po_r(l), po_r(g->sext));
+		gpu_op3(g, PTX_MIN, ".s64", po_r(u), po_r(hi), po_r(g->sext));
+		gpu_op3(g, PTX_MAX, ".s64", po_r(u), po_r(u), po_r(zero));
+		/* relative to the thread's first column: a score's test is then
+		** two compares of the bounds with its column offset, an immediate */
+		PReg lr = gpu_u32(g, l), ur = gpu_u32(g, u);
+		gpu_op3(g, PTX_SUB, ".s32", po_r(lr), po_r(lr), po_r(t->cbase32));
+		gpu_op3(g, PTX_SUB, ".s32", po_r(ur), po_r(ur), po_r(t->cbase32));
+		t->klo[i][h] = lr, t->khi[i][h] = ur;
+	}
+	t->kb[i] = 1;
+	return 1;
+}
+
+/* Whether element el is in node i's mask (a tile on the masked path). */
+static PReg elem_ok(KernelGen *g, TileState *t, int i, int el)
+{
+	/* keys past the end of the stream are zero padding, never data; nodes
+	** with the same filter (softmax's max, sum and P V) share one predicate,
+	** kept as a bit (64 live predicates would take 64 registers) */
+	PReg ok = gpu_reg(g, PC_PRED);
+	int w = el / 32, bit = el % 32, src = -1;
+	for (int k = 0; k < i && src < 0; k++)
+		if (t->okset[k][el] && same_filter(g, k, i))
+			src = k;
+	if (src >= 0) {
+		PReg b = gpu_reg(g, PC_B32);
+		gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(t->okw[src][w]), po_i((int64_t)1 << bit));
+		gpu_op3(g, PTX_SETP, ".ne.b32", po_r(ok), po_r(b), po_i(0));
+	} else if (key_bounds(g, t, i)) {
+		/* lo <= cbase + off < hi, as (lo - cbase) <= off and (hi - cbase) > off */
+		int rs = gpu_el_rs(el), off = gpu_el_nt(el) * 8 + (el & 1);
+		gpu_op3(g, PTX_SETP, ".le.s32", po_r(ok), po_r(t->klo[i][rs]), po_i(off));
+		gpu_op4(g, PTX_SETP, ".gt.and.s32", po_r(ok), po_r(t->khi[i][rs]), po_i(off),
+			po_r(ok));
+		if (t->kres[i]) {
+			scope_elem(g, t, i, el);
+			PReg f = gpu_expr(g, t->kres[i]);
+			gpu_op3(g, PTX_AND, ".pred", po_r(ok), po_r(ok), po_r(f));
+		}
+	} else {
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(ok), po_r(key_of(g, t, el, 0)), po_r(g->sext));
+		if (gpu_node(g, i)->filter) {
+			scope_elem(g, t, i, el);
+			PReg f = gpu_expr(g, gpu_node(g, i)->filter);
+			gpu_op3(g, PTX_AND, ".pred", po_r(ok), po_r(ok), po_r(f));
+		}
+		if (!t->okw[i][w].n) {
+			t->okw[i][w] = gpu_reg(g, PC_B32);
+			gpu_op2(g, PTX_MOV, ".b32", po_r(t->okw[i][w]), po_i(0));
+		}
+		PReg b = gpu_reg(g, PC_B32);
+		gpu_op4(g, PTX_SELP, ".b32", po_r(b), po_i((int64_t)1 << bit), po_i(0), po_r(ok));
+		gpu_op3(g, PTX_OR, ".b32", po_r(t->okw[i][w]), po_r(t->okw[i][w]), po_r(b));
+		t->okset[i][el] = 1;
+	}
+	return ok;
+}
+
+/* v where element el is in node i's mask, else identity. */
+static PReg mask_elem(KernelGen *g, TileState *t, int i, int el, PReg v, float identity)
+{
+	PReg ok = elem_ok(g, t, i, el), r = gpu_reg(g, PC_F32);
+	gpu_op4(g, PTX_SELP, ".f32", po_r(r), po_r(v), po_f(identity), po_r(ok));
+	return r;
+}
+
+/* An element's contribution to a reduction: masked points give identity. */
+static PReg masked_value(KernelGen *g, TileState *t, int i, int el, const Expr *body, int masked,
+			 float identity)
+{
+	scope_elem(g, t, i, el);
+	PReg v = gpu_expr(g, body);
+	return masked ? mask_elem(g, t, i, el, v, identity) : v;
+}
+
+/* O += P V of GEMM2 node i: its states rebased first (unless the tile's
+** lazy rescale did), P's elements with their mask, then the target's
+** contraction. */
+static void pv_tile(KernelGen *g, TileState *t, int i, int masked)
+{
+	const PVContraction *pv = &g->s->pv[g->s->node[i].gemm];
+	if (!t->rescaled)
+		gpu_rescale_node(g, t, i);
+	PReg x[GPU_MAXMT * GPU_NEL];
+	for (int el = 0; el < g->row_blocks * GPU_NEL; el++)
+		x[el] = masked_value(g, t, i, el, pv->x, masked && !t->moid[i], 0.0f);
+	g->t->contract_pv(g, i, x);
+}
+
+/* The nodes of one tile in order (masked: with per-element masks). */
+void gpu_tile_body(KernelGen *g, TileState *t, int masked)
+{
+	const Cascade *c = g->c;
+	int nel = g->row_blocks * GPU_NEL, nrs = 2 * g->row_blocks;
+	gpu_expr_forget(g, 0);
+	gpu_tile_rows(g, t);
+	for (int i = 0; i < c->nodes.n; i++) {
+		memset(t->okw[i], 0, sizeof(PReg) * (size_t)(nel / 32));
+		memset(t->okset[i], 0, (size_t)nel);
+		t->kb[i] = 0;
+	}
+	if (masked)
+		t->cbase32 = gpu_u32(g, t->cbase);
+	t->rescaled = 0;
+	if (t->lastref >= 0)
+		t->chg = gpu_pconst(g, 0);
+	g->masked_ninf = masked && t->mo >= 0;
+	gpu_scale_tile(g);
+	for (int i = 0; i < c->nodes.n; i++) {
+		const Node *n = gpu_node(g, i);
+		int mo = masked && i == t->mo, own = masked && !t->moid[i];
+		switch (g->s->node[i].kind) {
+		case SN_GEMM1:
+			for (int el = 0; el < nel && mo; el++)
+				g->tile[i][el] = mask_elem(g, t, i, el, g->tile[i][el], -INFINITY);
+			break;
+		case SN_MAP:
+			for (int el = 0; el < nel; el++) {
+				scope_elem(g, t, i, el);
+				/* c * G kept as G: no instruction (scale.c) */
+				g->tile[i][el] = gpu_folded(g, i)
+						     ? g->tile[gpu_fold_source(g, i)][el]
+						     : gpu_expr(g, n->body);
+				if (mo)
+					g->tile[i][el] =
+					    mask_elem(g, t, i, el, g->tile[i][el], -INFINITY);
+			}
+			break;
+		case SN_RMAX: {
+			/* max[j](c G) = c max[j](G), c >= 0: one multiply per row
+			** instead of one per score (scale.c) */
+			int fold = gpu_folded_read(g, n->body);
+			for (int h = 0; h < nrs; h++) {
+				PReg m = gpu_fconst(g, -INFINITY);
+				for (int el = 0; el < nel; el++) {
+					if (gpu_el_rs(el) != h)
+						continue;
+					g->unscaled = fold >= 0;
+					PReg v = masked_value(g, t, i, el, n->body, own, -INFINITY);
+					g->unscaled = 0;
+					gpu_op3(g, PTX_MAX, ".f32", po_r(m), po_r(m), po_r(v));
+				}
+				m = gpu_quad_reduce(g, m, 1);
+				if (fold >= 0) {
+					PReg cm = gpu_reg(g, PC_F32);
+					gpu_op3(g, PTX_MUL, ".f32", po_r(cm), po_r(m),
+						po_r(gpu_scale_c(g, fold, 0)));
+					m = cm;
+				}
+				if (t->lazy[i]) {
+					gpu_lazy_max(g, t, i, h, m);
+					continue;
+				}
+				gpu_op3(g, PTX_MAX, ".f32", po_r(g->rowv[i][h]),
+					po_r(g->rowv[i][h]), po_r(m));
+			}
+			/* right after the last reference moves, while the scores
+			** are the only tile values live */
+			if (i == t->lastref)
+				gpu_lazy_rescale(g, t);
+			break;
+		}
+		case SN_REF:
+			for (int h = 0; h < nrs; h++) {
+				g->node = i, g->half = h, g->row = t->crows[h];
+				PReg v = gpu_expr(g, n->body);
+				gpu_op2(g, PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(v));
+			}
+			break;
+		case SN_RSUM:
+			for (int h = 0; h < nrs; h++) {
+				PReg acc = g->rowv[i][h];
+				if (!t->rescaled)
+					gpu_rescale_row(g, t, i, h);
+				for (int el = 0; el < nel; el++) {
+					if (gpu_el_rs(el) != h)
+						continue;
+					PReg v = masked_value(g, t, i, el, n->body, own, 0.0f);
+					gpu_op3(g, PTX_ADD, ".f32", po_r(acc), po_r(acc), po_r(v));
+				}
+			}
+			break;
+		case SN_GEMM2: pv_tile(g, t, i, masked); break;
+		default: break;
+		}
+	}
+	g->masked_ninf = 0;
+}
