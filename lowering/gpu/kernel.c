@@ -14,7 +14,10 @@
 ** the states and stores the outputs (epilogue.c). What the tensor cores
 ** do is the target's (GpuTarget hooks); the order is here.
 */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu.h"
@@ -226,18 +229,40 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	return f;
 }
 
+/* One entry's PTX text, kept once its function's memory is gone. */
+typedef struct EntryText {
+	char *text;
+	size_t n;
+} EntryText;
+
+/* Prints f into e; returns nonzero when out of memory. */
+static int entry_text(EntryText *e, const PtxFunc *f)
+{
+	FILE *m = open_memstream(&e->text, &e->n);
+	if (!m)
+		return 1;
+	ptx_print_func(m, f);
+	return fclose(m) != 0;
+}
+
 /* A cascade whose masks keep a tile table may have two entries: NAME_fwd
 ** and NAME_fwd_short, the same kernel for keys that fit the table's first
-** window, without its refill. */
+** window, without its refill; the module lists every NAME_fwd first. Each
+** cascade is planned and built in an arena of its own, freed once its
+** entries are printed, so that memory does not grow with the number of
+** blocks in a file (only the text does). */
 int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d,
 		     GpuKernelInfo *info, const int *tiling)
 {
-	Arena a;
-	arena_init(&a);
 	int n = prog->cascades.n, rc = 0;
-	PtxFunc **fs = ARENA_ARRAY(&a, PtxFunc *, 2 * n + 1);
-	int nf = n;
+	EntryText *main = calloc((size_t)n + 1, sizeof *main);
+	EntryText *shortw = calloc((size_t)n + 1, sizeof *shortw);
+	uint32_t align = 0;
+	if (!main || !shortw)
+		rc = 1;
 	for (int i = 0; i < n && !rc; i++) {
+		Arena a;
+		arena_init(&a);
 		const Cascade *c = prog->cascades.v[i];
 		Plan *p = plan_build(&a, c, t->name);
 		KernelShape s;
@@ -245,21 +270,28 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		if (why) {
 			diag_error(d, c->loc, "cannot generate an %s kernel for '%s': %s", t->name,
 				   c->name, why);
+			arena_free(&a);
 			rc = 1;
 			break;
 		}
 		s.tiling = tiling ? tiling[i] : 0;
-		fs[i] = gpu_kernel(&a, t, p, &s);
+		PtxFunc *f = gpu_kernel(&a, t, p, &s);
+		uint32_t fa = ptx_smem_align(f);
+		align = fa > align ? fa : align;
+		rc = entry_text(&main[i], f);
 		int one_window = t->one_window_wanted(&s);
-		if (one_window) {
+		if (one_window && !rc) {
 			/* the same kernel without the table's refill (KernelShape.one_window) */
 			KernelShape s1;
 			gpu_shape(&a, p, &s1);
 			s1.tiling = s.tiling, s1.one_window = 1;
-			fs[nf++] = gpu_kernel(&a, t, p, &s1);
+			PtxFunc *f1 = gpu_kernel(&a, t, p, &s1);
+			fa = ptx_smem_align(f1);
+			align = fa > align ? fa : align;
+			rc = entry_text(&shortw[i], f1);
 		}
 		if (info) {
-			info[i].smem = fs[i]->smem_bytes;
+			info[i].smem = f->smem_bytes;
 			info[i].block_m = (unsigned)(GPU_WARPS * 16 * t->row_blocks(&s));
 			info[i].block_n = GPU_BN;
 			info[i].data_masks = gpu_data_masks(p);
@@ -274,9 +306,18 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			else if (s.pack)
 				info[i].pack = -(long)(s.pack->dim->id + 1);
 		}
+		arena_free(&a);
 	}
-	if (!rc)
-		ptx_print_module(out, t->ptx_target, t->ptx_version, fs, nf);
-	arena_free(&a);
+	if (!rc) {
+		ptx_print_header(out, t->ptx_target, t->ptx_version, align);
+		for (int i = 0; i < n; i++)
+			fprintf(out, "%s%s", i ? "\n" : "", main[i].text);
+		for (int i = 0; i < n; i++)
+			if (shortw[i].text)
+				fprintf(out, "\n%s", shortw[i].text);
+	}
+	for (int i = 0; i < n && main && shortw; i++)
+		free(main[i].text), free(shortw[i].text);
+	free(main), free(shortw);
 	return rc;
 }

@@ -107,7 +107,13 @@ void ptx_label(PtxFunc *f, int l);
 /* The instruction just emitted runs only where guard is (neg: is not) set. */
 void ptx_guard(PtxFunc *f, PReg guard, int neg);
 
-/* One module: header for the target, then each function. */
+/* One module: header for the target, then each function (a blank line
+** between functions). A caller that prints functions as it builds them (so
+** that each one's memory can go) uses the three parts: the header with the
+** largest ptx_smem_align of all functions, then each function. */
 void ptx_print_module(FILE *out, const char *target, const char *version, PtxFunc **fs, int n);
+void ptx_print_header(FILE *out, const char *target, const char *version, uint32_t smem_align);
+void ptx_print_func(FILE *out, const PtxFunc *f);
+uint32_t ptx_smem_align(const PtxFunc *f);
 
 #endif
