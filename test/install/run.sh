@@ -49,15 +49,19 @@ probe() {
 	ATTNRT_CUDA_DRIVER=/nonexistent/libcuda.so.1 "$2" >"$scratch/$1.out" 2>&1
 	status=$?
 	set -e
-	[ "$status" -eq 1 ] && [ "$(wc -l <"$scratch/$1.out")" -eq 1 ] &&
-		[ "$(head -c 8 "$scratch/$1.out")" = "attnrt: " ] ||
-		{ cat "$scratch/$1.out"; fail "$1 exited $status"; }
+	if [ "$status" -ne 1 ] || [ "$(wc -l <"$scratch/$1.out")" -ne 1 ] ||
+		[ "$(head -c 8 "$scratch/$1.out")" != "attnrt: " ]; then
+		cat "$scratch/$1.out"
+		fail "$1 exited $status"
+	fi
 	echo "$1: $(cat "$scratch/$1.out")"
 }
 # pass NAME PROGRAM: the program checks its kernels and prints PASS last
 pass() {
-	"$2" >"$scratch/$1.out" 2>&1 && [ "$(tail -n 1 "$scratch/$1.out")" = PASS ] ||
-		{ cat "$scratch/$1.out"; fail "$1"; }
+	if ! "$2" >"$scratch/$1.out" 2>&1 || [ "$(tail -n 1 "$scratch/$1.out")" != PASS ]; then
+		cat "$scratch/$1.out"
+		fail "$1"
+	fi
 	echo "$1: $(head -n 2 "$scratch/$1.out" | tr '\n' ' ')"
 }
 
