@@ -5,9 +5,10 @@
 # (find_package(attnrt) + attnc_add_kernel: causal.attn and full.attn in a
 # C11 and a C++17 program) and its Makefile (pkg-config and the installed
 # attnc), and runs them on the CPU; checks that a no-op rebuild runs no
-# attnc and that touching one .attn file regenerates that file only. With
-# ptxas, also gpu_probe (GPU interface + libattnrt), which must print the
-# runtime's one line when no driver can be loaded. No GPU is needed.
+# attnc, that touching one .attn file regenerates that file only and that
+# a wrong -DATTNC is refused in one line. With ptxas, also gpu_probe (GPU
+# interface + libattnrt), which must print the runtime's one line when no
+# driver can be loaded. No GPU is needed.
 #
 # usage: run.sh CMAKE BUILD_DIR SOURCE_DIR SCRATCH CC CXX "FLAGS" [PTXAS]
 set -eu
@@ -85,6 +86,14 @@ quiet "$cmake" --build "$out"
 grep -q "attnc --target=cpu full.attn" "$scratch/log" || fail "touching full.attn rebuilt nothing"
 ! grep -q "causal.attn" "$scratch/log" || fail "touching full.attn regenerated causal.attn"
 echo "cmake: attnc reruns when its .attn file changes, and only then"
+
+# -DATTNC overrides the attnc beside the package; a wrong one is one clear error
+if "$cmake" -S "$here" -B "$scratch/cmake-attnc" -DCMAKE_PREFIX_PATH="$prefix" \
+	-DATTN_EXAMPLES="$scratch/examples" -DATTNC=/nonexistent/attnc >"$scratch/log" 2>&1 ||
+	! grep -q "attnc_add_kernel: attnc not found (looked for '/nonexistent/attnc')" "$scratch/log"; then
+	cat "$scratch/log"
+	fail "-DATTNC=/nonexistent/attnc was not refused clearly"
+fi
 
 # make + pkg-config, as docs/cli.md shows
 if command -v pkg-config >/dev/null 2>&1 && command -v make >/dev/null 2>&1; then
