@@ -62,11 +62,15 @@ static void print_shape_comment(FILE *o, const Tensor *t)
 	fprintf(o, "] %s", dtype_name(t->dtype));
 }
 
-/* The typed argument struct and prototypes, shared by the .c and the .h. */
+/* The typed argument struct and prototypes, shared by the .c and the .h.
+** The guard is the block's name, so headers of different kernels coexist in
+** one translation unit (their public names differ by that same name); the
+** extern "C" block lets C++ include the header and link the C objects. */
 static void emit_decls(FILE *o, const Cascade *c, int f64)
 {
 	fprintf(o, "#ifndef ATTN_GEN_%s_H\n#define ATTN_GEN_%s_H\n", c->name, c->name);
 	fprintf(o, "#include <stdint.h>\n");
+	fprintf(o, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n");
 	fprintf(o,
 		"/* Arguments of %s: tensors are row-major and contiguous; float tensors\n"
 		"** are passed as %s whatever their declared dtype. */\n",
@@ -115,6 +119,7 @@ static void emit_decls(FILE *o, const Cascade *c, int f64)
 		"int %s_run_partitioned(const long *dims, const double *params, void *const *data, "
 		"int nthreads, const long *bounds, int nparts);\n",
 		c->name);
+	fprintf(o, "#ifdef __cplusplus\n}\n#endif\n");
 	fprintf(o, "#endif\n");
 }
 
