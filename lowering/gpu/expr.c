@@ -93,16 +93,6 @@ PReg gpu_index_value(KernelGen *g, int v)
 	}
 }
 
-/* Bytes per element in the kernels' address arithmetic: dtype_size, but
-** 2 for f8. The kernels take no f8 inputs (gpu_shape), but an f8 output is
-** addressed as 2-byte elements (and stored as f32), where the generated
-** interface checks it as 1-byte elements: a known bug, kept as it is until
-** f8 outputs are supported or rejected. */
-static int addr_elem_size(DType t)
-{
-	return t == DT_F8E4M3 || t == DT_F8E5M2 ? 2 : dtype_size(t);
-}
-
 PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args)
 {
 	PReg off = iconst(g, 0);
@@ -113,7 +103,7 @@ PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args)
 			po_r(off));
 		off = n;
 	}
-	int es = addr_elem_size(t->dtype);
+	int es = dtype_size(t->dtype);
 	PReg a = gpu_reg(g, PC_B64);
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(off), po_i(es), po_r(g->par.tptr[t->id]));
 	return a;

@@ -288,6 +288,12 @@ const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 		const Tensor *t = c->tensors.v[i];
 		if (t->kind == TK_IN && (t->dtype == DT_F8E4M3 || t->dtype == DT_F8E5M2))
 			return arena_printf(a, "%s: f8 inputs need sm_89 or newer", t->name);
+		/* the epilogue stores f32, or bf16 and f16 converted from it */
+		if (t->kind == TK_OUT && t->dtype != DT_F32 && t->dtype != DT_BF16 &&
+		    t->dtype != DT_F16)
+			return arena_printf(
+			    a, "%s: the kernels write f32, bf16 or f16 outputs, not %s", t->name,
+			    dtype_name(t->dtype));
 	}
 	return NULL;
 }
