@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "c_gen.h"
+#include "../../compiler/intervals.h"
 
 void cg_line(CGen *g, const char *fmt, ...)
 {
@@ -206,135 +207,157 @@ void cg_expr(CGen *g, const Expr *e)
 	}
 }
 
-/* ---- interval tests --------------------------------------------------- */
+/* ---- tile classes ------------------------------------------------------
+** compiler/intervals.c decides; these build its values as C text: bounds
+** are long expressions, a tri-state an int expression (0 never, 1 always,
+** 2 depends) of the prelude's attn_t* helpers. */
 
-typedef struct Ival {
-	const char *lo, *hi; /* C expressions; NULL when unbounded */
-} Ival;
-
-static int positive_const(const Expr *e)
+static IvVal text(const char *s)
 {
-	return (e->kind == EX_INT && e->ival > 0) || e->kind == EX_DIM;
+	return (IvVal){.p = s};
 }
 
-/* Bounds of an integer expression over the tile box; NULL when none can
-** be given cheaply (the mask is then decided per element). */
-static Ival ival(CGen *g, int node, const Expr *e)
+static const char *str(IvVal v)
 {
-	Ival none = {NULL, NULL};
-	const Node *n = g->p->c->nodes.v[node];
-	switch (e->kind) {
-	case EX_INT:
-	case EX_DIM:
-	case EX_PARAM: {
-		const char *s = cg_expr_str(g, e);
-		return (Ival){s, s};
-	}
-	case EX_INDEX: {
-		switch (cg_local_dim(g, node, e->var)) {
-		case LD_GRID: return (Ival){g->var[e->var], g->var[e->var]};
-		case LD_QTILE: return (Ival){"q0", "(q1 - 1)"};
-		case LD_STREAM: return (Ival){"j0", "(j1 - 1)"};
-		default: {
-			const char *x = cg_expr_str(g, n->vars[e->var].extent);
-			return (Ival){"0L", arena_printf(g->a, "(%s - 1)", x)};
-		}
-		}
-	}
-	case EX_ACCESS: {
-		/* a datum at a point of the grid (kv_len[b]) is itself a point */
-		for (int i = 0; i < e->nargs; i++) {
-			Ival x = ival(g, node, e->args[i]);
-			if (!x.lo || strcmp(x.lo, x.hi))
-				return none;
-		}
-		if (e->type != VT_INT)
-			return none;
-		const char *s = cg_expr_str(g, e);
-		return (Ival){s, s};
-	}
-	case EX_UNOP:
-		if (e->op == OP_NEG) {
-			Ival x = ival(g, node, e->args[0]);
-			if (!x.lo)
-				return none;
-			return (Ival){arena_printf(g->a, "(-%s)", x.hi),
-				      arena_printf(g->a, "(-%s)", x.lo)};
-		}
-		return none;
-	case EX_BINOP: {
-		if (e->type != VT_INT)
-			return none;
-		Ival l = ival(g, node, e->args[0]), r = ival(g, node, e->args[1]);
-		if (!l.lo || !r.lo)
-			return none;
-		switch (e->op) {
-		case OP_ADD:
-			return (Ival){arena_printf(g->a, "(%s + %s)", l.lo, r.lo),
-				      arena_printf(g->a, "(%s + %s)", l.hi, r.hi)};
-		case OP_SUB:
-			return (Ival){arena_printf(g->a, "(%s - %s)", l.lo, r.hi),
-				      arena_printf(g->a, "(%s - %s)", l.hi, r.lo)};
-		case OP_MUL:
-			return (Ival){arena_printf(g->a, "attn_min4(%s*%s, %s*%s, %s*%s, %s*%s)",
-						   l.lo, r.lo, l.lo, r.hi, l.hi, r.lo, l.hi, r.hi),
-				      arena_printf(g->a, "attn_max4(%s*%s, %s*%s, %s*%s, %s*%s)",
-						   l.lo, r.lo, l.lo, r.hi, l.hi, r.lo, l.hi, r.hi)};
-		case OP_DIV:
-			if (!positive_const(e->args[1]))
-				return none;
-			return (Ival){arena_printf(g->a, "attn_fdiv(%s, %s)", l.lo, r.lo),
-				      arena_printf(g->a, "attn_fdiv(%s, %s)", l.hi, r.lo)};
-		case OP_MOD:
-			if (!positive_const(e->args[1]))
-				return none;
-			return (Ival){"0L", arena_printf(g->a, "(%s - 1)", r.lo)};
-		case OP_MAX:
-		case OP_MIN: {
-			const char *f = e->op == OP_MAX ? "attn_imax" : "attn_imin";
-			return (Ival){arena_printf(g->a, "%s(%s, %s)", f, l.lo, r.lo),
-				      arena_printf(g->a, "%s(%s, %s)", f, l.hi, r.hi)};
-		}
-		default: return none;
-		}
-	}
-	default: return none;
+	return v.p;
+}
+
+static IvTri tri(const char *s)
+{
+	return (IvTri){text(s), text(NULL)};
+}
+
+static Iv c_point(const char *s)
+{
+	return (Iv){text(s), text(s), 1, 1, 0};
+}
+
+static Iv c_scalar(void *ctx, const Expr *e)
+{
+	return c_point(cg_expr_str(ctx, e));
+}
+
+static Iv c_grid(void *ctx, const Expr *e)
+{
+	return c_point(((CGen *)ctx)->var[e->var]);
+}
+
+static Iv c_rows(void *ctx, const Expr *e)
+{
+	(void)ctx, (void)e;
+	return (Iv){text("q0"), text("(q1 - 1)"), 1, 0, 0};
+}
+
+static Iv c_keys(void *ctx, const Expr *e)
+{
+	(void)ctx, (void)e;
+	return (Iv){text("j0"), text("(j1 - 1)"), 1, 0, 0};
+}
+
+static IvVal c_zero(void *ctx)
+{
+	(void)ctx;
+	return text("0L");
+}
+
+static IvVal c_dec(void *ctx, IvVal x)
+{
+	return text(arena_printf(((CGen *)ctx)->a, "(%s - 1)", str(x)));
+}
+
+static IvVal c_neg(void *ctx, IvVal x)
+{
+	return text(arena_printf(((CGen *)ctx)->a, "(-%s)", str(x)));
+}
+
+static IvVal c_arith(void *ctx, Op op, IvVal x, IvVal y)
+{
+	Arena *a = ((CGen *)ctx)->a;
+	switch (op) {
+	case OP_ADD: return text(arena_printf(a, "(%s + %s)", str(x), str(y)));
+	case OP_SUB: return text(arena_printf(a, "(%s - %s)", str(x), str(y)));
+	case OP_MUL: return text(arena_printf(a, "%s*%s", str(x), str(y)));
+	case OP_DIV: return text(arena_printf(a, "attn_fdiv(%s, %s)", str(x), str(y)));
+	case OP_MAX: return text(arena_printf(a, "attn_imax(%s, %s)", str(x), str(y)));
+	default: return text(arena_printf(a, "attn_imin(%s, %s)", str(x), str(y)));
 	}
 }
 
-/* Tri-state of a condition over the box: "0" never, "1" always, "2" unknown. */
-static const char *tri(CGen *g, int node, const Expr *e)
+static IvVal c_minmax4(void *ctx, const char *f, const IvVal v[4])
 {
-	if (e->kind == EX_BOOL)
-		return e->ival ? "1" : "0";
-	if (e->kind != EX_BINOP)
-		return "2";
-	if (e->op == OP_AND || e->op == OP_OR)
-		return arena_printf(g->a, "attn_t%s(%s, %s)", e->op == OP_AND ? "and" : "or",
-				    tri(g, node, e->args[0]), tri(g, node, e->args[1]));
-	if (e->op < OP_LT || e->op > OP_NE || e->args[0]->type != VT_INT)
-		return "2";
-	Ival a = ival(g, node, e->args[0]), b = ival(g, node, e->args[1]);
-	if (!a.lo || !b.lo)
-		return "2";
-	switch (e->op) {
-	case OP_LT: return arena_printf(g->a, "attn_tlt(%s, %s, %s, %s)", a.lo, a.hi, b.lo, b.hi);
-	case OP_LE:
-		return arena_printf(g->a, "attn_tlt(%s, %s, %s + 1, %s + 1)", a.lo, a.hi, b.lo,
-				    b.hi);
-	case OP_GT: return arena_printf(g->a, "attn_tlt(%s, %s, %s, %s)", b.lo, b.hi, a.lo, a.hi);
-	case OP_GE:
-		return arena_printf(g->a, "attn_tlt(%s, %s, %s + 1, %s + 1)", b.lo, b.hi, a.lo,
-				    a.hi);
-	case OP_EQ: return arena_printf(g->a, "attn_teq(%s, %s, %s, %s)", a.lo, a.hi, b.lo, b.hi);
-	default:
-		return arena_printf(g->a, "attn_tnot(attn_teq(%s, %s, %s, %s))", a.lo, a.hi, b.lo,
-				    b.hi);
-	}
+	return text(arena_printf(((CGen *)ctx)->a, "%s(%s, %s, %s, %s)", f, str(v[0]), str(v[1]),
+				 str(v[2]), str(v[3])));
 }
+
+static IvVal c_min4(void *ctx, const IvVal v[4])
+{
+	return c_minmax4(ctx, "attn_min4", v);
+}
+
+static IvVal c_max4(void *ctx, const IvVal v[4])
+{
+	return c_minmax4(ctx, "attn_max4", v);
+}
+
+/* a <= b as a < b + 1: one prelude helper for both. */
+static IvTri c_less(void *ctx, Iv a, Iv b, int orequal)
+{
+	const char *inc = orequal ? " + 1" : "";
+	return tri(arena_printf(((CGen *)ctx)->a, "attn_tlt(%s, %s, %s%s, %s%s)", str(a.lo),
+				str(a.hi), str(b.lo), inc, str(b.hi), inc));
+}
+
+static IvTri c_equal(void *ctx, Iv a, Iv b)
+{
+	return tri(arena_printf(((CGen *)ctx)->a, "attn_teq(%s, %s, %s, %s)", str(a.lo), str(a.hi),
+				str(b.lo), str(b.hi)));
+}
+
+static IvTri c_tconst(void *ctx, int v)
+{
+	(void)ctx;
+	return tri(v == 0 ? "0" : v == 1 ? "1" : "2");
+}
+
+static IvTri c_tand(void *ctx, IvTri x, IvTri y)
+{
+	return tri(arena_printf(((CGen *)ctx)->a, "attn_tand(%s, %s)", str(x.a), str(y.a)));
+}
+
+static IvTri c_tor(void *ctx, IvTri x, IvTri y)
+{
+	return tri(arena_printf(((CGen *)ctx)->a, "attn_tor(%s, %s)", str(x.a), str(y.a)));
+}
+
+static IvTri c_tnot(void *ctx, IvTri x)
+{
+	return tri(arena_printf(((CGen *)ctx)->a, "attn_tnot(%s)", str(x.a)));
+}
+
+/* No data ranges: a read along the rows or keys is decided per element. */
+static const IvOps c_ops = {
+    .scalar = c_scalar,
+    .grid = c_grid,
+    .rows = c_rows,
+    .keys = c_keys,
+    .read_point = c_scalar,
+    .zero = c_zero,
+    .dec = c_dec,
+    .neg = c_neg,
+    .arith = c_arith,
+    .min4 = c_min4,
+    .max4 = c_max4,
+    .less = c_less,
+    .equal = c_equal,
+    .tconst = c_tconst,
+    .tand = c_tand,
+    .tor = c_tor,
+    .tnot = c_tnot,
+};
 
 void cg_tile_class(CGen *g, int node, const char *name)
 {
 	const Node *n = g->p->c->nodes.v[node];
-	cg_line(g, "int %s = %s;", name, n->filter ? tri(g, node, n->filter) : "1");
+	const char *t = n->filter ? str(iv_class(&c_ops, g, g->p, node, n->filter).a) : "1";
+	cg_line(g, "int %s = %s;", name, t);
 }
