@@ -29,10 +29,11 @@ typedef struct Iv {
 	unsigned narrow : 1; /* the back end's own mark (the GPU's s32 data ranges) */
 } Iv;
 
-/* A back end's tri-state of a condition (always / never / depends), in its
-** own form: C holds one int expression in a, PTX two predicates. */
+/* The class of a condition over the tile, as two of the back end's
+** booleans: always (true at every point), never (false at every point);
+** neither: it depends on the point. */
 typedef struct IvTri {
-	IvVal a, b;
+	IvVal always, never;
 } IvTri;
 
 typedef struct IvOps {
@@ -55,19 +56,12 @@ typedef struct IvOps {
 	IvVal (*arith)(void *ctx, Op op, IvVal x, IvVal y);
 	IvVal (*min4)(void *ctx, const IvVal v[4]);
 	IvVal (*max4)(void *ctx, const IvVal v[4]);
-	/* comparisons of bounded operands:
-	**   less:  always when a.hi < b.lo (a.hi <= b.lo with orequal),
-	**          never when a.lo >= b.hi (a.lo > b.hi with orequal);
-	**   equal: always when a and b are the same single value
-	**          (a.lo == a.hi == b.lo == b.hi), never when they are disjoint
-	**          (a.hi < b.lo or b.hi < a.lo). */
-	IvTri (*less)(void *ctx, Iv a, Iv b, int orequal);
-	IvTri (*equal)(void *ctx, Iv a, Iv b);
-	/* booleans: 0 never, 1 always, 2 depends */
-	IvTri (*tconst)(void *ctx, int v);
-	IvTri (*tand)(void *ctx, IvTri x, IvTri y);
-	IvTri (*tor)(void *ctx, IvTri x, IvTri y);
-	IvTri (*tnot)(void *ctx, IvTri x);
+	/* booleans: a comparison of two values (OP_LT .. OP_NE; narrow: both
+	** are the back end's narrow values), a constant, and, or */
+	IvVal (*test)(void *ctx, Op cmp, IvVal x, IvVal y, int narrow);
+	IvVal (*bconst)(void *ctx, int v);
+	IvVal (*band)(void *ctx, IvVal x, IvVal y);
+	IvVal (*bor)(void *ctx, IvVal x, IvVal y);
 } IvOps;
 
 /* Bounds of integer expression e (in node's variables) over the tile. */

@@ -209,8 +209,7 @@ void cg_expr(CGen *g, const Expr *e)
 
 /* ---- tile classes ------------------------------------------------------
 ** compiler/intervals.c decides; these build its values as C text: bounds
-** are long expressions, a tri-state an int expression (0 never, 1 always,
-** 2 depends) of the prelude's attn_t* helpers. */
+** are long expressions, always and never int expressions. */
 
 static IvVal text(const char *s)
 {
@@ -220,11 +219,6 @@ static IvVal text(const char *s)
 static const char *str(IvVal v)
 {
 	return v.p;
-}
-
-static IvTri tri(const char *s)
-{
-	return (IvTri){text(s), text(NULL)};
 }
 
 static Iv c_point(const char *s)
@@ -299,39 +293,41 @@ static IvVal c_max4(void *ctx, const IvVal v[4])
 	return c_minmax4(ctx, "attn_max4", v);
 }
 
-/* a <= b as a < b + 1: one prelude helper for both. */
-static IvTri c_less(void *ctx, Iv a, Iv b, int orequal)
+static IvVal c_test(void *ctx, Op cmp, IvVal x, IvVal y, int narrow)
 {
-	const char *inc = orequal ? " + 1" : "";
-	return tri(arena_printf(((CGen *)ctx)->a, "attn_tlt(%s, %s, %s%s, %s%s)", str(a.lo),
-				str(a.hi), str(b.lo), inc, str(b.hi), inc));
+	(void)narrow;
+	return text(arena_printf(((CGen *)ctx)->a, "(%s %s %s)", str(x), op_spelling(cmp), str(y)));
 }
 
-static IvTri c_equal(void *ctx, Iv a, Iv b)
-{
-	return tri(arena_printf(((CGen *)ctx)->a, "attn_teq(%s, %s, %s, %s)", str(a.lo), str(a.hi),
-				str(b.lo), str(b.hi)));
-}
-
-static IvTri c_tconst(void *ctx, int v)
+static IvVal c_bconst(void *ctx, int v)
 {
 	(void)ctx;
-	return tri(v == 0 ? "0" : v == 1 ? "1" : "2");
+	return text(v ? "1" : "0");
 }
 
-static IvTri c_tand(void *ctx, IvTri x, IvTri y)
+/* is(x, "0"): x is that constant (and and or fold constants away, as the
+** conditions of a partly decided filter are often constant). */
+static int is(IvVal x, const char *c)
 {
-	return tri(arena_printf(((CGen *)ctx)->a, "attn_tand(%s, %s)", str(x.a), str(y.a)));
+	return !strcmp(str(x), c);
 }
 
-static IvTri c_tor(void *ctx, IvTri x, IvTri y)
+static IvVal c_band(void *ctx, IvVal x, IvVal y)
 {
-	return tri(arena_printf(((CGen *)ctx)->a, "attn_tor(%s, %s)", str(x.a), str(y.a)));
+	if (is(x, "0") || is(y, "1"))
+		return x;
+	if (is(y, "0") || is(x, "1"))
+		return y;
+	return text(arena_printf(((CGen *)ctx)->a, "(%s && %s)", str(x), str(y)));
 }
 
-static IvTri c_tnot(void *ctx, IvTri x)
+static IvVal c_bor(void *ctx, IvVal x, IvVal y)
 {
-	return tri(arena_printf(((CGen *)ctx)->a, "attn_tnot(%s)", str(x.a)));
+	if (is(x, "1") || is(y, "0"))
+		return x;
+	if (is(y, "1") || is(x, "0"))
+		return y;
+	return text(arena_printf(((CGen *)ctx)->a, "(%s || %s)", str(x), str(y)));
 }
 
 /* No data ranges: a read along the rows or keys is decided per element. */
@@ -347,17 +343,20 @@ static const IvOps c_ops = {
     .arith = c_arith,
     .min4 = c_min4,
     .max4 = c_max4,
-    .less = c_less,
-    .equal = c_equal,
-    .tconst = c_tconst,
-    .tand = c_tand,
-    .tor = c_tor,
-    .tnot = c_tnot,
+    .test = c_test,
+    .bconst = c_bconst,
+    .band = c_band,
+    .bor = c_bor,
 };
 
+/* The class as an int: 0 never, 1 always, 2 depends on the point. */
 void cg_tile_class(CGen *g, int node, const char *name)
 {
 	const Node *n = g->p->c->nodes.v[node];
-	const char *t = n->filter ? str(iv_class(&c_ops, g, g->p, node, n->filter).a) : "1";
-	cg_line(g, "int %s = %s;", name, t);
+	if (!n->filter) {
+		cg_line(g, "int %s = 1;", name);
+		return;
+	}
+	IvTri t = iv_class(&c_ops, g, g->p, node, n->filter);
+	cg_line(g, "int %s = %s ? 1 : %s ? 0 : 2;", name, str(t.always), str(t.never));
 }

@@ -31,11 +31,6 @@ static Iv box(PReg lo, PReg hi)
 	return (Iv){reg(lo), reg(hi), 1, 0, 0};
 }
 
-static IvTri tri(PReg always, PReg never)
-{
-	return (IvTri){reg(always), reg(never)};
-}
-
 static const Iv none;
 
 /* x with s64 bounds, for arithmetic and for comparison with s64 bounds. */
@@ -168,75 +163,39 @@ static IvVal g_max4(void *ctx, const IvVal v[4])
 	return minmax4(ctx, PTX_MAX, v);
 }
 
-/* setp.CMP.TY d, x, y: the comparisons of bounds, in the width of their
-** operands. */
-static PReg setp(KernelGen *g, const char *cmp, const char *ty, IvVal x, IvVal y)
+/* setp.CMP.TY d, x, y: the comparisons of bounds, in s32 where both are
+** data ranges (the i32 data's own width), else in s64. */
+static IvVal g_test(void *ctx, Op cmp, IvVal x, IvVal y, int narrow)
+{
+	KernelGen *g = ctx;
+	static const char *name[] = {[OP_LT] = "lt", [OP_LE] = "le", [OP_GT] = "gt",
+				     [OP_GE] = "ge", [OP_EQ] = "eq", [OP_NE] = "ne"};
+	PReg d = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_SETP, arena_printf(g->a, ".%s.%s", name[cmp], narrow ? "s32" : "s64"),
+		po_r(d), po_r(preg(x)), po_r(preg(y)));
+	return reg(d);
+}
+
+static IvVal g_bconst(void *ctx, int v)
+{
+	return reg(gpu_pconst(ctx, v));
+}
+
+static IvVal logic(KernelGen *g, PtxOpcode op, IvVal x, IvVal y)
 {
 	PReg d = gpu_reg(g, PC_PRED);
-	gpu_op3(g, PTX_SETP, arena_printf(g->a, ".%s.%s", cmp, ty), po_r(d), po_r(preg(x)),
-		po_r(preg(y)));
-	return d;
+	gpu_op3(g, op, ".pred", po_r(d), po_r(preg(x)), po_r(preg(y)));
+	return reg(d);
 }
 
-/* Two data ranges compare in s32 (the i32 data's own width), anything
-** else in s64. */
-static const char *width(KernelGen *g, Iv *a, Iv *b)
+static IvVal g_band(void *ctx, IvVal x, IvVal y)
 {
-	if (a->narrow && b->narrow)
-		return "s32";
-	*a = wide(g, *a), *b = wide(g, *b);
-	return "s64";
+	return logic(ctx, PTX_AND, x, y);
 }
 
-static IvTri g_less(void *ctx, Iv a, Iv b, int orequal)
+static IvVal g_bor(void *ctx, IvVal x, IvVal y)
 {
-	KernelGen *g = ctx;
-	const char *ty = width(g, &a, &b);
-	PReg al = setp(g, orequal ? "le" : "lt", ty, a.hi, b.lo);
-	return tri(al, setp(g, orequal ? "gt" : "ge", ty, a.lo, b.hi));
-}
-
-static IvTri g_equal(void *ctx, Iv a, Iv b)
-{
-	KernelGen *g = ctx;
-	const char *ty = width(g, &a, &b);
-	PReg d1 = setp(g, "lt", ty, a.hi, b.lo), d2 = setp(g, "lt", ty, b.hi, a.lo);
-	gpu_op3(g, PTX_OR, ".pred", po_r(d1), po_r(d1), po_r(d2));
-	PReg s1 = setp(g, "eq", ty, a.lo, a.hi), s2 = setp(g, "eq", ty, b.lo, b.hi),
-	     s3 = setp(g, "eq", ty, a.lo, b.lo);
-	gpu_op3(g, PTX_AND, ".pred", po_r(s1), po_r(s1), po_r(s2));
-	gpu_op3(g, PTX_AND, ".pred", po_r(s1), po_r(s1), po_r(s3));
-	return tri(s1, d1);
-}
-
-static IvTri g_tconst(void *ctx, int v)
-{
-	return tri(gpu_pconst(ctx, v == 1), gpu_pconst(ctx, v == 0));
-}
-
-/* x and y: always when both are, never when either is; or the reverse. */
-static IvTri andor(KernelGen *g, int and, IvTri x, IvTri y)
-{
-	PReg al = gpu_reg(g, PC_PRED), ne = gpu_reg(g, PC_PRED);
-	gpu_op3(g, and? PTX_AND : PTX_OR, ".pred", po_r(al), po_r(preg(x.a)), po_r(preg(y.a)));
-	gpu_op3(g, and? PTX_OR : PTX_AND, ".pred", po_r(ne), po_r(preg(x.b)), po_r(preg(y.b)));
-	return tri(al, ne);
-}
-
-static IvTri g_tand(void *ctx, IvTri x, IvTri y)
-{
-	return andor(ctx, 1, x, y);
-}
-
-static IvTri g_tor(void *ctx, IvTri x, IvTri y)
-{
-	return andor(ctx, 0, x, y);
-}
-
-static IvTri g_tnot(void *ctx, IvTri x)
-{
-	(void)ctx;
-	return (IvTri){x.b, x.a};
+	return logic(ctx, PTX_OR, x, y);
 }
 
 static const IvOps gpu_ops = {
@@ -253,12 +212,10 @@ static const IvOps gpu_ops = {
     .arith = g_arith,
     .min4 = g_min4,
     .max4 = g_max4,
-    .less = g_less,
-    .equal = g_equal,
-    .tconst = g_tconst,
-    .tand = g_tand,
-    .tor = g_tor,
-    .tnot = g_tnot,
+    .test = g_test,
+    .bconst = g_bconst,
+    .band = g_band,
+    .bor = g_bor,
 };
 
 int gpu_range(KernelGen *g, const Expr *e, PReg *lo, PReg *hi)
@@ -278,7 +235,7 @@ void gpu_tile_class(KernelGen *g, int node, PReg *always, PReg *never)
 	}
 	g->lane_local = 0;
 	IvTri t = iv_class(&gpu_ops, g, g->p, node, n->filter);
-	*always = preg(t.a), *never = preg(t.b);
+	*always = preg(t.always), *never = preg(t.never);
 	if (!g->lane_local)
 		return;
 	PReg al = gpu_reg(g, PC_PRED), ne = gpu_reg(g, PC_PRED);
