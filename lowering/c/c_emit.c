@@ -30,17 +30,7 @@ static const char *helpers =
     "? a : b); }\n"
     "static inline real attn_sigmoid(real x) { return (real)1 / ((real)1 + R_EXP(-x)); }\n"
     "static inline real attn_rsqrt(real x) { return (real)1 / R_SQRT(x); }\n"
-    "static inline real attn_relu(real x) { return x > 0 ? x : (real)0; }\n"
-    "/* tile classes: 0 never, 1 always, 2 depends on the element */\n"
-    "static inline int attn_tlt(long alo, long ahi, long blo, long bhi) { return ahi < blo ? 1 : "
-    "alo >= bhi ? 0 : 2; }\n"
-    "static inline int attn_teq(long alo, long ahi, long blo, long bhi) { return (alo == ahi && "
-    "blo == bhi && alo == blo) ? 1 : (ahi < blo || bhi < alo) ? 0 : 2; }\n"
-    "static inline int attn_tand(int a, int b) { return (a == 0 || b == 0) ? 0 : (a == 1 && b == "
-    "1) ? 1 : 2; }\n"
-    "static inline int attn_tor(int a, int b) { return (a == 1 || b == 1) ? 1 : (a == 0 && b == 0) "
-    "? 0 : 2; }\n"
-    "static inline int attn_tnot(int a) { return a == 2 ? 2 : !a; }\n";
+    "static inline real attn_relu(real x) { return x > 0 ? x : (real)0; }\n";
 
 static const char *elem_type(const Tensor *t, int f64)
 {

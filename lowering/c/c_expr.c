@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "c_gen.h"
+#include "../../compiler/intervals.h"
 
 void cg_line(CGen *g, const char *fmt, ...)
 {
@@ -206,135 +207,156 @@ void cg_expr(CGen *g, const Expr *e)
 	}
 }
 
-/* ---- interval tests --------------------------------------------------- */
+/* ---- tile classes ------------------------------------------------------
+** compiler/intervals.c decides; these build its values as C text: bounds
+** are long expressions, always and never int expressions. */
 
-typedef struct Ival {
-	const char *lo, *hi; /* C expressions; NULL when unbounded */
-} Ival;
-
-static int positive_const(const Expr *e)
+static IvVal text(const char *s)
 {
-	return (e->kind == EX_INT && e->ival > 0) || e->kind == EX_DIM;
+	return (IvVal){.p = s};
 }
 
-/* Bounds of an integer expression over the tile box; NULL when none can
-** be given cheaply (the mask is then decided per element). */
-static Ival ival(CGen *g, int node, const Expr *e)
+static const char *str(IvVal v)
 {
-	Ival none = {NULL, NULL};
-	const Node *n = g->p->c->nodes.v[node];
-	switch (e->kind) {
-	case EX_INT:
-	case EX_DIM:
-	case EX_PARAM: {
-		const char *s = cg_expr_str(g, e);
-		return (Ival){s, s};
-	}
-	case EX_INDEX: {
-		switch (cg_local_dim(g, node, e->var)) {
-		case LD_GRID: return (Ival){g->var[e->var], g->var[e->var]};
-		case LD_QTILE: return (Ival){"q0", "(q1 - 1)"};
-		case LD_STREAM: return (Ival){"j0", "(j1 - 1)"};
-		default: {
-			const char *x = cg_expr_str(g, n->vars[e->var].extent);
-			return (Ival){"0L", arena_printf(g->a, "(%s - 1)", x)};
-		}
-		}
-	}
-	case EX_ACCESS: {
-		/* a datum at a point of the grid (kv_len[b]) is itself a point */
-		for (int i = 0; i < e->nargs; i++) {
-			Ival x = ival(g, node, e->args[i]);
-			if (!x.lo || strcmp(x.lo, x.hi))
-				return none;
-		}
-		if (e->type != VT_INT)
-			return none;
-		const char *s = cg_expr_str(g, e);
-		return (Ival){s, s};
-	}
-	case EX_UNOP:
-		if (e->op == OP_NEG) {
-			Ival x = ival(g, node, e->args[0]);
-			if (!x.lo)
-				return none;
-			return (Ival){arena_printf(g->a, "(-%s)", x.hi),
-				      arena_printf(g->a, "(-%s)", x.lo)};
-		}
-		return none;
-	case EX_BINOP: {
-		if (e->type != VT_INT)
-			return none;
-		Ival l = ival(g, node, e->args[0]), r = ival(g, node, e->args[1]);
-		if (!l.lo || !r.lo)
-			return none;
-		switch (e->op) {
-		case OP_ADD:
-			return (Ival){arena_printf(g->a, "(%s + %s)", l.lo, r.lo),
-				      arena_printf(g->a, "(%s + %s)", l.hi, r.hi)};
-		case OP_SUB:
-			return (Ival){arena_printf(g->a, "(%s - %s)", l.lo, r.hi),
-				      arena_printf(g->a, "(%s - %s)", l.hi, r.lo)};
-		case OP_MUL:
-			return (Ival){arena_printf(g->a, "attn_min4(%s*%s, %s*%s, %s*%s, %s*%s)",
-						   l.lo, r.lo, l.lo, r.hi, l.hi, r.lo, l.hi, r.hi),
-				      arena_printf(g->a, "attn_max4(%s*%s, %s*%s, %s*%s, %s*%s)",
-						   l.lo, r.lo, l.lo, r.hi, l.hi, r.lo, l.hi, r.hi)};
-		case OP_DIV:
-			if (!positive_const(e->args[1]))
-				return none;
-			return (Ival){arena_printf(g->a, "attn_fdiv(%s, %s)", l.lo, r.lo),
-				      arena_printf(g->a, "attn_fdiv(%s, %s)", l.hi, r.lo)};
-		case OP_MOD:
-			if (!positive_const(e->args[1]))
-				return none;
-			return (Ival){"0L", arena_printf(g->a, "(%s - 1)", r.lo)};
-		case OP_MAX:
-		case OP_MIN: {
-			const char *f = e->op == OP_MAX ? "attn_imax" : "attn_imin";
-			return (Ival){arena_printf(g->a, "%s(%s, %s)", f, l.lo, r.lo),
-				      arena_printf(g->a, "%s(%s, %s)", f, l.hi, r.hi)};
-		}
-		default: return none;
-		}
-	}
-	default: return none;
+	return v.p;
+}
+
+static Iv c_point(const char *s)
+{
+	return (Iv){text(s), text(s), 1, 1, 0};
+}
+
+static Iv c_scalar(void *ctx, const Expr *e)
+{
+	return c_point(cg_expr_str(ctx, e));
+}
+
+static Iv c_grid(void *ctx, const Expr *e)
+{
+	return c_point(((CGen *)ctx)->var[e->var]);
+}
+
+static Iv c_rows(void *ctx, const Expr *e)
+{
+	(void)ctx, (void)e;
+	return (Iv){text("q0"), text("(q1 - 1)"), 1, 0, 0};
+}
+
+static Iv c_keys(void *ctx, const Expr *e)
+{
+	(void)ctx, (void)e;
+	return (Iv){text("j0"), text("(j1 - 1)"), 1, 0, 0};
+}
+
+static IvVal c_zero(void *ctx)
+{
+	(void)ctx;
+	return text("0L");
+}
+
+static IvVal c_dec(void *ctx, IvVal x)
+{
+	return text(arena_printf(((CGen *)ctx)->a, "(%s - 1)", str(x)));
+}
+
+static IvVal c_neg(void *ctx, IvVal x)
+{
+	return text(arena_printf(((CGen *)ctx)->a, "(-%s)", str(x)));
+}
+
+static IvVal c_arith(void *ctx, Op op, IvVal x, IvVal y)
+{
+	Arena *a = ((CGen *)ctx)->a;
+	switch (op) {
+	case OP_ADD: return text(arena_printf(a, "(%s + %s)", str(x), str(y)));
+	case OP_SUB: return text(arena_printf(a, "(%s - %s)", str(x), str(y)));
+	case OP_MUL: return text(arena_printf(a, "%s*%s", str(x), str(y)));
+	case OP_DIV: return text(arena_printf(a, "attn_fdiv(%s, %s)", str(x), str(y)));
+	case OP_MAX: return text(arena_printf(a, "attn_imax(%s, %s)", str(x), str(y)));
+	default: return text(arena_printf(a, "attn_imin(%s, %s)", str(x), str(y)));
 	}
 }
 
-/* Tri-state of a condition over the box: "0" never, "1" always, "2" unknown. */
-static const char *tri(CGen *g, int node, const Expr *e)
+static IvVal c_minmax4(void *ctx, const char *f, const IvVal v[4])
 {
-	if (e->kind == EX_BOOL)
-		return e->ival ? "1" : "0";
-	if (e->kind != EX_BINOP)
-		return "2";
-	if (e->op == OP_AND || e->op == OP_OR)
-		return arena_printf(g->a, "attn_t%s(%s, %s)", e->op == OP_AND ? "and" : "or",
-				    tri(g, node, e->args[0]), tri(g, node, e->args[1]));
-	if (e->op < OP_LT || e->op > OP_NE || e->args[0]->type != VT_INT)
-		return "2";
-	Ival a = ival(g, node, e->args[0]), b = ival(g, node, e->args[1]);
-	if (!a.lo || !b.lo)
-		return "2";
-	switch (e->op) {
-	case OP_LT: return arena_printf(g->a, "attn_tlt(%s, %s, %s, %s)", a.lo, a.hi, b.lo, b.hi);
-	case OP_LE:
-		return arena_printf(g->a, "attn_tlt(%s, %s, %s + 1, %s + 1)", a.lo, a.hi, b.lo,
-				    b.hi);
-	case OP_GT: return arena_printf(g->a, "attn_tlt(%s, %s, %s, %s)", b.lo, b.hi, a.lo, a.hi);
-	case OP_GE:
-		return arena_printf(g->a, "attn_tlt(%s, %s, %s + 1, %s + 1)", b.lo, b.hi, a.lo,
-				    a.hi);
-	case OP_EQ: return arena_printf(g->a, "attn_teq(%s, %s, %s, %s)", a.lo, a.hi, b.lo, b.hi);
-	default:
-		return arena_printf(g->a, "attn_tnot(attn_teq(%s, %s, %s, %s))", a.lo, a.hi, b.lo,
-				    b.hi);
-	}
+	return text(arena_printf(((CGen *)ctx)->a, "%s(%s, %s, %s, %s)", f, str(v[0]), str(v[1]),
+				 str(v[2]), str(v[3])));
 }
 
+static IvVal c_min4(void *ctx, const IvVal v[4])
+{
+	return c_minmax4(ctx, "attn_min4", v);
+}
+
+static IvVal c_max4(void *ctx, const IvVal v[4])
+{
+	return c_minmax4(ctx, "attn_max4", v);
+}
+
+static IvVal c_test(void *ctx, Op cmp, IvVal x, IvVal y, int narrow)
+{
+	(void)narrow;
+	return text(arena_printf(((CGen *)ctx)->a, "(%s %s %s)", str(x), op_spelling(cmp), str(y)));
+}
+
+static IvVal c_bconst(void *ctx, int v)
+{
+	(void)ctx;
+	return text(v ? "1" : "0");
+}
+
+/* is(x, "0"): x is that constant (and and or fold constants away, as the
+** conditions of a partly decided filter are often constant). */
+static int is(IvVal x, const char *c)
+{
+	return !strcmp(str(x), c);
+}
+
+static IvVal c_band(void *ctx, IvVal x, IvVal y)
+{
+	if (is(x, "0") || is(y, "1"))
+		return x;
+	if (is(y, "0") || is(x, "1"))
+		return y;
+	return text(arena_printf(((CGen *)ctx)->a, "(%s && %s)", str(x), str(y)));
+}
+
+static IvVal c_bor(void *ctx, IvVal x, IvVal y)
+{
+	if (is(x, "1") || is(y, "0"))
+		return x;
+	if (is(y, "1") || is(x, "0"))
+		return y;
+	return text(arena_printf(((CGen *)ctx)->a, "(%s || %s)", str(x), str(y)));
+}
+
+/* No data ranges: a read along the rows or keys is decided per element. */
+static const IvOps c_ops = {
+    .scalar = c_scalar,
+    .grid = c_grid,
+    .rows = c_rows,
+    .keys = c_keys,
+    .read_point = c_scalar,
+    .zero = c_zero,
+    .dec = c_dec,
+    .neg = c_neg,
+    .arith = c_arith,
+    .min4 = c_min4,
+    .max4 = c_max4,
+    .test = c_test,
+    .bconst = c_bconst,
+    .band = c_band,
+    .bor = c_bor,
+};
+
+/* The class as an int: 0 never, 1 always, 2 depends on the point. */
 void cg_tile_class(CGen *g, int node, const char *name)
 {
 	const Node *n = g->p->c->nodes.v[node];
-	cg_line(g, "int %s = %s;", name, n->filter ? tri(g, node, n->filter) : "1");
+	if (!n->filter) {
+		cg_line(g, "int %s = 1;", name);
+		return;
+	}
+	IvTri t = iv_class(&c_ops, g, g->p, node, n->filter);
+	cg_line(g, "int %s = %s ? 1 : %s ? 0 : 2;", name, str(t.always), str(t.never));
 }

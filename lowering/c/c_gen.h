@@ -53,8 +53,8 @@ void cg_indent(CGen *g);
 /* The address (C expression) of element args of tensor t, in buffer prefix. */
 void cg_addr(CGen *g, const Tensor *t, Expr *const *args, const char *prefix);
 const char *cg_real(const CGen *g);
-/* Emits `int NAME = tri-state of conj over the current tile box;` (0 never,
-** 1 always, 2 unknown) for node n's filter. */
+/* Emits `int NAME = class of node's filter over the current tile box;` (0
+** never, 1 always, 2 decided per element), by compiler/intervals.c's rule. */
 void cg_tile_class(CGen *g, int node, const char *name);
 LocalDim cg_local_dim(const CGen *g, int node, int var);
 

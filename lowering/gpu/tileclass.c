@@ -4,222 +4,224 @@
 ** tile's keys, data ranges over them): "always" and "never" predicates,
 ** voted over the warp where a test read a lane's own key range.
 */
+#include "../../compiler/intervals.h"
 #include "gpu.h"
 
-/* x with s64 bounds, for arithmetic and for comparison with s64 bounds. */
-static GpuInterval wide(KernelGen *g, GpuInterval x)
+/* compiler/intervals.c decides; these build its values as PTX: bounds are
+** s64 registers (s32 for a data range, marked narrow), a tri-state two
+** predicates (always, never). */
+
+static IvVal reg(PReg r)
 {
-	if (!x.ok || !x.w32)
+	return (IvVal){.u = (uint64_t)r.cls << 32 | r.n};
+}
+
+static PReg preg(IvVal v)
+{
+	return (PReg){(uint8_t)(v.u >> 32), (uint32_t)v.u};
+}
+
+static Iv pt(PReg v)
+{
+	return (Iv){reg(v), reg(v), 1, 1, 0};
+}
+
+static Iv box(PReg lo, PReg hi)
+{
+	return (Iv){reg(lo), reg(hi), 1, 0, 0};
+}
+
+static const Iv none;
+
+/* x with s64 bounds, for arithmetic and for comparison with s64 bounds. */
+static Iv wide(void *ctx, Iv x)
+{
+	KernelGen *g = ctx;
+	if (!x.ok || !x.narrow)
 		return x;
 	PReg lo = gpu_reg(g, PC_B64), hi = gpu_reg(g, PC_B64);
-	gpu_op2(g, PTX_CVT, ".s64.s32", po_r(lo), po_r(x.lo));
-	gpu_op2(g, PTX_CVT, ".s64.s32", po_r(hi), po_r(x.hi));
-	return (GpuInterval){lo, hi, 1, 0};
+	gpu_op2(g, PTX_CVT, ".s64.s32", po_r(lo), po_r(preg(x.lo)));
+	gpu_op2(g, PTX_CVT, ".s64.s32", po_r(hi), po_r(preg(x.hi)));
+	return box(lo, hi);
 }
 
-static int positive(const Expr *e)
+static Iv g_scalar(void *ctx, const Expr *e)
 {
-	return (e->kind == EX_INT && e->ival > 0) || e->kind == EX_DIM;
+	return pt(gpu_expr(ctx, e));
 }
 
-static GpuInterval ival(KernelGen *g, const Expr *e)
+/* A grid index is a point, but not the epilogue's own index in stage 1. */
+static Iv g_grid(void *ctx, const Expr *e)
 {
-	GpuInterval none = {{0, 0}, {0, 0}, 0, 0};
-	switch (e->kind) {
-	case EX_INT:
-	case EX_DIM:
-	case EX_PARAM: {
-		PReg v = gpu_expr(g, e);
-		return (GpuInterval){v, v, 1, 0};
-	}
-	case EX_INDEX: {
-		int k = gpu_index_kind(g, e->var);
-		if (k == 'g') {
-			PReg v = gpu_index_value(g, e->var);
-			return (GpuInterval){v, v, 1, 0};
-		}
-		PReg lo = gpu_reg(g, PC_B64), hi = gpu_reg(g, PC_B64);
-		if (k == 'q' && g->warp_rows.on) {
-			gpu_op2(g, PTX_MOV, ".b64", po_r(lo), po_r(g->warp_rows.q0));
-			gpu_op2(g, PTX_MOV, ".b64", po_r(hi), po_r(g->warp_rows.q1));
-		} else if (k == 'q') {
-			gpu_op2(g, PTX_MOV, ".b64", po_r(lo), po_r(g->q0));
-			gpu_op3(g, PTX_ADD, ".s64", po_r(hi), po_r(g->q0), po_i(g->cta_rows));
-			gpu_op3(g, PTX_MIN, ".s64", po_r(hi), po_r(hi), po_r(g->qext));
-			gpu_op3(g, PTX_SUB, ".s64", po_r(hi), po_r(hi), po_i(1));
-		} else if (k == 's') {
-			gpu_op2(g, PTX_MOV, ".b64", po_r(lo), po_r(g->j0));
-			gpu_op3(g, PTX_SUB, ".s64", po_r(hi), po_r(g->j1), po_i(1));
-		} else {
-			return none;
-		}
-		return (GpuInterval){lo, hi, 1, 0};
-	}
-	case EX_ACCESS: {
-		if (e->type != VT_INT || e->tensor->def)
-			return none;
-		int k = gpu_read_range(g, e);
-		if (k == 'q' || k == 's')
-			return gpu_range_read(g, e, k);
-		for (int i = 0; i < e->nargs; i++) {
-			GpuInterval x = ival(g, e->args[i]);
-			if (!x.ok || x.lo.n != x.hi.n || x.lo.cls != x.hi.cls)
-				return none;
-		}
-		PReg v = gpu_load(g, e->tensor, e->args);
-		return (GpuInterval){v, v, 1, 0};
-	}
-	case EX_UNOP: {
-		if (e->op != OP_NEG)
-			return none;
-		GpuInterval x = wide(g, ival(g, e->args[0]));
-		if (!x.ok)
-			return none;
-		PReg lo = gpu_reg(g, PC_B64), hi = gpu_reg(g, PC_B64);
-		gpu_op2(g, PTX_NEG, ".s64", po_r(lo), po_r(x.hi));
-		gpu_op2(g, PTX_NEG, ".s64", po_r(hi), po_r(x.lo));
-		return (GpuInterval){lo, hi, 1, 0};
-	}
-	case EX_BINOP: {
-		if (e->type != VT_INT)
-			return none;
-		GpuInterval l = wide(g, ival(g, e->args[0])), r = wide(g, ival(g, e->args[1]));
-		if (!l.ok || !r.ok)
-			return none;
-		PReg lo = gpu_reg(g, PC_B64), hi = gpu_reg(g, PC_B64);
-		switch (e->op) {
-		case OP_ADD:
-			gpu_op3(g, PTX_ADD, ".s64", po_r(lo), po_r(l.lo), po_r(r.lo));
-			gpu_op3(g, PTX_ADD, ".s64", po_r(hi), po_r(l.hi), po_r(r.hi));
-			break;
-		case OP_SUB:
-			gpu_op3(g, PTX_SUB, ".s64", po_r(lo), po_r(l.lo), po_r(r.hi));
-			gpu_op3(g, PTX_SUB, ".s64", po_r(hi), po_r(l.hi), po_r(r.lo));
-			break;
-		case OP_MUL: {
-			PReg p[4];
-			PReg ls[2] = {l.lo, l.hi}, rs[2] = {r.lo, r.hi};
-			for (int k = 0; k < 4; k++) {
-				p[k] = gpu_reg(g, PC_B64);
-				gpu_op3(g, PTX_MUL, ".lo.s64", po_r(p[k]), po_r(ls[k >> 1]),
-					po_r(rs[k & 1]));
-			}
-			gpu_op3(g, PTX_MIN, ".s64", po_r(lo), po_r(p[0]), po_r(p[1]));
-			gpu_op3(g, PTX_MIN, ".s64", po_r(lo), po_r(lo), po_r(p[2]));
-			gpu_op3(g, PTX_MIN, ".s64", po_r(lo), po_r(lo), po_r(p[3]));
-			gpu_op3(g, PTX_MAX, ".s64", po_r(hi), po_r(p[0]), po_r(p[1]));
-			gpu_op3(g, PTX_MAX, ".s64", po_r(hi), po_r(hi), po_r(p[2]));
-			gpu_op3(g, PTX_MAX, ".s64", po_r(hi), po_r(hi), po_r(p[3]));
-			break;
-		}
-		case OP_DIV:
-			if (!positive(e->args[1]))
-				return none;
-			lo = gpu_floordiv(g, l.lo, r.lo, 0);
-			hi = gpu_floordiv(g, l.hi, r.lo, 0);
-			break;
-		case OP_MOD:
-			if (!positive(e->args[1]))
-				return none;
-			gpu_op2(g, PTX_MOV, ".b64", po_r(lo), po_i(0));
-			gpu_op3(g, PTX_SUB, ".s64", po_r(hi), po_r(r.lo), po_i(1));
-			break;
-		case OP_MAX:
-		case OP_MIN:
-			gpu_op3(g, e->op == OP_MAX ? PTX_MAX : PTX_MIN, ".s64", po_r(lo),
-				po_r(l.lo), po_r(r.lo));
-			gpu_op3(g, e->op == OP_MAX ? PTX_MAX : PTX_MIN, ".s64", po_r(hi),
-				po_r(l.hi), po_r(r.hi));
-			break;
-		default: return none;
-		}
-		return (GpuInterval){lo, hi, 1, 0};
-	}
-	default: return none;
-	}
+	if (gpu_index_kind(ctx, e->var) != 'g')
+		return none;
+	return pt(gpu_index_value(ctx, e->var));
 }
 
-/* setp.CMP.TY d, x, y: tri's comparisons, in the width of their operands. */
-static void setp(KernelGen *g, PReg d, const char *cmp, const char *ty, PReg x, PReg y)
+/* The CTA's rows [q0, min(q0 + rows, qext) - 1], or the warp's own. */
+static Iv g_rows(void *ctx, const Expr *e)
 {
-	gpu_op3(g, PTX_SETP, arena_printf(g->a, ".%s.%s", cmp, ty), po_r(d), po_r(x), po_r(y));
+	KernelGen *g = ctx;
+	(void)e;
+	PReg lo = gpu_reg(g, PC_B64), hi = gpu_reg(g, PC_B64);
+	if (g->warp_rows.on) {
+		gpu_op2(g, PTX_MOV, ".b64", po_r(lo), po_r(g->warp_rows.q0));
+		gpu_op2(g, PTX_MOV, ".b64", po_r(hi), po_r(g->warp_rows.q1));
+	} else {
+		gpu_op2(g, PTX_MOV, ".b64", po_r(lo), po_r(g->q0));
+		gpu_op3(g, PTX_ADD, ".s64", po_r(hi), po_r(g->q0), po_i(g->cta_rows));
+		gpu_op3(g, PTX_MIN, ".s64", po_r(hi), po_r(hi), po_r(g->qext));
+		gpu_op3(g, PTX_SUB, ".s64", po_r(hi), po_r(hi), po_i(1));
+	}
+	return box(lo, hi);
 }
 
-/* always/never predicates of a condition over the tile box. Two data
-** ranges compare in s32 (the i32 data's own width), anything else in s64. */
-static void tri(KernelGen *g, const Expr *e, PReg *al, PReg *ne)
+static Iv g_keys(void *ctx, const Expr *e)
 {
-	if (e->kind == EX_BINOP && (e->op == OP_AND || e->op == OP_OR)) {
-		PReg a1, n1, a2, n2;
-		tri(g, e->args[0], &a1, &n1);
-		tri(g, e->args[1], &a2, &n2);
-		*al = gpu_reg(g, PC_PRED), *ne = gpu_reg(g, PC_PRED);
-		int and = e->op == OP_AND;
-		gpu_op3(g, and? PTX_AND : PTX_OR, ".pred", po_r(*al), po_r(a1), po_r(a2));
-		gpu_op3(g, and? PTX_OR : PTX_AND, ".pred", po_r(*ne), po_r(n1), po_r(n2));
-		return;
-	}
-	if (e->kind == EX_BOOL) {
-		*al = gpu_pconst(g, (int)e->ival), *ne = gpu_pconst(g, !e->ival);
-		return;
-	}
-	if (e->kind == EX_BINOP && e->op >= OP_LT && e->op <= OP_NE && e->args[0]->type == VT_INT) {
-		GpuInterval a = ival(g, e->args[0]), b = ival(g, e->args[1]);
-		if (a.ok && b.ok) {
-			const char *ty = "s32";
-			if (!a.w32 || !b.w32)
-				a = wide(g, a), b = wide(g, b), ty = "s64";
-			*al = gpu_reg(g, PC_PRED), *ne = gpu_reg(g, PC_PRED);
-			switch (e->op) {
-			case OP_LT: /* always a.hi < b.lo, never a.lo >= b.hi */
-				setp(g, *al, "lt", ty, a.hi, b.lo);
-				setp(g, *ne, "ge", ty, a.lo, b.hi);
-				return;
-			case OP_LE:
-				setp(g, *al, "le", ty, a.hi, b.lo);
-				setp(g, *ne, "gt", ty, a.lo, b.hi);
-				return;
-			case OP_GT:
-				setp(g, *al, "gt", ty, a.lo, b.hi);
-				setp(g, *ne, "le", ty, a.hi, b.lo);
-				return;
-			case OP_GE:
-				setp(g, *al, "ge", ty, a.lo, b.hi);
-				setp(g, *ne, "lt", ty, a.hi, b.lo);
-				return;
-			case OP_EQ:
-			case OP_NE: {
-				/* never equal when the ranges are disjoint; always when both
-				** are the same single point */
-				PReg d1 = gpu_reg(g, PC_PRED), d2 = gpu_reg(g, PC_PRED),
-				     s1 = gpu_reg(g, PC_PRED), s2 = gpu_reg(g, PC_PRED),
-				     s3 = gpu_reg(g, PC_PRED);
-				setp(g, d1, "lt", ty, a.hi, b.lo);
-				setp(g, d2, "lt", ty, b.hi, a.lo);
-				gpu_op3(g, PTX_OR, ".pred", po_r(d1), po_r(d1), po_r(d2));
-				setp(g, s1, "eq", ty, a.lo, a.hi);
-				setp(g, s2, "eq", ty, b.lo, b.hi);
-				setp(g, s3, "eq", ty, a.lo, b.lo);
-				gpu_op3(g, PTX_AND, ".pred", po_r(s1), po_r(s1), po_r(s2));
-				gpu_op3(g, PTX_AND, ".pred", po_r(s1), po_r(s1), po_r(s3));
-				if (e->op == OP_EQ)
-					*al = s1, *ne = d1;
-				else
-					*al = d1, *ne = s1;
-				return;
-			}
-			default: break;
-			}
-		}
-	}
-	*al = gpu_pconst(g, 0), *ne = gpu_pconst(g, 0);
+	KernelGen *g = ctx;
+	(void)e;
+	PReg lo = gpu_reg(g, PC_B64), hi = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(lo), po_r(g->j0));
+	gpu_op3(g, PTX_SUB, ".s64", po_r(hi), po_r(g->j1), po_i(1));
+	return box(lo, hi);
 }
+
+/* Only input data can be read while classifying a tile. */
+static Iv g_read_point(void *ctx, const Expr *e)
+{
+	if (e->tensor->def)
+		return none;
+	return pt(gpu_load(ctx, e->tensor, e->args));
+}
+
+static Iv g_read_range(void *ctx, const Expr *e)
+{
+	KernelGen *g = ctx;
+	if (e->tensor->def)
+		return none;
+	int k = gpu_read_range(g, e);
+	if (k != 'q' && k != 's')
+		return none;
+	GpuInterval x = gpu_range_read(g, e, k);
+	if (!x.ok)
+		return none;
+	return (Iv){reg(x.lo), reg(x.hi), 1, 0, x.w32 ? 1 : 0};
+}
+
+static IvVal g_zero(void *ctx)
+{
+	PReg d = gpu_reg(ctx, PC_B64);
+	gpu_op2(ctx, PTX_MOV, ".b64", po_r(d), po_i(0));
+	return reg(d);
+}
+
+static IvVal g_dec(void *ctx, IvVal x)
+{
+	PReg d = gpu_reg(ctx, PC_B64);
+	gpu_op3(ctx, PTX_SUB, ".s64", po_r(d), po_r(preg(x)), po_i(1));
+	return reg(d);
+}
+
+static IvVal g_neg(void *ctx, IvVal x)
+{
+	PReg d = gpu_reg(ctx, PC_B64);
+	gpu_op2(ctx, PTX_NEG, ".s64", po_r(d), po_r(preg(x)));
+	return reg(d);
+}
+
+static IvVal g_arith(void *ctx, Op op, IvVal x, IvVal y)
+{
+	KernelGen *g = ctx;
+	if (op == OP_DIV)
+		return reg(gpu_floordiv(g, preg(x), preg(y), 0));
+	PtxOpcode pop = op == OP_ADD   ? PTX_ADD
+			: op == OP_SUB ? PTX_SUB
+			: op == OP_MUL ? PTX_MUL
+			: op == OP_MAX ? PTX_MAX
+				       : PTX_MIN;
+	PReg d = gpu_reg(g, PC_B64);
+	gpu_op3(g, pop, op == OP_MUL ? ".lo.s64" : ".s64", po_r(d), po_r(preg(x)), po_r(preg(y)));
+	return reg(d);
+}
+
+static IvVal minmax4(KernelGen *g, PtxOpcode op, const IvVal v[4])
+{
+	PReg d = gpu_reg(g, PC_B64);
+	gpu_op3(g, op, ".s64", po_r(d), po_r(preg(v[0])), po_r(preg(v[1])));
+	gpu_op3(g, op, ".s64", po_r(d), po_r(d), po_r(preg(v[2])));
+	gpu_op3(g, op, ".s64", po_r(d), po_r(d), po_r(preg(v[3])));
+	return reg(d);
+}
+
+static IvVal g_min4(void *ctx, const IvVal v[4])
+{
+	return minmax4(ctx, PTX_MIN, v);
+}
+
+static IvVal g_max4(void *ctx, const IvVal v[4])
+{
+	return minmax4(ctx, PTX_MAX, v);
+}
+
+/* setp.CMP.TY d, x, y: the comparisons of bounds, in s32 where both are
+** data ranges (the i32 data's own width), else in s64. */
+static IvVal g_test(void *ctx, Op cmp, IvVal x, IvVal y, int narrow)
+{
+	KernelGen *g = ctx;
+	static const char *name[] = {[OP_LT] = "lt", [OP_LE] = "le", [OP_GT] = "gt",
+				     [OP_GE] = "ge", [OP_EQ] = "eq", [OP_NE] = "ne"};
+	PReg d = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_SETP, arena_printf(g->a, ".%s.%s", name[cmp], narrow ? "s32" : "s64"),
+		po_r(d), po_r(preg(x)), po_r(preg(y)));
+	return reg(d);
+}
+
+static IvVal g_bconst(void *ctx, int v)
+{
+	return reg(gpu_pconst(ctx, v));
+}
+
+static IvVal logic(KernelGen *g, PtxOpcode op, IvVal x, IvVal y)
+{
+	PReg d = gpu_reg(g, PC_PRED);
+	gpu_op3(g, op, ".pred", po_r(d), po_r(preg(x)), po_r(preg(y)));
+	return reg(d);
+}
+
+static IvVal g_band(void *ctx, IvVal x, IvVal y)
+{
+	return logic(ctx, PTX_AND, x, y);
+}
+
+static IvVal g_bor(void *ctx, IvVal x, IvVal y)
+{
+	return logic(ctx, PTX_OR, x, y);
+}
+
+static const IvOps gpu_ops = {
+    .scalar = g_scalar,
+    .grid = g_grid,
+    .rows = g_rows,
+    .keys = g_keys,
+    .read_point = g_read_point,
+    .read_range = g_read_range,
+    .widen = wide,
+    .zero = g_zero,
+    .dec = g_dec,
+    .neg = g_neg,
+    .arith = g_arith,
+    .min4 = g_min4,
+    .max4 = g_max4,
+    .test = g_test,
+    .bconst = g_bconst,
+    .band = g_band,
+    .bor = g_bor,
+};
 
 int gpu_range(KernelGen *g, const Expr *e, PReg *lo, PReg *hi)
 {
-	GpuInterval x =
-	    e->type == VT_INT ? wide(g, ival(g, e)) : (GpuInterval){{0, 0}, {0, 0}, 0, 0};
-	*lo = x.lo, *hi = x.hi;
+	Iv x = e->type == VT_INT ? wide(g, iv_bound(&gpu_ops, g, g->p, g->node, e)) : none;
+	*lo = preg(x.lo), *hi = preg(x.hi);
 	return x.ok;
 }
 
@@ -232,7 +234,8 @@ void gpu_tile_class(KernelGen *g, int node, PReg *always, PReg *never)
 		return;
 	}
 	g->lane_local = 0;
-	tri(g, n->filter, always, never);
+	IvTri t = iv_class(&gpu_ops, g, g->p, node, n->filter);
+	*always = preg(t.always), *never = preg(t.never);
 	if (!g->lane_local)
 		return;
 	PReg al = gpu_reg(g, PC_PRED), ne = gpu_reg(g, PC_PRED);

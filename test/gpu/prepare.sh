@@ -43,7 +43,18 @@ document_d64 document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 B=3,H=1,N=4001 
 document_o document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 B=2,H=2,N=180,param0=-0.1 B=3,H=2,N=181 --int doc=0:40:1500
 full_o full B=2,H=3,N=200,M=333,param0=-0.09 B=1,H=2,N=300,M=900,ramp=8 B=1,H=2,N=70,M=130,param0=0
 alibi_o alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6 B=1,H=2,N=3000 B=2,H=2,N=300,param0=-0.1
+tc_not causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
+tc_mix causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 CASES
+# tc_NAME: causal.attn with another mask, for the less common cases of the
+# tile-class rule (compiler/intervals.c): a negation, floor division and
+# products of indices, min and max, modulo, == (every row keeps its diagonal)
+tc_mask() {
+	case "$1" in
+	tc_not) echo '!(j > i) \&\& j >= (i / 3) * 2 - h * 2 - 8' ;;
+	tc_mix) echo 'j == i || max(j, b * 4) <= min(i, N - 3) \&\& (j % 7 != 3 || j * 2 <= i + (b + 1) * (h + 1))' ;;
+	esac
+}
 mkdir -p "$DIR/src"
 while read -r file casc rest; do
 	# NAME_d64: examples/NAME.attn with head dim 64 and O only (no L, whose
@@ -55,6 +66,10 @@ while read -r file casc rest; do
 		# ALiBi's bias at one row per thread, lowering/gpu/shift.c)
 		src="$DIR/src/$file.attn"
 		sed -e '/^  out L\[/d' -e '/^  L\[b, h, i\]/d' "examples/${file%_o}.attn" > "$src"
+		;;
+	tc_*)
+		src="$DIR/src/$file.attn"
+		sed -e "s#where j <= i;#where $(tc_mask "$file");#" examples/causal.attn > "$src"
 		;;
 	*_d64)
 		src="$DIR/src/$file.attn"
