@@ -9,6 +9,12 @@
 #include "../compiler/cascade.h"
 #include "../support/diag.h"
 
+/* The deepest expression tree accepted, in nodes from the root: far above
+** any attention formula, and low enough that every later recursive walk
+** (typing, passes, emitters, the interpreter) stays well inside an 8 MB
+** stack even under AddressSanitizer. */
+enum { AST_MAX_DEPTH = 256 };
+
 typedef enum AstKind {
 	A_INT,
 	A_FLOAT,
@@ -63,5 +69,9 @@ typedef struct AstFile {
 
 AstExpr *ast_expr(Arena *a, AstKind k, SrcLoc loc);
 AstExpr *ast_binary(Arena *a, Op op, AstExpr *l, AstExpr *r);
+
+/* lang/depth.c: reports every expression deeper than AST_MAX_DEPTH;
+** returns 0 when there was one. */
+int depth_check(Diag *d, const AstFile *f);
 
 #endif

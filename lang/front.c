@@ -31,7 +31,7 @@ static AstFile *parse(Arena *a, Diag *d, int file)
 	int rc = attn_yyparse(scanner, &ps);
 	attn_yy_delete_buffer(buf, scanner);
 	attn_yylex_destroy(scanner);
-	if (rc == 2)
+	if (rc == 2 && d->errors == 0)
 		diag_error(d, NOLOC, "out of memory while parsing");
 	else if (rc == 1 && d->errors == 0)
 		diag_error(d, NOLOC, "syntax error");
@@ -44,7 +44,7 @@ static AstFile *parse(Arena *a, Diag *d, int file)
 Program *front_compile(Arena *a, Diag *d, int file)
 {
 	AstFile *f = parse(a, d, file);
-	if (!f || d->errors)
+	if (!f || d->errors || !depth_check(d, f))
 		return NULL;
 	Program *p = ARENA_NEW(a, Program);
 	if (f->attentions.n == 0)

@@ -6,6 +6,10 @@
 
 #include "ast.h"
 
+/* Brackets nest at most this deep: deeper input would only exhaust the
+** parser's stack, which gives no location. */
+enum { PARSE_MAX_NESTING = AST_MAX_DEPTH };
+
 typedef struct ParseState {
 	Arena *arena;
 	Diag *diag;
@@ -14,6 +18,8 @@ typedef struct ParseState {
 	SrcLoc comment; /* start of an open block comment */
 	AstFile *result;
 	AstAttention *current; /* the block being parsed */
+	int nesting;           /* open '(' and '[' */
+	int too_deep;          /* nesting went past the limit: scanning stopped */
 } ParseState;
 
 #endif

@@ -47,6 +47,8 @@ YY_DECL;
 }
 
 %code {
+#include <string.h>
+
 static void attn_yyerror(ATTN_YYLTYPE *loc, yyscan_t scanner, ParseState *ps, const char *msg);
 static AstItem *item_new(ParseState *ps, ItemKind k, SrcLoc loc);
 static void add_item(ParseState *ps, AstItem *it);
@@ -241,10 +243,19 @@ primary:
 
 %%
 
+/* After the scanner stopped at too deep a nesting, the end of input it
+** pretends is no second error. A full stack comes from a chain of prefix
+** operators or '?:' thousands deep, so it is reported as what it is. */
 static void attn_yyerror(ATTN_YYLTYPE *loc, yyscan_t scanner, ParseState *ps, const char *msg)
 {
 	(void)scanner;
-	diag_error(ps->diag, *loc, "%s", msg);
+	if (ps->too_deep)
+		return;
+	if (!strcmp(msg, "memory exhausted"))
+		diag_error(ps->diag, *loc, "expression nested too deeply (the limit is %d levels)",
+			   AST_MAX_DEPTH);
+	else
+		diag_error(ps->diag, *loc, "%s", msg);
 }
 
 static AstItem *item_new(ParseState *ps, ItemKind k, SrcLoc loc)

@@ -1,0 +1,28 @@
+# Writes hostile variants of examples/causal.attn to standard output:
+#   chain N     S's right-hand side a flat sum of N copies of its term
+#   nest N      S's right-hand side inside N parentheses
+#   neg N       S's right-hand side behind N unary minus signs
+#   calls N     S's right-hand side inside N nested exp(...) calls
+#   blocks MB   copies of the whole file, blocks renamed, up to MB megabytes
+import sys
+
+src = open(sys.argv[1]).read()
+kind, n = sys.argv[2], int(sys.argv[3])
+line = "  S[b, h, i, j] = scale * sum[d](Q[b, h, i, d] * K[b, h, j, d]) where j <= i;"
+term = "scale * sum[d](Q[b, h, i, d] * K[b, h, j, d])"
+assert line in src
+rhs = {
+    "chain": lambda: " + ".join([term] * n),
+    "nest": lambda: "(" * n + term + ")" * n,
+    "neg": lambda: "-" * n + term,
+    "calls": lambda: "exp(" * n + term + ")" * n,
+}
+if kind == "blocks":
+    out, size, i = [], 0, 0
+    while size < n * 1024 * 1024:
+        out.append(src.replace("attention causal", "attention causal%d" % i))
+        size += len(out[-1])
+        i += 1
+    sys.stdout.write("".join(out))
+else:
+    sys.stdout.write(src.replace(line, "  S[b, h, i, j] = %s where j <= i;" % rhs[kind]()))
