@@ -70,8 +70,8 @@ typedef struct AstFile {
 AstExpr *ast_expr(Arena *a, AstKind k, SrcLoc loc);
 AstExpr *ast_binary(Arena *a, Op op, AstExpr *l, AstExpr *r);
 
-/* lang/depth.c: reports every expression deeper than AST_MAX_DEPTH;
-** returns 0 when there was one. */
-int depth_check(Diag *d, const AstFile *f);
+/* lang/depth.c: reports every expression of the block deeper than
+** AST_MAX_DEPTH; returns 0 when there was one. */
+int depth_check(Diag *d, const AstAttention *att);
 
 #endif

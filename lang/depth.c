@@ -74,23 +74,20 @@ static int check(Diag *d, Walk *w, const AstExpr *e)
 	return 0;
 }
 
-int depth_check(Diag *d, const AstFile *f)
+int depth_check(Diag *d, const AstAttention *att)
 {
 	Walk w = {0};
 	int ok = 1;
-	for (int i = 0; i < f->attentions.n; i++) {
-		const AstAttention *att = f->attentions.v[i];
-		for (int j = 0; j < att->items.n; j++) {
-			const AstItem *it = att->items.v[j];
-			for (int k = 0; k < it->nidx; k++)
-				ok &= check(d, &w, it->idx[k]);
-			if (it->value)
-				ok &= check(d, &w, it->value);
-			if (it->rhs)
-				ok &= check(d, &w, it->rhs);
-			if (it->where)
-				ok &= check(d, &w, it->where);
-		}
+	for (int j = 0; j < att->items.n; j++) {
+		const AstItem *it = att->items.v[j];
+		for (int k = 0; k < it->nidx; k++)
+			ok &= check(d, &w, it->idx[k]);
+		if (it->value)
+			ok &= check(d, &w, it->value);
+		if (it->rhs)
+			ok &= check(d, &w, it->rhs);
+		if (it->where)
+			ok &= check(d, &w, it->where);
 	}
 	free(w.v);
 	return ok;

@@ -10,8 +10,14 @@
 ** parser's stack, which gives no location. */
 enum { PARSE_MAX_NESTING = AST_MAX_DEPTH };
 
-typedef struct ParseState {
-	Arena *arena;
+typedef struct ParseState ParseState;
+struct ParseState {
+	Arena *arena;   /* where nodes go: `block` inside a block, else `program` */
+	Arena *program; /* what outlives a block: the block list and names */
+	Arena block;    /* one block's tree, emptied after each block */
+	/* called at the end of each block that parsed, before its tree is freed */
+	void (*done)(ParseState *ps, AstAttention *att);
+	void *ctx;
 	Diag *diag;
 	int file;
 	int line, col;  /* scanner cursor, 1-based */
@@ -20,6 +26,6 @@ typedef struct ParseState {
 	AstAttention *current; /* the block being parsed */
 	int nesting;           /* open '(' and '[' */
 	int too_deep;          /* nesting went past the limit: scanning stopped */
-} ParseState;
+};
 
 #endif

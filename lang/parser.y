@@ -92,11 +92,16 @@ file:
 
 attention:
 	ATTENTION IDENT '{' {
-		ps->current = ARENA_NEW(ps->arena, AstAttention);
+		ps->current = ARENA_NEW(ps->program, AstAttention);
 		ps->current->name = $2, ps->current->loc = @1, ps->current->nameloc = @2;
-		ptrvec_push(ps->arena, &ps->result->attentions, ps->current);
-	} items '}'
-	| error '}' { yyerrok; }
+		ptrvec_push(ps->program, &ps->result->attentions, ps->current);
+		ps->arena = &ps->block;
+	} items '}' {
+		ps->arena = ps->program;
+		ps->done(ps, ps->current);
+		arena_free(&ps->block);
+	}
+	| error '}' { yyerrok; ps->arena = ps->program; }
 	;
 
 items:

@@ -86,6 +86,9 @@ typedef struct Sema {
 /* sema.c: one attention block -> its cascade; errors go to d. */
 Cascade *sema_attention(Arena *a, Diag *d, AstAttention *att);
 
+/* retain.c: a deep copy of c in a, sharing nothing with c's arena. */
+Cascade *retain_cascade(Arena *a, const Cascade *c);
+
 /* lower.c: the statement's node; returns 0 after reporting errors. */
 int lower_statement(Sema *s, Stmt *st);
 
