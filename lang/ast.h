@@ -14,6 +14,10 @@
 ** (typing, passes, emitters, the interpreter) stays well inside an 8 MB
 ** stack even under AddressSanitizer. */
 enum { AST_MAX_DEPTH = 256 };
+/* The most reductions one block may hold: each is one to three nodes, and
+** the passes' time grows faster than the number of nodes (about 1 s in
+** compiler/rewrite.c at this limit). */
+enum { AST_MAX_REDUCTIONS = 256 };
 
 typedef enum AstKind {
 	A_INT,
@@ -70,8 +74,9 @@ typedef struct AstFile {
 AstExpr *ast_expr(Arena *a, AstKind k, SrcLoc loc);
 AstExpr *ast_binary(Arena *a, Op op, AstExpr *l, AstExpr *r);
 
-/* lang/depth.c: reports every expression of the block deeper than
-** AST_MAX_DEPTH; returns 0 when there was one. */
-int depth_check(Diag *d, const AstAttention *att);
+/* lang/limits.c: reports every expression of the block deeper than
+** AST_MAX_DEPTH, and a block of more than AST_MAX_REDUCTIONS reductions;
+** returns 0 when there was one. */
+int limits_check(Diag *d, const AstAttention *att);
 
 #endif

@@ -43,11 +43,11 @@ static AstFile *parse(Arena *a, Diag *d, int file, void (*done)(ParseState *, As
 	return ps.result;
 }
 
-/* The first pass only checks each block's expressions against the depth
-** limit, before anything recursive sees them. */
+/* The first pass only checks each block against the front end's limits
+** (lang/limits.c), before anything recursive sees it. */
 static void check_block(ParseState *ps, AstAttention *att)
 {
-	depth_check(ps->diag, att);
+	limits_check(ps->diag, att);
 }
 
 /* The second pass analyses each block into a cascade, kept in the program's

@@ -68,7 +68,10 @@ typedef struct Stmt {
 	int nscope;
 	Expr **push; /* statement-level where conjuncts, for pushing into hoisted nodes */
 	int npush;
-	int ntemps;
+	/* temporaries made so far for each role (lang/node.c names them) */
+	const char *roles[16];
+	int nmade[16];
+	int nroles;
 } Stmt;
 
 typedef struct Sema {

@@ -3,6 +3,7 @@
 #   nest N      S's right-hand side inside N parentheses
 #   neg N       S's right-hand side behind N unary minus signs
 #   calls N     S's right-hand side inside N nested exp(...) calls
+#   tree N      S's right-hand side a balanced sum of N copies of its term
 #   blocks MB   copies of the whole file, blocks renamed, up to MB megabytes
 import sys
 
@@ -11,11 +12,18 @@ kind, n = sys.argv[2], int(sys.argv[3])
 line = "  S[b, h, i, j] = scale * sum[d](Q[b, h, i, d] * K[b, h, j, d]) where j <= i;"
 term = "scale * sum[d](Q[b, h, i, d] * K[b, h, j, d])"
 assert line in src
+
+
+def tree(k):
+    return term if k == 1 else "(%s + %s)" % (tree(k // 2), tree(k - k // 2))
+
+
 rhs = {
     "chain": lambda: " + ".join([term] * n),
     "nest": lambda: "(" * n + term + ")" * n,
     "neg": lambda: "-" * n + term,
     "calls": lambda: "exp(" * n + term + ")" * n,
+    "tree": lambda: tree(n),
 }
 if kind == "blocks":
     out, size, i = [], 0, 0
