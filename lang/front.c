@@ -1,8 +1,9 @@
 /*
 ** lang/front.c: the front end's entry point (lang/front.h), the whole
 ** front end in order: scan and parse a file into the tree (lexer.l,
-** parser.y, ast.c), then analyse each attention block into a cascade
-** (sema.c and the files below it).
+** parser.y, ast.c) and check each block against the limits (limits.c);
+** then, on a file without error, parse it again and analyse each block into
+** a cascade as soon as it is parsed (sema.c and the files below it).
 */
 #include <string.h>
 

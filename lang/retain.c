@@ -6,7 +6,9 @@
 ** stays in the program's arena: memory grows by the size of the cascades, not
 ** by the work of building them. The copy is exact: every object reachable
 ** from the cascade is copied once, so whatever was shared stays shared (later
-** passes rewrite expressions in place).
+** passes rewrite expressions in place). Tensors and nodes are copied from the
+** cascade's lists, not by following a tensor to the node that defines it, so
+** the recursion is as deep as one expression, not as a chain of statements.
 */
 #include <stdint.h>
 #include <stdio.h>
@@ -143,7 +145,7 @@ static Tensor *tensor(Memo *m, const Tensor *t)
 		c->shape = memo_get(m, t->shape);
 	}
 	c->domain = expr(m, t->domain);
-	c->def = node(m, t->def);
+	c->def = NULL; /* set by the copy of the node (retain_cascade) */
 	return c;
 }
 
@@ -208,6 +210,10 @@ Cascade *retain_cascade(Arena *a, const Cascade *c)
 	vec(&m, &r->params, &c->params, vparam);
 	vec(&m, &r->tensors, &c->tensors, vtensor);
 	vec(&m, &r->nodes, &c->nodes, vnode);
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		((Tensor *)r->tensors.v[i])->def = node(&m, t->def);
+	}
 	free(m.key), free(m.val);
 	return r;
 }

@@ -10,6 +10,8 @@
 **   node.c        building nodes: temporaries, filters closed over the
 **                 domains of what they read, hoisting
 **   scope.c       what a name means: symbols, index variables, bindings
+** retain.c, beside them, copies a block's cascade out of the scratch arena
+** the analysis ran in (lang/front.c calls both).
 */
 #ifndef ATTN_SEMA_H
 #define ATTN_SEMA_H
@@ -84,6 +86,7 @@ typedef struct Sema {
 	Stmt *st;                /* statement being lowered, or NULL (declarations) */
 	const char *scalar_what; /* set while typing a shape, const or default */
 	int allow_params;
+	int chain_reported; /* a chain of definitions past the limit was reported */
 } Sema;
 
 /* sema.c: one attention block -> its cascade; errors go to d. */

@@ -5,6 +5,8 @@
 #   calls N     S's right-hand side inside N nested exp(...) calls
 #   tree N      S's right-hand side a balanced sum of N copies of its term
 #   blocks MB   copies of the whole file, blocks renamed, up to MB megabytes
+#   stmts N     (the file is only read) a block of N statements, each reading
+#               the one before through 250 nested exp(...) calls
 import sys
 
 src = open(sys.argv[1]).read()
@@ -25,7 +27,14 @@ rhs = {
     "calls": lambda: "exp(" * n + term + ")" * n,
     "tree": lambda: tree(n),
 }
-if kind == "blocks":
+if kind == "stmts":
+    lines = ["attention chain {", "  dims N;", "  in X[N] : f32;", "  out Y[N] : f32;",
+             "  T0[i] = X[i];"]
+    for k in range(1, n):
+        lines.append("  T%d[i] = %sT%d[i]%s;" % (k, "exp(" * 250, k - 1, ")" * 250))
+    lines += ["  Y[i] = T%d[i];" % (n - 1), "}"]
+    sys.stdout.write("\n".join(lines) + "\n")
+elif kind == "blocks":
     out, size, i = [], 0, 0
     while size < n * 1024 * 1024:
         out.append(src.replace("attention causal", "attention causal%d" % i))
