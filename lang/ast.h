@@ -9,6 +9,16 @@
 #include "../compiler/cascade.h"
 #include "../support/diag.h"
 
+/* The deepest expression tree accepted, in nodes from the root: far above
+** any attention formula, and low enough that every later recursive walk
+** (typing, passes, emitters, the interpreter) stays well inside an 8 MB
+** stack even under AddressSanitizer. */
+enum { AST_MAX_DEPTH = 256 };
+/* The most reductions one block may hold: each is one to three nodes, and
+** the passes' time grows faster than the number of nodes (about 1 s in
+** compiler/rewrite.c at this limit). */
+enum { AST_MAX_REDUCTIONS = 256 };
+
 typedef enum AstKind {
 	A_INT,
 	A_FLOAT,
@@ -63,5 +73,10 @@ typedef struct AstFile {
 
 AstExpr *ast_expr(Arena *a, AstKind k, SrcLoc loc);
 AstExpr *ast_binary(Arena *a, Op op, AstExpr *l, AstExpr *r);
+
+/* lang/limits.c: reports every expression of the block deeper than
+** AST_MAX_DEPTH, and a block of more than AST_MAX_REDUCTIONS reductions;
+** returns 0 when there was one. */
+int limits_check(Diag *d, const AstAttention *att);
 
 #endif

@@ -19,12 +19,26 @@ DType node_dtype(VType t)
 }
 
 /* Temporaries are named after the statement that made them, e.g. "S.sum",
-** "O.softmax.max", with a number when a statement makes several. */
+** "O.softmax.max", with a number when a statement makes several: the k-th
+** of a role gets k from 2 on. Only this function makes names with a dot and
+** a statement's name is unique in its block, so counting per role gives the
+** first free name without searching the cascade, which made a statement
+** of thousands of reductions take cubic time. */
 static const char *temp_name(Sema *s, const char *role)
 {
-	const char *base = s->st->item->name;
+	Stmt *st = s->st;
+	const char *base = st->item->name;
+	int r = 0;
+	while (r < st->nroles && strcmp(st->roles[r], role))
+		r++;
+	if (r == st->nroles && r < (int)(sizeof st->roles / sizeof *st->roles))
+		st->roles[st->nroles++] = role;
+	int k = r < st->nroles ? ++st->nmade[r] : 0;
+	if (k > 1)
+		return arena_printf(s->a, "%s.%s%d", base, role, k);
 	const char *name = arena_printf(s->a, "%s.%s", base, role);
-	for (int n = 2; cascade_tensor(s->c, name); n++)
+	/* the search, only for a role past the table (never in practice) */
+	for (int n = 2; !k && cascade_tensor(s->c, name); n++)
 		name = arena_printf(s->a, "%s.%s%d", base, role, n);
 	return name;
 }

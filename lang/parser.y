@@ -47,6 +47,8 @@ YY_DECL;
 }
 
 %code {
+#include <string.h>
+
 static void attn_yyerror(ATTN_YYLTYPE *loc, yyscan_t scanner, ParseState *ps, const char *msg);
 static AstItem *item_new(ParseState *ps, ItemKind k, SrcLoc loc);
 static void add_item(ParseState *ps, AstItem *it);
@@ -90,11 +92,16 @@ file:
 
 attention:
 	ATTENTION IDENT '{' {
-		ps->current = ARENA_NEW(ps->arena, AstAttention);
+		ps->current = ARENA_NEW(ps->program, AstAttention);
 		ps->current->name = $2, ps->current->loc = @1, ps->current->nameloc = @2;
-		ptrvec_push(ps->arena, &ps->result->attentions, ps->current);
-	} items '}'
-	| error '}' { yyerrok; }
+		ptrvec_push(ps->program, &ps->result->attentions, ps->current);
+		ps->arena = &ps->block;
+	} items '}' {
+		ps->arena = ps->program;
+		ps->done(ps, ps->current);
+		arena_free(&ps->block);
+	}
+	| error '}' { yyerrok; ps->arena = ps->program; }
 	;
 
 items:
@@ -241,10 +248,19 @@ primary:
 
 %%
 
+/* After the scanner stopped at too deep a nesting, the end of input it
+** pretends is no second error. A full stack comes from a chain of prefix
+** operators or '?:' thousands deep, so it is reported as what it is. */
 static void attn_yyerror(ATTN_YYLTYPE *loc, yyscan_t scanner, ParseState *ps, const char *msg)
 {
 	(void)scanner;
-	diag_error(ps->diag, *loc, "%s", msg);
+	if (ps->too_deep)
+		return;
+	if (!strcmp(msg, "memory exhausted"))
+		diag_error(ps->diag, *loc, "expression nested too deeply (the limit is %d levels)",
+			   AST_MAX_DEPTH);
+	else
+		diag_error(ps->diag, *loc, "%s", msg);
 }
 
 static AstItem *item_new(ParseState *ps, ItemKind k, SrcLoc loc)

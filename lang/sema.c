@@ -239,6 +239,20 @@ static void order_visit(Sema *s, Sym *y, Sym **path, int depth, PtrVec *order)
 	collect_tensor_refs(s, y->stmt->where, &deps);
 	for (int i = 0; i < deps.n && depth < 255; i++)
 		order_visit(s, deps.v[i], path, depth + 1, order);
+	/* The recursion stops at 256 statements, each reading the next: the
+	** rest of such a chain would be analysed out of order. */
+	for (int i = 0; i < deps.n && depth == 255 && !y->failed; i++) {
+		Sym *dep = deps.v[i];
+		if (dep->state == 2)
+			continue;
+		y->failed = 1;
+		if (!s->chain_reported)
+			diag_error(s->d, y->stmt->nameloc,
+				   "definitions chained too deeply: '%s' is the 256th of a chain "
+				   "each reading the next (the limit is 256)",
+				   y->name);
+		s->chain_reported = 1;
+	}
 	y->state = 2;
 	ptrvec_push(s->a, order, y->stmt);
 }

@@ -10,6 +10,8 @@
 **   node.c        building nodes: temporaries, filters closed over the
 **                 domains of what they read, hoisting
 **   scope.c       what a name means: symbols, index variables, bindings
+** retain.c, beside them, copies a block's cascade out of the scratch arena
+** the analysis ran in (lang/front.c calls both).
 */
 #ifndef ATTN_SEMA_H
 #define ATTN_SEMA_H
@@ -68,7 +70,10 @@ typedef struct Stmt {
 	int nscope;
 	Expr **push; /* statement-level where conjuncts, for pushing into hoisted nodes */
 	int npush;
-	int ntemps;
+	/* temporaries made so far for each role (lang/node.c names them) */
+	const char *roles[16];
+	int nmade[16];
+	int nroles;
 } Stmt;
 
 typedef struct Sema {
@@ -81,10 +86,14 @@ typedef struct Sema {
 	Stmt *st;                /* statement being lowered, or NULL (declarations) */
 	const char *scalar_what; /* set while typing a shape, const or default */
 	int allow_params;
+	int chain_reported; /* a chain of definitions past the limit was reported */
 } Sema;
 
 /* sema.c: one attention block -> its cascade; errors go to d. */
 Cascade *sema_attention(Arena *a, Diag *d, AstAttention *att);
+
+/* retain.c: a deep copy of c in a, sharing nothing with c's arena. */
+Cascade *retain_cascade(Arena *a, const Cascade *c);
 
 /* lower.c: the statement's node; returns 0 after reporting errors. */
 int lower_statement(Sema *s, Stmt *st);
