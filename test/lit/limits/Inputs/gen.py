@@ -5,6 +5,7 @@
 #   calls N     S's right-hand side inside N nested exp(...) calls
 #   tree N      S's right-hand side a balanced sum of N copies of its term
 #   blocks MB   copies of the whole file, blocks renamed, up to MB megabytes
+#   copies N    N copies of the whole file, blocks renamed
 #   stmts N     (the file is only read) a block of N statements, each reading
 #               the one before through 250 nested exp(...) calls
 import sys
@@ -41,5 +42,8 @@ elif kind == "blocks":
         size += len(out[-1])
         i += 1
     sys.stdout.write("".join(out))
+elif kind == "copies":
+    sys.stdout.write("".join(src.replace("attention causal", "attention causal%d" % i)
+                             for i in range(n)))
 else:
     sys.stdout.write(src.replace(line, "  S[b, h, i, j] = %s where j <= i;" % rhs[kind]()))
