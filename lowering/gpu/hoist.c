@@ -66,17 +66,24 @@ int gpu_prologue_end(const PtxFunc *f)
 	return i;
 }
 
-/* The registers instruction in reads (at most 16): every register operand
-** but a destination, memory bases, and the guard; a guarded instruction
-** also keeps its destination's old value. */
+enum { READS_MAX = 16 };
+
+/* The registers instruction in reads: every register operand but a
+** destination, memory bases, and the guard; a guarded instruction also
+** keeps its destination's old value. -1 when they are more than READS_MAX
+** (a wide vector operand, as wgmma's accumulators): nothing is moved then,
+** rather than a read being missed. */
 static int reads(const PtxInst *in, PReg *r)
 {
 	int n = 0;
-	for (int k = 0; k < in->n && n < 12; k++) {
+	for (int k = 0; k < in->n; k++) {
 		const PtxOpnd *o = &in->a[k];
 		int dest = k == 0 && (o->k == PO_REG || o->k == PO_VEC);
 		if (dest && !in->guard.n)
 			continue;
+		int add = o->k == PO_REG || o->k == PO_MEM ? 1 : o->k == PO_VEC ? o->nvec : 0;
+		if (n + add + 1 > READS_MAX)
+			return -1; /* more than the callers hold: they move nothing */
 		if (o->k == PO_REG || o->k == PO_MEM)
 			r[n++] = o->r;
 		for (int v = 0; o->k == PO_VEC && v < o->nvec; v++)
@@ -102,8 +109,10 @@ int gpu_hoist(PtxFunc *f, int s)
 	if (p > s || n <= 0)
 		return -1;
 	for (int i = s; i < f->ncode; i++) {
-		PReg r[16];
+		PReg r[READS_MAX];
 		int nr = reads(&f->code[i], r);
+		if (nr < 0)
+			return -1;
 		for (int k = 0; k < nr; k++) {
 			if (!r[k].n || written(f, s, i, r[k]))
 				continue; /* set by the moved code itself */
@@ -113,8 +122,10 @@ int gpu_hoist(PtxFunc *f, int s)
 		/* what it sets must be its own: not used by the code it moves over */
 		const PtxOpnd *d = &f->code[i].a[0];
 		for (int j = p; j < s && d->k == PO_REG; j++) {
-			PReg u[16];
+			PReg u[READS_MAX];
 			int nu = reads(&f->code[j], u);
+			if (nu < 0)
+				return -1;
 			for (int k = 0; k < nu; k++)
 				if (gpu_same_preg(u[k], d->r))
 					return -1;
