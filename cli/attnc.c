@@ -76,15 +76,19 @@ static int stage(Staged *s, const char *path, int (*fn)(FILE *, void *), void *c
 	return rc;
 }
 
-/* Renames every staged file into place, or none of them. */
+/* Renames every staged file into place, or none of them; a failure names
+** the file it concerns. */
 static int commit_staged(Staged *s)
 {
-	const char *first = s->n ? s->f[0].path : "";
-	char *name = strdup(first);
-	int e = atomic_commit_all(s->f, s->n);
+	char *names[8];
+	int n = s->n, at = 0;
+	for (int i = 0; i < n; i++)
+		names[i] = strdup(s->f[i].path);
+	int e = atomic_commit_all(s->f, n, &at);
 	s->n = 0;
-	int rc = e ? cannot_write(name ? name : first, e) : 0;
-	free(name);
+	int rc = e ? cannot_write(names[at] ? names[at] : "output", e) : 0;
+	for (int i = 0; i < n; i++)
+		free(names[i]);
 	return rc;
 }
 

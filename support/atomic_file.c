@@ -103,30 +103,32 @@ static void release(AtomicFile *f)
 
 int atomic_commit(AtomicFile *f)
 {
-	return atomic_commit_all(f, 1);
+	return atomic_commit_all(f, 1, NULL);
 }
 
 /* Writing every file before renaming any makes a failure (a full disk)
 ** leave all destinations as they were; only a rename failing part-way, which
 ** needs the directory to change under us, can leave a mix. */
-int atomic_commit_all(AtomicFile *f, int n)
+int atomic_commit_all(AtomicFile *f, int n, int *failed)
 {
-	int e = 0;
+	int e = 0, at = 0;
 	for (int i = 0; i < n; i++) {
 		int w = finish_writing(&f[i]);
 		if (w && !e)
-			e = w;
+			e = w, at = i;
 	}
 	for (int i = 0; i < n; i++) {
 		if (!f[i].tmp)
 			continue;
 		if (!e && rename(f[i].tmp, f[i].path))
-			e = errno;
+			e = errno, at = i;
 		if (e)
 			unlink(f[i].tmp);
 	}
 	for (int i = 0; i < n; i++)
 		release(&f[i]);
+	if (failed)
+		*failed = at;
 	return e;
 }
 

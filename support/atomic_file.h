@@ -41,8 +41,9 @@ int atomic_open(AtomicFile *f, const char *path);
 int atomic_commit(AtomicFile *f);
 /* Commits n files together: every one is flushed and closed before any is
 ** renamed, and none is renamed unless all were written; on failure every
-** temporary is removed. Returns 0 or the first errno. */
-int atomic_commit_all(AtomicFile *f, int n);
+** temporary is removed. Returns 0 or the first errno, with the index of the
+** file it concerns in *failed (when not NULL). */
+int atomic_commit_all(AtomicFile *f, int n, int *failed);
 /* Closes f->fp and removes the temporary: the destination is untouched. */
 void atomic_abort(AtomicFile *f);
 /* The message for a code of atomic_open or atomic_commit. */
