@@ -402,6 +402,7 @@ int main(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	rc = 0;
+	ptxas_cache_enable(!o.no_cache);
 	const char *out = o.out && strcmp(o.out, "-") ? o.out : NULL;
 	if (input_is_directory(o.file))
 		return EXIT_INPUT;

@@ -39,6 +39,8 @@ static const char usage_text[] =
     "                     OUT.c (cubins and PTX embedded; link -lattnrt)\n"
     "  --ptxas=PATH       the ptxas to use (default: $CUDA_PATH/bin, /usr/local/cuda/bin,\n"
     "                     then $PATH)\n"
+    "  --no-cache         run ptxas even where its result for the same PTX, target and\n"
+    "                     ptxas is cached ($XDG_CACHE_HOME/attnc, else ~/.cache/attnc)\n"
     "  --f64              use f64 as the float type of --emit=mlir and --emit=c\n"
     "  --max-errors=N     stop after N errors (default 20)\n"
     "  -h, --help         print this help\n"
@@ -136,6 +138,7 @@ int options_parse(Options *o, int argc, char **argv)
 		OPT_EXPLAIN,
 		OPT_TARGET,
 		OPT_PTXAS,
+		OPT_NOCACHE,
 		OPT_F64,
 		OPT_MAXERR,
 		OPT_VERSION
@@ -145,6 +148,7 @@ int options_parse(Options *o, int argc, char **argv)
 	    {"explain", no_argument, NULL, OPT_EXPLAIN},
 	    {"target", required_argument, NULL, OPT_TARGET},
 	    {"ptxas", required_argument, NULL, OPT_PTXAS},
+	    {"no-cache", no_argument, NULL, OPT_NOCACHE},
 	    {"f64", no_argument, NULL, OPT_F64},
 	    {"max-errors", required_argument, NULL, OPT_MAXERR},
 	    {"output", required_argument, NULL, 'o'},
@@ -191,6 +195,7 @@ int options_parse(Options *o, int argc, char **argv)
 				return usage_error("--ptxas needs the path of a ptxas program");
 			o->ptxas = v;
 			break;
+		case OPT_NOCACHE: o->no_cache = 1; break;
 		case OPT_F64: o->f64 = 1; break;
 		case OPT_MAXERR: {
 			char *end;

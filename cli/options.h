@@ -25,6 +25,7 @@ typedef struct Options {
 	const char *target; /* sm_80 (default), sm_90a, sm_100a or cpu */
 	int target_given;   /* --target was given (--emit=c and header default to cpu) */
 	const char *ptxas;  /* --ptxas, or NULL: look it up */
+	int no_cache;       /* --no-cache: run ptxas every time */
 	Emit emit;
 	int f64;
 	int max_errors;

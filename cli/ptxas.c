@@ -2,10 +2,13 @@
 ** cli/ptxas.c: assembling PTX with ptxas, in a private temp directory;
 ** ptxas's own messages are passed on (first lines) when it fails.
 */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "ptxas.h"
+#include "../support/atomic_file.h"
+#include "../support/sha256.h"
 #include "../support/spawn.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +89,98 @@ static long spill_of(const char *log, const char *func)
 	return strtol(q, NULL, 10);
 }
 
+static int cache_on = 1;
+
+void ptxas_cache_enable(int on)
+{
+	cache_on = on;
+}
+
+/* mkdir -p with private modes: a failure only means no cache. */
+static int make_dirs(char *path)
+{
+	for (char *p = path + 1;; p++) {
+		if (*p != '/' && *p)
+			continue;
+		char c = *p;
+		*p = 0;
+		int bad = mkdir(path, 0700) && errno != EEXIST;
+		*p = c;
+		if (bad)
+			return -1;
+		if (!c)
+			return 0;
+	}
+}
+
+/* The cache entry's path for this run of ptxas, without suffix, or "" when
+** there is no cache (off, no home, a directory that cannot be made). The
+** key covers everything that decides ptxas's output. */
+static void cache_entry(PtxasJob *j, const char *ptxas, const char *ptx, size_t n, const char *arch)
+{
+	char dir[3900], *real = realpath(ptxas, NULL);
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	struct stat st;
+	j->cache[0] = 0;
+	if (!cache_on || !real || stat(real, &st)) {
+		free(real);
+		return;
+	}
+	if (xdg && *xdg == '/')
+		snprintf(dir, sizeof dir, "%s/attnc/ptxas", xdg);
+	else if (home && *home == '/')
+		snprintf(dir, sizeof dir, "%s/.cache/attnc/ptxas", home);
+	else
+		dir[0] = 0;
+	if (!dir[0] || strlen(dir) > 3800 || make_dirs(dir)) {
+		free(real);
+		return;
+	}
+	char id[4400], hex[65];
+	snprintf(id, sizeof id, "attnc ptxas cache 1\n%s\n%lld %lld.%09ld %llu\n%s\n-O3 -v\n", real,
+		 (long long)st.st_size, (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec,
+		 (unsigned long long)st.st_ino, arch);
+	free(real);
+	Sha256 h;
+	sha256_init(&h);
+	sha256_update(&h, id, strlen(id));
+	sha256_update(&h, ptx, n);
+	sha256_hex(&h, hex);
+	snprintf(j->cache, sizeof j->cache, "%s/%s", dir, hex);
+}
+
+/* A cache entry is its cubin and ptxas's log (the spill report): the log
+** is written first, so an entry with a cubin is whole. */
+static int cache_has(const PtxasJob *j)
+{
+	char c[4300], l[4300];
+	snprintf(c, sizeof c, "%s.cubin", j->cache);
+	snprintf(l, sizeof l, "%s.log", j->cache);
+	return access(c, R_OK) == 0 && access(l, R_OK) == 0;
+}
+
+/* Copies a finished job's files into its cache entry, whole or not at all. */
+static void cache_store(const PtxasJob *j)
+{
+	const char *from[2] = {j->log, j->out}, *suffix[2] = {"log", "cubin"};
+	for (int k = 0; k < 2; k++) {
+		unsigned char *d = NULL;
+		size_t n = 0;
+		char to[4300];
+		snprintf(to, sizeof to, "%s.%s", j->cache, suffix[k]);
+		AtomicFile af;
+		if (slurp(from[k], &d, &n) || atomic_open(&af, to)) {
+			free(d);
+			return;
+		}
+		if (fwrite(d, 1, n, af.fp) != n)
+			atomic_abort(&af);
+		else
+			atomic_commit(&af);
+		free(d);
+	}
+}
+
 /* Writes the PTX into a private directory and starts ptxas on it; the
 ** job is finished (waited for, read, cleaned up) by ptxas_finish. */
 int ptxas_start(PtxasJob *j, const char *ptxas, const char *ptx, size_t n, const char *arch,
@@ -93,6 +188,13 @@ int ptxas_start(PtxasJob *j, const char *ptxas, const char *ptx, size_t n, const
 {
 	const char *tmp = getenv("TMPDIR");
 	memset(j, 0, sizeof *j);
+	cache_entry(j, ptxas, ptx, n, arch);
+	if (j->cache[0] && cache_has(j)) {
+		j->hit = 1;
+		snprintf(j->out, sizeof j->out, "%s.cubin", j->cache);
+		snprintf(j->log, sizeof j->log, "%s.log", j->cache);
+		return 0;
+	}
 	snprintf(j->dir, sizeof j->dir, "%s/attnc-ptxas-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(j->dir)) {
 		snprintf(err, errlen, "cannot create a temporary directory for ptxas");
@@ -120,9 +222,11 @@ int ptxas_finish(PtxasJob *j, unsigned char **cubin, size_t *cubin_size, char *e
 		 const char *const *funcs, long *spills, int nfuncs)
 {
 	int rc = 1, st = 0;
-	if (j->running && !spawn_wait(j->pid, &st) && WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
-	    slurp(j->out, cubin, cubin_size) == 0) {
+	int ran = j->running && !spawn_wait(j->pid, &st) && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	if ((j->hit || ran) && slurp(j->out, cubin, cubin_size) == 0) {
 		rc = 0;
+		if (ran && j->cache[0])
+			cache_store(j);
 		unsigned char *l = NULL;
 		size_t ln = 0;
 		for (int i = 0; i < nfuncs; i++)
@@ -153,7 +257,9 @@ int ptxas_finish(PtxasJob *j, unsigned char **cubin, size_t *cubin_size, char *e
 		}
 	}
 	j->running = 0;
-	unlink(j->in), unlink(j->out), unlink(j->log), rmdir(j->dir);
+	if (!j->hit)
+		unlink(j->in), unlink(j->out), unlink(j->log), rmdir(j->dir);
+	j->hit = 0;
 	return rc;
 }
 

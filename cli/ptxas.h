@@ -27,7 +27,15 @@ typedef struct PtxasJob {
 	char dir[4096], in[4200], out[4200], log[4200];
 	pid_t pid;
 	int running;
+	char cache[4096]; /* the cache entry's path without suffix, or "" */
+	int hit;          /* the entry was there: ptxas did not run */
 } PtxasJob;
+/* The cache of ptxas's results (on by default): entries under
+** $XDG_CACHE_HOME/attnc/ptxas (else ~/.cache/attnc/ptxas), keyed by the
+** SHA-256 of the PTX, the target, ptxas's options and the ptxas binary
+** (its path, size, modification time and inode), so that a repeat compile
+** of an unchanged kernel runs no ptxas. Off: every job runs ptxas. */
+void ptxas_cache_enable(int on);
 int ptxas_start(PtxasJob *j, const char *ptxas, const char *ptx, size_t n, const char *arch,
 		char *err, size_t errlen);
 int ptxas_finish(PtxasJob *j, unsigned char **cubin, size_t *cubin_size, char *err, size_t errlen,
