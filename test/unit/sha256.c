@@ -17,7 +17,8 @@ static int check(const char *what, const char *data, size_t n, size_t piece, con
 		sha256_update(&s, data + i, n - i < piece ? n - i : piece);
 	sha256_hex(&s, got);
 	if (strcmp(got, want)) {
-		fprintf(stderr, "sha256 %s (pieces of %zu): got %s, want %s\n", what, piece, got, want);
+		fprintf(stderr, "sha256 %s (pieces of %zu): got %s, want %s\n", what, piece, got,
+			want);
 		return 1;
 	}
 	return 0;
