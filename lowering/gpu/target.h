@@ -15,6 +15,21 @@
 #include "../../compiler/plan.h"
 #include "../ptx/ptx.h"
 
+/* A TMA tensor map an sm_90a kernel takes by value: after the magic
+** parameters, one `.param .align 64 .b8 NAME[128]` per map in this order.
+** The generated launcher encodes each (attnrt_tensor_map) over the whole of
+** cascade tensor `tensor` (its shape and strides as launched; the last
+** dimension contiguous), with box[d] elements along tensor dimension d:
+** GPU_TMAP_INNER (128 bytes of 16-bit elements, 128-byte swizzle) along the
+** last, the tile's rows along the row or key dimension, 1 elsewhere.
+** Elements outside the tensor read as zero. */
+enum { GPU_MAX_TMAPS = 6, GPU_TMAP_MAX_RANK = 5, GPU_TMAP_INNER = 64 };
+typedef struct GpuTmap {
+	int tensor;
+	int rank;
+	unsigned box[GPU_TMAP_MAX_RANK];
+} GpuTmap;
+
 /* What the generated C interface needs of each kernel. */
 typedef struct GpuKernelInfo {
 	unsigned smem;        /* dynamic shared memory bytes */
@@ -27,6 +42,8 @@ typedef struct GpuKernelInfo {
 	long pack;            /* GQA packing: 0 none, > 0 rows per group, < 0 -(dim index + 1) */
 	int one_window;       /* a second entry, NAME_fwd_short, for keys up to window_keys */
 	unsigned window_keys; /* keys one tile-table window covers */
+	int ntmaps;           /* TMA tensor maps the kernel takes (sm_90a) */
+	GpuTmap tmap[GPU_MAX_TMAPS];
 } GpuKernelInfo;
 
 enum { GPU_MAX_CUBINS = 4 };
