@@ -131,6 +131,9 @@ typedef struct KernelShape {
 	** ends where it leaves it, with no refill (the tile scan); its entry is
 	** NAME_fwd_short */
 	int one_window;
+	/* set by the target's layout: the TMA tensor maps its kernel takes */
+	int ntmaps;
+	GpuTmap tmap[GPU_MAX_TMAPS];
 } KernelShape;
 
 /* gpu/shape.c: fills s or returns a reason the plan does not fit. */
@@ -315,6 +318,10 @@ void gpu_load_params(KernelGen *g);
 void gpu_decode_grid(KernelGen *g);
 void gpu_lane_ids(KernelGen *g);
 PReg gpu_special(KernelGen *g, const char *sreg); /* a special register as b64 */
+/* The consumers' thread index (b64): %tid.x less the producer's threads. */
+PReg gpu_tid(KernelGen *g);
+/* A barrier of the consumers (named barrier id, GpuTarget.bar_base). */
+void gpu_bar(KernelGen *g, int id);
 PReg gpu_u32(KernelGen *g, PReg x);               /* the low word of a b64 */
 int gpu_log2(long x);                             /* of a power of two */
 

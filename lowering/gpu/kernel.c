@@ -47,6 +47,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);
 	ptx_func_init(f, a, arena_printf(a, s->one_window ? "%s_fwd_short" : "%s_fwd", p->c->name),
 		      tg->threads);
+	f->minnctapersm = tg->min_ctas_per_sm;
 	g->f = f;
 	gpu_expr_init(g);
 	gpu_ranges_init(g);
@@ -68,8 +69,18 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	gpu_load_params(g);
 	g->grouped = row_masked(g, s);
 	gpu_decode_grid(g);
-	g->sbase = gpu_reg(g, PC_B32), g->tid = gpu_special(g, "%tid.x");
-	gpu_op2(g, PTX_MOV, ".u32", po_r(g->sbase), po_sym("smem"));
+	g->sbase = gpu_reg(g, PC_B32);
+	if (tg->producer) {
+		gpu_op2(g, PTX_MOV, ".u32", po_r(g->sbase), po_sym("smem"));
+		/* the producer's code computed values the consumers cannot see */
+		tg->producer(g);
+		gpu_expr_forget(g, 0);
+		gpu_ranges_init(g);
+		g->tid = gpu_tid(g);
+	} else {
+		g->tid = gpu_tid(g);
+		gpu_op2(g, PTX_MOV, ".u32", po_r(g->sbase), po_sym("smem"));
+	}
 	TileState t = {0};
 	int nrs = 2 * g->row_blocks;
 	t.prev = ARENA_ARRAY(a, PReg *, n + 1);
@@ -214,7 +225,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	}
 	ptx_label(f, Ldone);
 	/* every warp is done with this buffer before the next prefetch reuses it */
-	gpu_op1(g, PTX_BAR, "", po_i(0));
+	tg->tile_end(g, buf);
 	gpu_op3(g, PTX_XOR, ".b32", po_r(buf), po_r(buf), po_i(1));
 	gpu_op2(g, PTX_MOV, ".b64", po_r(j0), po_r(nxt));
 	gpu_op2(g, PTX_MOV, ".pred", po_r(all), po_r(alln));
@@ -301,6 +312,8 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			info[i].one_window = one_window;
 			info[i].window_keys = GPU_WINDOW_KEYS;
 			info[i].threads = (unsigned)t->threads;
+			info[i].ntmaps = s.ntmaps;
+			memcpy(info[i].tmap, s.tmap, sizeof s.tmap);
 			if (s.pack && s.pack->kind == EX_INT)
 				info[i].pack = s.pack->ival;
 			else if (s.pack)

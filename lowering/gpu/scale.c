@@ -182,7 +182,7 @@ void gpu_scale_negate_q(KernelGen *g, int gemm1, PReg sbase, uint32_t soff, uint
 				gpu_op4(g, PTX_MAD, ".lo.u32", po_r(x), po_r(c), po_i(16),
 					po_r(sbase));
 			}
-			int32_t o = (int32_t)(soff + u * (uint32_t)g->t->threads * 16);
+			int32_t o = (int32_t)(soff + u * (uint32_t)GPU_THREADS * 16);
 			gpu_op2(g, PTX_LD, ".shared.v4.b32", po_vec(v, 4), po_mem(x, o));
 			for (int k = 0; k < 4; k++)
 				gpu_op3(g, PTX_XOR, ".b32", po_r(v[k]), po_r(v[k]),
@@ -191,7 +191,7 @@ void gpu_scale_negate_q(KernelGen *g, int gemm1, PReg sbase, uint32_t soff, uint
 			if (last)
 				ptx_guard(g->f, in, 0);
 		}
-		gpu_op1(g, PTX_BAR, "", po_i(0));
+		gpu_bar(g, 0);
 		ptx_label(g->f, skip);
 		return; /* one negation per Q, whichever nodes scale it */
 	}

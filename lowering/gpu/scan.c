@@ -156,7 +156,10 @@ static void table_next(KernelGen *g, PReg sbase, uint32_t off)
 		po_mem(sbase, (int32_t)(off + TAB_ANY)));
 	gpu_op2(g, PTX_LD, ".shared.v2.u64", po_vec(al, 2),
 		po_mem(sbase, (int32_t)(off + TAB_ALL)));
-	gpu_op2(g, PTX_MOV, ".u32", po_r(t), po_sym("%tid.x"));
+	if (g->t->consumer_tid0)
+		gpu_op2(g, PTX_CVT, ".u32.u64", po_r(t), po_r(gpu_tid(g)));
+	else
+		gpu_op2(g, PTX_MOV, ".u32", po_r(t), po_sym("%tid.x"));
 	gpu_op3(g, PTX_MIN, ".u32", po_r(p0), po_r(t), po_i(64));
 	gpu_op3(g, PTX_SUB, ".u32", po_r(p1), po_r(t), po_r(p0));
 	PReg c0 = first_bit(g, an[0], p0), c1 = first_bit(g, an[1], p1);
@@ -270,7 +273,7 @@ static void table_fill(KernelGen *g, const KernelShape *s, PReg sbase, uint32_t 
 	PReg anyw = gpu_reg(g, PC_B32), allw = gpu_reg(g, PC_B32), st = gpu_reg(g, PC_B64),
 	     bitm = gpu_reg(g, PC_B32);
 	if (!first)
-		gpu_op1(g, PTX_BAR, "", po_i(1));
+		gpu_bar(g, 1);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(anyw), po_i(0));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(allw), po_i(0));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(bitm), po_i(1));
@@ -291,9 +294,9 @@ static void table_fill(KernelGen *g, const KernelShape *s, PReg sbase, uint32_t 
 	gpu_op3(g, PTX_AND, ".pred", po_r(t0), po_r(t0), po_r(l0));
 	gpu_op2(g, PTX_ST, ".shared.s64", po_mem(sbase, (int32_t)off), po_r(wb));
 	ptx_guard(g->f, t0, 0);
-	gpu_op1(g, PTX_BAR, "", po_i(1));
+	gpu_bar(g, 1);
 	table_next(g, sbase, off);
-	gpu_op1(g, PTX_BAR, "", po_i(1));
+	gpu_bar(g, 1);
 }
 
 /* The start of the window that holds key x. */
@@ -387,7 +390,7 @@ int gpu_table_wanted(KernelGen *g)
 int gpu_warp_class_wanted(KernelGen *g, int table)
 {
 	int any = 0;
-	if (table || g->s->pack)
+	if (table || g->s->pack || !g->t->warp_classes)
 		return 0;
 	for (int i = 0; i < g->c->nodes.n; i++) {
 		if (!gpu_streamed(g->s, i) || !gpu_node(g, i)->filter)
@@ -404,7 +407,7 @@ int gpu_warp_class_wanted(KernelGen *g, int table)
 void gpu_warp_class(KernelGen *g, PReg any, PReg all)
 {
 	const KernelShape *s = g->s;
-	PReg tid = gpu_special(g, "%tid.x"), w = gpu_reg(g, PC_B64), end = gpu_reg(g, PC_B64);
+	PReg tid = gpu_tid(g), w = gpu_reg(g, PC_B64), end = gpu_reg(g, PC_B64);
 	g->warp_rows.q0 = gpu_reg(g, PC_B64), g->warp_rows.q1 = gpu_reg(g, PC_B64);
 	gpu_op3(g, PTX_SHR, ".u64", po_r(w), po_r(tid), po_i(5));
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(g->warp_rows.q0), po_r(w), po_i(16 * g->row_blocks),

@@ -64,6 +64,17 @@ typedef struct GpuTarget {
 	int block_n;       /* keys per tile */
 	int warps;         /* warps per CTA */
 	int threads;       /* threads per CTA */
+	/* Warp-specialised CTAs: the kernel builder's GPU_THREADS threads (the
+	** consumers) start at %tid.x = consumer_tid0, after the target's
+	** producer threads; their barriers are named (bar.sync id + bar_base,
+	** GPU_THREADS) so that the producer is not waited for. 0, 0: the CTA
+	** is the builder's threads alone and bar.sync id takes them all. */
+	int consumer_tid0;
+	int bar_base;
+	int min_ctas_per_sm; /* .minnctapersm, a register cap for setmaxnreg (0: none) */
+	/* Warps may take their own tile classes (gpu_warp_class): not where the
+	** contractions are warpgroup-wide (wgmma needs all four warps). */
+	int warp_classes;
 	unsigned smem_max; /* dynamic shared memory a CTA may take (bytes) */
 	/* The retry policy: rounds of regeneration after the first, and the
 	** tile-size choice for a kernel that ptxas spilled spill_bytes of (0:
@@ -82,6 +93,10 @@ typedef struct GpuTarget {
 	** the tile table (GPU_TABLE_BYTES where table) at g->table_off; returns
 	** the bytes. */
 	uint32_t (*layout)(struct KernelGen *g, int table);
+	/* After the grid decode, before the consumers' code (NULL: none): a
+	** warp-specialised target's role split and its producer's loop, which
+	** ends its threads; the consumers go on from there. */
+	void (*producer)(struct KernelGen *g);
 	/* The tile loaders and the CTA's Q copies, or only the loaders where Q
 	** waits for the tile table's ids (returns 1: load_q then runs when the
 	** ids are committed, g->ids). */
@@ -109,6 +124,9 @@ typedef struct GpuTarget {
 	void (*prefetch_late)(struct KernelGen *g, PReg nxt, PReg buf, PReg when);
 	/* O += P V of GEMM2 node i, P per score element (GPU_MAXMT * GPU_NEL). */
 	void (*contract_pv)(struct KernelGen *g, int node, const PReg *p);
+	/* Every consumer is done with the tile in buffer buf: its buffer may be
+	** refilled (a barrier, or an arrival on the buffer's empty mbarrier). */
+	void (*tile_end)(struct KernelGen *g, PReg buf);
 	/* Stores of node i's output accumulators in the fast layouts the
 	** target has, each ending with a branch to done; branches to slow
 	** (element by element, the caller's) where the strides allow none. q

@@ -212,7 +212,10 @@ void ptx_print_func(FILE *o, const PtxFunc *f)
 		else
 			fprintf(o, "\t.param %s %s%s\n", p->type, p->name, sep);
 	}
-	fprintf(o, ")\n.maxntid %d, 1, 1\n{\n", f->maxntid);
+	fprintf(o, ")\n.maxntid %d, 1, 1\n", f->maxntid);
+	if (f->minnctapersm)
+		fprintf(o, ".minnctapersm %d\n", f->minnctapersm);
+	fputs("{\n", o);
 	for (int c = 0; c < PC_NCLS; c++)
 		if (f->nreg[c])
 			fprintf(o, "\t.reg %s %s<%u>;\n", cls_tab[c].type, cls_tab[c].prefix,

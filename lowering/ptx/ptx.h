@@ -78,6 +78,7 @@ typedef struct PtxFunc {
 	uint32_t smem_bytes; /* dynamic shared memory */
 	uint32_t smem_align; /* of the dynamic shared memory; 0: 128 (TMA swizzles need 1024) */
 	int maxntid;
+	int minnctapersm; /* 0: not given */
 	int nlabels;
 } PtxFunc;
 

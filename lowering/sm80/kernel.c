@@ -114,3 +114,11 @@ void sm80_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 	gpu_op1(g, PTX_CP_WAIT, "", po_i(1));
 	gpu_op1(g, PTX_BAR, "", po_i(0));
 }
+
+/* The next tile's copies go into this buffer: every warp must be done
+** reading it. */
+void sm80_tile_end(KernelGen *g, PReg buf)
+{
+	(void)buf;
+	gpu_op1(g, PTX_BAR, "", po_i(0));
+}

@@ -79,6 +79,7 @@ uint32_t sm80_layout(KernelGen *g, int table);
 void sm80_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any);
 void sm80_prefetch(KernelGen *g, PReg nxt, PReg buf, PReg when);
 void sm80_tile_begin(KernelGen *g, PReg buf, int keeps_true_max);
+void sm80_tile_end(KernelGen *g, PReg buf);
 
 /* loads.c */
 enum { SM80_COPY_K = 1, SM80_COPY_V = 2 };

@@ -40,6 +40,7 @@ const GpuTarget T_sm80 = {
     .block_n = GPU_BN,
     .warps = GPU_WARPS,
     .threads = GPU_THREADS,
+    .warp_classes = 1,
     .smem_max = 163 * 1024, /* the A100's opt-in limit; not yet checked */
     .retune_rounds = 2,
     .retune = retune,
@@ -57,5 +58,6 @@ const GpuTarget T_sm80 = {
     .contract_qk = sm80_contract_qk,
     .prefetch_late = sm80_issue_next_v,
     .contract_pv = sm80_contract_pv,
+    .tile_end = sm80_tile_end,
     .store_output = sm80_store_output,
 };
