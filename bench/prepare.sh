@@ -15,7 +15,7 @@ set -eu
 cd "$(dirname "$0")/.."
 ATTNC=${ATTNC:-build/bin/attnc}
 DIR=${1:-.carry/bench}
-TARGET=sm_80
+TARGET=${TARGET:-sm_80}
 rm -rf "$DIR" && mkdir -p "$DIR/gen" "$DIR/attn"
 commit=${COMMIT:-$(git rev-parse --short HEAD 2> /dev/null || echo unknown)}
 dirty=false

@@ -78,9 +78,7 @@ static const struct {
 	const char *why_not;
 } target_table[] = {
     {"sm_80", "yyyyynyy", NULL},
-    {"sm_90a", "nyyyynnn",
-     "code generation for sm_90a (wgmma, TMA) is not implemented yet; --target=sm_80 gives "
-     "kernels that also run on Hopper"},
+    {"sm_90a", "yyyyynyy", NULL},
     {"sm_100a", "nyyyynnn",
      "code generation for sm_100a (tcgen05) is not implemented yet; --target=sm_80 gives "
      "kernels that also run on Blackwell"},

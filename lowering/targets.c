@@ -6,9 +6,9 @@
 
 #include "targets.h"
 
-extern const GpuTarget T_sm80;
+extern const GpuTarget T_sm80, T_sm90;
 
-static const GpuTarget *const all[] = {&T_sm80};
+static const GpuTarget *const all[] = {&T_sm80, &T_sm90};
 
 /* By --target name: the driver's one way to reach a target. */
 const GpuTarget *gpu_target(const char *name)

@@ -125,26 +125,6 @@ PReg gpu_special(KernelGen *g, const char *sreg)
 	return r;
 }
 
-/* The kernel builder's threads count from 0 whatever the producer's
-** threads before them (GpuTarget.consumer_tid0). */
-PReg gpu_tid(KernelGen *g)
-{
-	PReg t = gpu_special(g, "%tid.x");
-	if (g->t->consumer_tid0)
-		gpu_op3(g, PTX_SUB, ".s64", po_r(t), po_r(t), po_i(g->t->consumer_tid0));
-	return t;
-}
-
-/* With a producer in the CTA, bar.sync would wait for its threads too:
-** the consumers' barriers name their count. */
-void gpu_bar(KernelGen *g, int id)
-{
-	if (g->t->consumer_tid0)
-		gpu_op2(g, PTX_BAR, "", po_i(id + g->t->bar_base), po_i(GPU_THREADS));
-	else
-		gpu_op1(g, PTX_BAR, "", po_i(id));
-}
-
 /* Extent of an index class, from the first node variable of that class. */
 static PReg class_extent(KernelGen *g, int cls)
 {

@@ -322,8 +322,8 @@ PReg gpu_special(KernelGen *g, const char *sreg); /* a special register as b64 *
 PReg gpu_tid(KernelGen *g);
 /* A barrier of the consumers (named barrier id, GpuTarget.bar_base). */
 void gpu_bar(KernelGen *g, int id);
-PReg gpu_u32(KernelGen *g, PReg x);               /* the low word of a b64 */
-int gpu_log2(long x);                             /* of a power of two */
+PReg gpu_u32(KernelGen *g, PReg x); /* the low word of a b64 */
+int gpu_log2(long x);               /* of a power of two */
 
 /* expr.c */
 void gpu_expr_init(KernelGen *g);

@@ -278,6 +278,8 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		Plan *p = plan_build(&a, c, t->name);
 		KernelShape s;
 		const char *why = gpu_shape(&a, p, &s);
+		if (!why && t->refusal)
+			why = t->refusal(p, &s);
 		if (why) {
 			diag_error(d, c->loc, "cannot generate an %s kernel for '%s': %s", t->name,
 				   c->name, why);

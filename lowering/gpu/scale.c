@@ -167,17 +167,17 @@ void gpu_scale_negate_q(KernelGen *g, int gemm1, PReg sbase, uint32_t soff, uint
 		** end read the last chunk and store nothing (no predicated load:
 		** a register defined on some paths only is live from the entry) */
 		uint32_t n = bytes / 16;
-		for (uint32_t u = 0; u * g->t->threads < n; u++) {
+		for (uint32_t u = 0; u * GPU_THREADS < n; u++) {
 			PReg v[4], in = gpu_reg(g, PC_PRED), x = a;
-			int last = (u + 1) * g->t->threads > n;
+			int last = (u + 1) * GPU_THREADS > n;
 			for (int k = 0; k < 4; k++)
 				v[k] = gpu_reg(g, PC_B32);
 			if (last) {
 				PReg c = gpu_reg(g, PC_B32);
 				gpu_op3(g, PTX_SETP, ".lt.u32", po_r(in), po_r(t),
-					po_i(n - u * g->t->threads));
+					po_i(n - u * GPU_THREADS));
 				gpu_op3(g, PTX_MIN, ".u32", po_r(c), po_r(t),
-					po_i(n - u * g->t->threads - 1));
+					po_i(n - u * GPU_THREADS - 1));
 				x = gpu_reg(g, PC_B32);
 				gpu_op4(g, PTX_MAD, ".lo.u32", po_r(x), po_r(c), po_i(16),
 					po_r(sbase));

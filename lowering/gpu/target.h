@@ -15,7 +15,7 @@
 #include "../../compiler/plan.h"
 #include "../ptx/ptx.h"
 
-/* A TMA tensor map an sm_90a kernel takes by value: after the magic
+/* A TMA tensor map a kernel may take by value: after the magic
 ** parameters, one `.param .align 64 .b8 NAME[128]` per map in this order.
 ** The generated launcher encodes each (attnrt_tensor_map) over the whole of
 ** cascade tensor `tensor` (its shape and strides as launched; the last
@@ -42,7 +42,7 @@ typedef struct GpuKernelInfo {
 	long pack;            /* GQA packing: 0 none, > 0 rows per group, < 0 -(dim index + 1) */
 	int one_window;       /* a second entry, NAME_fwd_short, for keys up to window_keys */
 	unsigned window_keys; /* keys one tile-table window covers */
-	int ntmaps;           /* TMA tensor maps the kernel takes (sm_90a) */
+	int ntmaps;           /* TMA tensor maps the kernel takes (0: none) */
 	GpuTmap tmap[GPU_MAX_TMAPS];
 } GpuKernelInfo;
 
@@ -61,9 +61,9 @@ typedef struct GpuTarget {
 	** comes from the last */
 	int ncubins;
 	int cubin_sms[GPU_MAX_CUBINS];
-	int block_n;       /* keys per tile */
-	int warps;         /* warps per CTA */
-	int threads;       /* threads per CTA */
+	int block_n; /* keys per tile */
+	int warps;   /* warps per CTA */
+	int threads; /* threads per CTA */
 	/* Warp-specialised CTAs: the kernel builder's GPU_THREADS threads (the
 	** consumers) start at %tid.x = consumer_tid0, after the target's
 	** producer threads; their barriers are named (bar.sync id + bar_base,
@@ -87,6 +87,9 @@ typedef struct GpuTarget {
 	/* After a kernel with a tile table: whether a second entry without the
 	** table's refill pays (KernelShape.one_window) */
 	int (*one_window_wanted)(const struct KernelShape *s);
+	/* Why the target does not take a plan that gpu_shape accepted, or NULL
+	** (NULL hook: it takes them all). */
+	const char *(*refusal)(const Plan *p, const struct KernelShape *s);
 
 	/* The kernel builder's hooks (gpu/kernel.c), in the order it calls
 	** them. layout: the target's state (g->targ) and its shared memory,
@@ -133,6 +136,9 @@ typedef struct GpuTarget {
 	** is lane % 4, crows and rowok the rows per row slot and their bounds. */
 	void (*store_output)(struct KernelGen *g, int node, PReg q, const PReg *crows,
 			     const PReg *rowok, int slow, int done);
+	/* appended to ptxas's -arch: "a" where the PTX uses arch-specific
+	** instructions (wgmma, setmaxnreg); NULL: none */
+	const char *cubin_arch_suffix;
 } GpuTarget;
 
 /* What the retry loop asks of the driver: assemble one round's PTX and

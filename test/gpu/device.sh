@@ -1,13 +1,13 @@
 #!/bin/sh
 # Runs on the GPU machine, from the folder prepare.sh filled: builds one
 # harness per example (gcc, the runtime compiled in, no cudart), runs every
-# case with fresh seeds, runs compute-sanitizer memcheck and racecheck on a
+# case with fresh seeds, runs compute-sanitizer memcheck, racecheck and synccheck on a
 # small case per example, and prints a table last. Logs go to $OUT.
 set -u
 cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" bin
-RT="runtime/driver.c runtime/module.c runtime/launch.c runtime/check.c"
+RT=$(ls runtime/*.c)
 fails=0
 for f in gen/*_cpu.c; do
 	file=$(basename "$f" _cpu.c)
@@ -21,7 +21,8 @@ seed=1
 while read -r file casc sizes ints; do
 	[ -x "bin/$file" ] || continue
 	seed=$((seed + 1))
-	./bin/"$file" "$sizes" $seed $ints > "$OUT/run.$file.$seed.log" 2>&1
+	# a kernel that never finishes (a barrier's wait) fails its case, not the run
+	timeout 120 ./bin/"$file" "$sizes" $seed $ints > "$OUT/run.$file.$seed.log" 2>&1
 	rc=$?
 	[ $rc -ne 0 ] && fails=1
 	awk -v f="$file" -v s="$sizes" '$3=="numel"{printf "%-16s %-34s %-10s %-10s %s\n", f, s, $2, $6, $NF}' "$OUT/run.$file.$seed.log" >> "$OUT/table.txt"
@@ -32,8 +33,8 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
 		file=$(basename "$b")
 		sizes=$(awk -v f="$file" '$1==f{print $3; exit}' cases.txt)
 		ints=$(awk -v f="$file" '$1==f{for (i = 4; i <= NF; i++) printf "%s ", $i; exit}' cases.txt)
-		for tool in memcheck racecheck; do
-			compute-sanitizer --tool $tool --error-exitcode 9 "$b" "$sizes" 7 $ints > "$OUT/san.$tool.$file.log" 2>&1
+		for tool in memcheck racecheck synccheck; do
+			timeout 600 compute-sanitizer --tool $tool --error-exitcode 9 "$b" "$sizes" 7 $ints > "$OUT/san.$tool.$file.log" 2>&1
 			r=$?
 			echo "$file $tool rc=$r $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san.$tool.$file.log" | head -1)" >> "$OUT/sanitizer.txt"
 			[ $r -ne 0 ] && fails=1

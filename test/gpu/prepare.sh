@@ -6,6 +6,8 @@
 set -eu
 cd "$(dirname "$0")/../.."
 ATTNC=${ATTNC:-build/bin/attnc}
+# TARGET=sm_90a: the same cases on the sm_90a kernels
+TARGET=${TARGET:-sm_80}
 DIR=${1:-.carry/gpu}
 rm -rf "$DIR" && mkdir -p "$DIR/gen"
 : > "$DIR/cases.txt"
@@ -77,7 +79,7 @@ while read -r file casc rest; do
 			"examples/${file%_d64}.attn" > "$src"
 		;;
 	esac
-	if ! "$ATTNC" --target=sm_80 "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
+	if ! "$ATTNC" --target="$TARGET" "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
 		echo "skip $file: $(head -1 "$DIR/gen/$file.err")"
 		continue
 	fi
@@ -98,4 +100,5 @@ while read -r file casc rest; do
 done < "$DIR/plan.txt"
 cp test/gpu/harness.c test/gpu/device.sh "$DIR/"
 cp -r runtime "$DIR/runtime"
-echo "prepared $(wc -l < "$DIR/cases.txt") cases in $DIR"
+echo "$TARGET" > "$DIR/target.txt"
+echo "prepared $(wc -l < "$DIR/cases.txt") $TARGET cases in $DIR"

@@ -1,0 +1,28 @@
+/*
+** lowering/gpu/threads.c: the kernel builder's threads within the CTA.
+** A warp-specialised target puts its producer's threads first
+** (GpuTarget.consumer_tid0); the builder's code counts its own threads
+** from 0 and synchronises them alone.
+*/
+#include "gpu.h"
+
+/* %tid.x less the producer's threads (b64): the builder's thread index. */
+PReg gpu_tid(KernelGen *g)
+{
+	PReg r32 = gpu_reg(g, PC_B32), t = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".u32", po_r(r32), po_sym("%tid.x"));
+	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(t), po_r(r32));
+	if (g->t->consumer_tid0)
+		gpu_op3(g, PTX_SUB, ".s64", po_r(t), po_r(t), po_i(g->t->consumer_tid0));
+	return t;
+}
+
+/* With a producer in the CTA, bar.sync would wait for its threads too:
+** the consumers' barriers name their count. */
+void gpu_bar(KernelGen *g, int id)
+{
+	if (g->t->consumer_tid0)
+		gpu_op2(g, PTX_BAR, "", po_i(id + g->t->bar_base), po_i(GPU_THREADS));
+	else
+		gpu_op1(g, PTX_BAR, "", po_i(id));
+}

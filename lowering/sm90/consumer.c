@@ -1,0 +1,104 @@
+/*
+** lowering/sm90/consumer.c: the kernel builder's hooks as the consumer
+** warpgroup runs them. The producer does every copy, so the loaders and
+** prefetches are empty; a tile begins with the wait for its stage's full
+** barrier and ends with an arrival on its empty barrier, and the ring's
+** stage and phase move on as the producer's do.
+*/
+#include "sm90.h"
+
+/* Q, K and V come by TMA from the producer (producer.c). */
+int sm90_setup_loads(KernelGen *g, int table)
+{
+	(void)g, (void)table;
+	return 0;
+}
+
+void sm90_load_q(KernelGen *g)
+{
+	(void)g;
+}
+
+/* The tile table's copies: sm_90a kernels take no table (sm90_refusal). */
+void sm90_copy4_async(KernelGen *g, PtxOpnd dst, PtxOpnd src)
+{
+	(void)g, (void)dst, (void)src;
+}
+
+void sm90_copy_commit(KernelGen *g)
+{
+	(void)g;
+}
+
+void sm90_copy_wait(KernelGen *g, int n)
+{
+	(void)g, (void)n;
+}
+
+/* The ring starts at stage 0, phase 0; Q must have arrived. A Q negated
+** for a negative folded scale (gpu/scale.c) is written by ordinary stores
+** that wgmma then reads: the proxy fence orders them, and the barrier
+** makes every thread's part visible. */
+void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
+{
+	(void)j0, (void)buf, (void)any;
+	Sm90Kernel *k9 = sm90_of(g);
+	k9->stage = gpu_reg(g, PC_B32), k9->phase = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->stage), po_i(0));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->phase), po_i(0));
+	PReg qbar = gpu_reg(g, PC_B32);
+	gpu_op3(g, PTX_ADD, ".u32", po_r(qbar), po_r(g->sbase), po_i(k9->qbar));
+	sm90_wait(g, qbar, k9->phase);
+	for (int k = 0; k < g->s->nqk; k++)
+		gpu_scale_negate_q(g, k, g->sbase, k9->q[k].off,
+				   (uint32_t)g->cta_rows * (uint32_t)g->s->qk[k].D * 2, g->tid);
+	gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
+	gpu_bar(g, 0);
+}
+
+/* The producer prefetches on its own. */
+void sm90_prefetch(KernelGen *g, PReg nxt, PReg buf, PReg when)
+{
+	(void)g, (void)nxt, (void)buf, (void)when;
+}
+
+/* The stage's address, then the wait for its full barrier. */
+void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
+{
+	(void)buf, (void)keeps_true_max;
+	Sm90Kernel *k9 = sm90_of(g);
+	PReg fb = gpu_reg(g, PC_B32);
+	k9->stage_addr = gpu_reg(g, PC_B32);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(k9->stage_addr), po_r(k9->stage), po_i(k9->stage_bytes),
+		po_r(g->sbase));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(fb), po_r(k9->stage), po_i(8), po_r(g->sbase));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(fb), po_r(fb), po_i(k9->full));
+	sm90_wait(g, fb, k9->phase);
+}
+
+/* Every consumer thread arrives on the stage's empty barrier (its count is
+** GPU_THREADS: the wgmma reads of the stage are complete, waited for in
+** each contraction); then the next stage, the phase flipping on wrap. */
+void sm90_tile_end(KernelGen *g, PReg buf)
+{
+	(void)buf;
+	Sm90Kernel *k9 = sm90_of(g);
+	PReg eb = gpu_reg(g, PC_B32), wrap = gpu_reg(g, PC_PRED);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(eb), po_r(k9->stage), po_i(8), po_r(g->sbase));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(eb), po_r(eb), po_i(k9->empty));
+	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(eb, 0));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(k9->stage), po_r(k9->stage), po_i(1));
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(wrap), po_r(k9->stage), po_i(k9->nstages));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->stage), po_i(0));
+	ptx_guard(g->f, wrap, 0);
+	gpu_op3(g, PTX_XOR, ".b32", po_r(k9->phase), po_r(k9->phase), po_i(1));
+	ptx_guard(g->f, wrap, 0);
+}
+
+/* Outputs go element by element (the builder's stores) for now. */
+void sm90_store_output(KernelGen *g, int node, PReg q, const PReg *crows, const PReg *rowok,
+		       int slow, int done)
+{
+	(void)node, (void)q, (void)crows, (void)rowok, (void)done;
+	gpu_op1(g, PTX_BRA, ".uni", po_label(slow));
+}

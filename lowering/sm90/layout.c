@@ -1,0 +1,127 @@
+/*
+** lowering/sm90/layout.c: shared memory of an sm_90a kernel and the TMA
+** tensor maps that fill it.
+**
+** Every tile is stored as the 128-byte swizzle lays it out: panels of 64
+** elements of the contracted (Q, K) or value (V) dimension, each panel
+** rows x 128 bytes, 1024-byte aligned, so that a TMA box of 64 elements
+** by some rows writes it and a wgmma descriptor reads it. Q's rows are
+** ordered as the wgmma's M: row block m of the CTA is smem rows [64 m, 64 m
+** + 64), in which warp w's 16 rows are the builder's rows 16 row_blocks w +
+** 16 m (gpu/tile.c), so that each warp's accumulators hold its own rows.
+*/
+#include "sm90.h"
+
+/* One row block (64 query rows) per CTA: the consumer warpgroup's wgmma
+** is m64, and two row blocks' accumulators with the tile body's values
+** need more than a thread's 255 registers (ptxas spilled at D = 128). Two
+** CTAs share an SM instead, each with its producer, so that one's softmax
+** runs beside the other's contractions. */
+int sm90_row_blocks(const KernelShape *s)
+{
+	(void)s;
+	return 1;
+}
+
+static uint32_t align1k(uint32_t x)
+{
+	return (x + 1023u) & ~1023u;
+}
+
+/* The tensor dimension of read e whose subscript is a plain index of
+** class cls (gpu_shape made sure there is exactly one). */
+static int row_dim(KernelGen *g, int node, const Expr *e, int cls)
+{
+	for (int k = 0; k < e->nargs - 1; k++)
+		if (e->args[k]->kind == EX_INDEX && g->p->cls[node][e->args[k]->var] == cls)
+			return k;
+	return -1;
+}
+
+/* A tensor map for read e: its box is GPU_TMAP_INNER elements along the
+** last dimension, rows along rowdim, 1 elsewhere. */
+static void add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls, uint32_t rows,
+		    uint32_t box_rows, long inner)
+{
+	KernelShape *s = g->s;
+	r->e = e, r->node = node, r->rows = rows;
+	r->rowdim = row_dim(g, node, e, cls);
+	r->panels = (int)(inner / GPU_TMAP_INNER);
+	r->map = s->ntmaps++;
+	GpuTmap *m = &s->tmap[r->map];
+	m->tensor = e->tensor->id, m->rank = e->tensor->rank;
+	for (int d = 0; d < m->rank; d++)
+		m->box[d] = 1;
+	m->box[m->rank - 1] = GPU_TMAP_INNER;
+	m->box[r->rowdim] = box_rows;
+}
+
+/* The node of contraction k of kind kind (its QK or PV index). */
+static int gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k)
+{
+	for (int i = 0; i < n; i++)
+		if (s->node[i].kind == kind && s->node[i].gemm == k)
+			return i;
+	return -1;
+}
+
+/* The layout: Q per contraction; the stages, each K per contraction and V
+** per V read; the barriers. As many stages (2 to SM90_MAX_STAGES) as keep
+** the CTA within SM90_SMEM_TWO_CTAS, two at least. The tensor maps are
+** chosen here; their parameters come after the builder's (sm90_producer). */
+uint32_t sm90_layout(KernelGen *g, int table)
+{
+	(void)table; /* refused (sm90_refusal): no tile table */
+	Sm90Kernel *k9 = ARENA_NEW(g->a, Sm90Kernel);
+	KernelShape *s = g->s;
+	int n = g->c->nodes.n;
+	g->targ = k9;
+	g->f->smem_align = 1024;
+	/* two CTAs an SM cap a thread at 128 registers; head dims above 128
+	** need more for their accumulators (64 x 256 f32: 128 a thread) */
+	g->f->minnctapersm = s->DV > 128 || s->qk[0].D > 128 ? 1 : 2;
+	uint32_t off = 0;
+	s->ntmaps = 0;
+	for (int k = 0; k < s->nqk; k++) {
+		int node = gemm_node(s, n, SN_GEMM1, k);
+		uint32_t box = g->row_blocks == 2 ? 16 : 64;
+		add_map(g, &k9->q[k], s->qk[k].a, node, s->qcls, (uint32_t)g->cta_rows, box,
+			s->qk[k].D);
+		k9->q[k].off = off;
+		off = align1k(off + (uint32_t)g->cta_rows * (uint32_t)s->qk[k].D * 2);
+		k9->q_tx += (uint32_t)g->cta_rows * (uint32_t)s->qk[k].D * 2;
+	}
+	uint32_t st = 0;
+	for (int k = 0; k < s->nqk; k++) {
+		int node = gemm_node(s, n, SN_GEMM1, k);
+		add_map(g, &k9->k[k], s->qk[k].b, node, s->scls, GPU_BN, GPU_BN, s->qk[k].D);
+		k9->k[k].off = st;
+		st = align1k(st + GPU_BN * (uint32_t)s->qk[k].D * 2);
+	}
+	for (int v = 0; v < s->nvreads; v++) {
+		int node = -1;
+		for (int k = 0; k < s->npv && node < 0; k++)
+			if (s->pv[k].vslot == v)
+				node = gemm_node(s, n, SN_GEMM2, k);
+		add_map(g, &k9->v[v], s->vreads[v], node, s->scls, GPU_BN, GPU_BN, s->DV);
+		k9->v[v].off = st;
+		st = align1k(st + GPU_BN * (uint32_t)s->DV * 2);
+	}
+	k9->stage_bytes = st;
+	k9->stage_tx = 0;
+	for (int k = 0; k < s->nqk; k++)
+		k9->stage_tx += GPU_BN * (uint32_t)s->qk[k].D * 2;
+	k9->stage_tx += (uint32_t)s->nvreads * GPU_BN * (uint32_t)s->DV * 2;
+	k9->stage0 = off;
+	int ns = SM90_MAX_STAGES;
+	while (ns > 2 && off + (uint32_t)ns * st + 1024 > SM90_SMEM_TWO_CTAS)
+		ns--;
+	k9->nstages = ns;
+	off += (uint32_t)ns * st;
+	k9->qbar = off;
+	k9->full = off + 8;
+	k9->empty = k9->full + 8 * (uint32_t)ns;
+	k9->total = k9->empty + 8 * (uint32_t)ns;
+	g->table_off = 0;
+	return k9->total;
+}

@@ -1,0 +1,129 @@
+/*
+** lowering/sm90/mma.c: the two contractions on wgmma. S = Q K^T takes
+** both operands from shared memory (K-major, 128-byte swizzle); O += P V
+** takes P from registers (the accumulator layout of S is the register A
+** layout, as with mma.sync) and V from shared memory as an N-major
+** (transposed) operand. Each batch of wgmma is fenced (the registers it
+** reads or accumulates into were written by ordinary instructions),
+** committed and waited for before its results are read.
+*/
+#include "sm90.h"
+
+/* Descriptor fields (PTX ISA, wgmma matrix descriptor): start address,
+** leading and stride byte offsets, all in 16-byte units; bit 62 selects
+** the 128-byte swizzle. K-major swizzled operands ignore the leading
+** offset (1 by convention); the stride between 8-row groups is 1024. For
+** V (N-major), the leading offset is the distance between 64-element
+** panels of N and the stride again 8 rows of 128 bytes. */
+enum { DESC_SBO = 1024 >> 4 };
+static const uint64_t DESC_SWIZZLE128 = 1ull << 62;
+
+/* The descriptor of the operand at shared address addr (u32) with
+** leading byte offset lbo: the address's 14 bits, then the constants. */
+static PReg descriptor(KernelGen *g, PReg addr, uint32_t lbo)
+{
+	PReg a = gpu_reg(g, PC_B32), d = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_SHR, ".u32", po_r(a), po_r(addr), po_i(4));
+	gpu_op3(g, PTX_AND, ".b32", po_r(a), po_r(a), po_i(0x3fff));
+	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(d), po_r(a));
+	uint64_t c = DESC_SWIZZLE128 | ((uint64_t)DESC_SBO << 32) | ((uint64_t)(lbo >> 4) << 16);
+	gpu_op3(g, PTX_OR, ".b64", po_r(d), po_r(d), po_i((int64_t)c));
+	return d;
+}
+
+/* d + off bytes (the start address field: off / 16 added, no carry out of
+** its 14 bits for shared addresses). */
+static PReg desc_at(KernelGen *g, PReg d, uint32_t off)
+{
+	if (!off)
+		return d;
+	PReg r = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(r), po_r(d), po_i(off >> 4));
+	return r;
+}
+
+static const char *elem_type(const Expr *read)
+{
+	return read->tensor->dtype == DT_F16 ? "f16" : "bf16";
+}
+
+/* S = Q K^T of GEMM1 node i: per row block, D / 16 wgmma m64n64k16, the
+** first overwriting (scale-d false). Q's row block m starts 64 m rows into
+** each panel; a k-step of 16 elements is 32 bytes into the panel's rows,
+** or the next panel. */
+void sm90_contract_qk(KernelGen *g, int node)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	int k = g->s->node[node].gemm;
+	const TmaRead *q = &k9->q[k], *kr = &k9->k[k];
+	long D = g->s->qk[k].D;
+	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%dk16.f32.%s.%s", GPU_BN,
+					elem_type(q->e), elem_type(kr->e));
+	PReg qd = descriptor(g, g->sbase, 0), kd = descriptor(g, k9->stage_addr, 0);
+	PReg first = gpu_reg(g, PC_PRED), rest = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_SETP, ".ne.b32", po_r(first), po_r(k9->stage), po_r(k9->stage));
+	gpu_op3(g, PTX_SETP, ".eq.b32", po_r(rest), po_r(k9->stage), po_r(k9->stage));
+	for (int el = 0; el < g->row_blocks * GPU_NEL; el++)
+		g->tile[node][el] = gpu_reg(g, PC_F32);
+	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
+	for (int m = 0; m < g->row_blocks; m++)
+		for (long kk = 0; kk < D / 16; kk++) {
+			uint32_t p = (uint32_t)(kk / 4), in = (uint32_t)(kk % 4) * 32;
+			uint32_t qo = q->off + p * q->rows * SM90_PANEL_ROW +
+				      (uint32_t)m * 64 * SM90_PANEL_ROW + in;
+			uint32_t ko = k9->stage0 + kr->off + p * GPU_BN * SM90_PANEL_ROW + in;
+			PtxOpnd o[8] = {po_vec(&g->tile[node][m * GPU_NEL], GPU_NEL),
+					po_r(desc_at(g, qd, qo)),
+					po_r(desc_at(g, kd, ko)),
+					po_r(kk ? rest : first),
+					po_i(1),
+					po_i(1),
+					po_i(0),
+					po_i(0)};
+			ptx_emit(g->f, PTX_WGMMA, mods, 8, o);
+		}
+	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
+	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
+}
+
+/* O += P V of GEMM2 node i: P packed to 16-bit pairs (A fragments of each
+** k-step of 16 keys: n-tiles 2 kk and 2 kk + 1 of S), V's k-step 16 keys
+** (2048 bytes) into its panels, its 64-element panels GPU_BN rows apart
+** (the leading byte offset). */
+void sm90_contract_pv(KernelGen *g, int i, const PReg *x)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	const PVContraction *pv = &g->s->pv[g->s->node[i].gemm];
+	const TmaRead *vr = &k9->v[pv->vslot];
+	int net = (int)(pv->DV / 8);
+	const char *t = elem_type(vr->e);
+	const char *cvt = vr->e->tensor->dtype == DT_F16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32";
+	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%ldk16.f32.%s.%s", pv->DV, t, t);
+	PReg a[GPU_MAXMT][GPU_BN / 16][4];
+	for (int m = 0; m < g->row_blocks; m++)
+		for (int kk = 0; kk < GPU_BN / 16; kk++)
+			for (int q = 0; q < 4; q++) {
+				int el = m * GPU_NEL + (2 * kk + (q >> 1)) * 4 + (q & 1) * 2;
+				a[m][kk][q] = gpu_reg(g, PC_B32);
+				gpu_op3(g, PTX_CVT, cvt, po_r(a[m][kk][q]), po_r(x[el + 1]),
+					po_r(x[el]));
+			}
+	PReg vd = descriptor(g, k9->stage_addr, GPU_BN * SM90_PANEL_ROW);
+	PReg one = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_SETP, ".eq.b32", po_r(one), po_r(k9->stage), po_r(k9->stage));
+	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
+	for (int m = 0; m < g->row_blocks; m++)
+		for (int kk = 0; kk < GPU_BN / 16; kk++) {
+			uint32_t vo = k9->stage0 + vr->off + (uint32_t)kk * 16 * SM90_PANEL_ROW;
+			PtxOpnd o[7] = {po_vec(&g->acc[i][m * net * 4], net * 4),
+					po_vec(a[m][kk], 4),
+					po_r(desc_at(g, vd, vo)),
+					po_r(one),
+					po_i(1),
+					po_i(1),
+					po_i(1)};
+			ptx_emit(g->f, PTX_WGMMA, mods, 7, o);
+		}
+	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
+	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
+}

@@ -1,0 +1,218 @@
+/*
+** lowering/sm90/producer.c: the CTA's two roles. Thread 0 sets up the
+** barriers; then warpgroup 0 (the producer) hands registers to the
+** consumers and its first thread issues every TMA copy: Q once (on the Q
+** barrier), then per tile of the stream K and V into the next stage of
+** the ring, after that stage's empty barrier says the consumers are done
+** with it, arming its full barrier with the bytes the copies bring. The
+** tiles are those of the consumers' stream loop: the same bounds and the
+** same scan (gpu/scan.c), so both sides agree on every stage's tile.
+*/
+#include "sm90.h"
+
+/* Waits until the phase of parity `parity` of the barrier at shared
+** address bar has completed: a try_wait loop (try_wait suspends for a
+** while in hardware before it fails, so the loop does not spin hot). */
+void sm90_wait(KernelGen *g, PReg bar, PReg parity)
+{
+	int L = ptx_new_label(g->f);
+	PReg done = gpu_reg(g, PC_PRED);
+	ptx_label(g->f, L);
+	gpu_op3(g, PTX_MBAR_TRY_WAIT, ".parity.shared::cta.b64", po_r(done), po_mem(bar, 0),
+		po_r(parity));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(L));
+	ptx_guard(g->f, done, 1);
+}
+
+/* The shared address sbase + off (u32). */
+static PReg saddr(KernelGen *g, PReg base, uint32_t off)
+{
+	PReg r = gpu_reg(g, PC_B32);
+	gpu_op3(g, PTX_ADD, ".u32", po_r(r), po_r(base), po_i(off));
+	return r;
+}
+
+/* The coordinates of read r that do not move with the tile (s32, tensor
+** dimension order; the row and last dimensions are left to the copies).
+** A packed head (K[b, i / G, ...]) takes the CTA's first row: a CTA's rows
+** lie in one group. */
+static void fixed_coords(KernelGen *g, const TmaRead *r, PReg *c)
+{
+	const Expr *e = r->e;
+	g->node = r->node, g->row = g->q0, g->col = g->q0;
+	for (int d = 0; d < e->nargs - 1; d++) {
+		if (d == r->rowdim)
+			continue;
+		c[d] = gpu_u32(g, gpu_expr(g, e->args[d]));
+	}
+}
+
+/* One TMA copy of read r's box at row coordinate row (u32) and panel p
+** into shared address dst, completing on barrier bar. */
+static void tma_copy(KernelGen *g, const TmaRead *r, PReg map, const PReg *fixed, PReg row, int p,
+		     PReg dst, PReg bar)
+{
+	int rank = r->e->nargs;
+	PReg c[GPU_TMAP_MAX_RANK];
+	for (int d = 0; d < rank; d++) {
+		int td = rank - 1 - d; /* innermost first */
+		if (td == rank - 1) {
+			c[d] = gpu_reg(g, PC_B32);
+			gpu_op2(g, PTX_MOV, ".b32", po_r(c[d]), po_i(p * GPU_TMAP_INNER));
+		} else if (td == r->rowdim)
+			c[d] = row;
+		else
+			c[d] = fixed[td];
+	}
+	gpu_op3(g, PTX_CP_BULK_TENSOR,
+		arena_printf(g->a, ".%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+			     rank),
+		po_mem(dst, 0), po_mem_vec(po_mem(map, 0), c, rank), po_mem(bar, 0));
+}
+
+/* The generic address of tensor map parameter name (cp.async.bulk.tensor
+** takes the map's generic address; it lives in the parameter space). */
+static PReg map_addr(KernelGen *g, const char *name)
+{
+	PReg r = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".u64", po_r(r), po_sym(name));
+	gpu_op2(g, PTX_CVTA, ".param.u64", po_r(r), po_r(r));
+	return r;
+}
+
+/* Q of every contraction: with two row blocks, 16-row boxes, so that smem
+** row 64 m + 16 w holds the builder's row 32 w + 16 m (layout.c); else one
+** 64-row box per panel. */
+static void load_q(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
+{
+	const KernelShape *s = g->s;
+	PReg qbar = saddr(g, g->sbase, k9->qbar);
+	gpu_op3(g, PTX_MBAR_ARRIVE, ".expect_tx.shared::cta.b64", po_sym("_"), po_mem(qbar, 0),
+		po_i(k9->q_tx));
+	PReg q32 = gpu_u32(g, g->q0);
+	for (int k = 0; k < s->nqk; k++) {
+		const TmaRead *r = &k9->q[k];
+		PReg fixed[GPU_TMAP_MAX_RANK];
+		fixed_coords(g, r, fixed);
+		for (int p = 0; p < r->panels; p++) {
+			uint32_t panel = r->off + (uint32_t)p * r->rows * SM90_PANEL_ROW;
+			for (int w = 0; w < (g->row_blocks == 2 ? GPU_WARPS : 1); w++)
+				for (int m = 0; m < g->row_blocks; m++) {
+					int rows = g->row_blocks == 2 ? 16 : 64;
+					PReg row = gpu_reg(g, PC_B32);
+					gpu_op3(g, PTX_ADD, ".u32", po_r(row), po_r(q32),
+						po_i(32 * w + 16 * m));
+					uint32_t at =
+					    panel + (uint32_t)(64 * m + rows * w) * SM90_PANEL_ROW;
+					tma_copy(g, r, maps[r->map], fixed, row, p,
+						 saddr(g, g->sbase, at), qbar);
+				}
+		}
+	}
+}
+
+/* The producer's loop: per tile of the stream, the stage's empty wait (of
+** the phase before the current one: a fresh barrier passes it), the full
+** barrier armed with the stage's bytes, K and V copied. */
+static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
+{
+	const KernelShape *s = g->s;
+	PReg fk[GPU_MAXG][GPU_TMAP_MAX_RANK], fv[GPU_MAXG][GPU_TMAP_MAX_RANK];
+	for (int k = 0; k < s->nqk; k++)
+		fixed_coords(g, &k9->k[k], fk[k]);
+	for (int v = 0; v < s->nvreads; v++)
+		fixed_coords(g, &k9->v[v], fv[v]);
+	PReg start = gpu_reg(g, PC_B64), j0 = gpu_reg(g, PC_B64), nxt = gpu_reg(g, PC_B64),
+	     any = gpu_reg(g, PC_PRED), all = gpu_reg(g, PC_PRED);
+	g->send = gpu_reg(g, PC_B64);
+	gpu_stream_bounds(g, start, g->send);
+	TileScan sc = {0, g->sbase, 0};
+	gpu_scan(g, &sc, start, j0, any, all);
+	PReg stage = gpu_reg(g, PC_B32), ph = gpu_reg(g, PC_B32), sa = gpu_reg(g, PC_B32),
+	     fb = gpu_reg(g, PC_B32), eb = gpu_reg(g, PC_B32), eph = gpu_reg(g, PC_B32),
+	     fin = gpu_reg(g, PC_PRED), wrap = gpu_reg(g, PC_PRED);
+	gpu_op2(g, PTX_MOV, ".b32", po_r(stage), po_i(0));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(ph), po_i(0));
+	int Lloop = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
+	ptx_label(g->f, Lloop);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(fin), po_r(j0), po_r(g->send));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
+	ptx_guard(g->f, fin, 0);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(eb), po_r(stage), po_i(8), po_r(g->sbase));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(fb), po_r(eb), po_i(k9->full));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(eb), po_r(eb), po_i(k9->empty));
+	gpu_op3(g, PTX_XOR, ".b32", po_r(eph), po_r(ph), po_i(1));
+	sm90_wait(g, eb, eph);
+	gpu_op3(g, PTX_MBAR_ARRIVE, ".expect_tx.shared::cta.b64", po_sym("_"), po_mem(fb, 0),
+		po_i(k9->stage_tx));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(sa), po_r(stage), po_i(k9->stage_bytes),
+		po_r(g->sbase));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(sa), po_r(sa), po_i(k9->stage0));
+	PReg j32 = gpu_u32(g, j0);
+	for (int k = 0; k < s->nqk; k++)
+		for (int p = 0; p < k9->k[k].panels; p++)
+			tma_copy(g, &k9->k[k], maps[k9->k[k].map], fk[k], j32, p,
+				 saddr(g, sa, k9->k[k].off + (uint32_t)p * GPU_BN * SM90_PANEL_ROW),
+				 fb);
+	for (int v = 0; v < s->nvreads; v++)
+		for (int p = 0; p < k9->v[v].panels; p++)
+			tma_copy(g, &k9->v[v], maps[k9->v[v].map], fv[v], j32, p,
+				 saddr(g, sa, k9->v[v].off + (uint32_t)p * GPU_BN * SM90_PANEL_ROW),
+				 fb);
+	gpu_op3(g, PTX_ADD, ".u32", po_r(stage), po_r(stage), po_i(1));
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(wrap), po_r(stage), po_i(k9->nstages));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(stage), po_i(0));
+	ptx_guard(g->f, wrap, 0);
+	gpu_op3(g, PTX_XOR, ".b32", po_r(ph), po_r(ph), po_i(1));
+	ptx_guard(g->f, wrap, 0);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt), po_r(j0), po_i(GPU_BN));
+	gpu_scan(g, &sc, nxt, j0, any, all);
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lloop));
+	ptx_label(g->f, Ldone);
+}
+
+/* The role split, after the grid decode (every thread has the CTA's place):
+** barriers initialised by thread 0 and made visible to the CTA and to the
+** TMA unit; warpgroup 0 produces and ends; warpgroup 1 goes on as the
+** kernel builder's consumers. */
+void sm90_producer(KernelGen *g)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	KernelShape *s = g->s;
+	PReg maps[GPU_MAX_TMAPS];
+	const char *names[GPU_MAX_TMAPS];
+	for (int m = 0; m < s->ntmaps; m++)
+		names[m] = ptx_param_bytes(g->f, arena_printf(g->a, "tmap%d", m), 64, 128);
+	PReg tid = gpu_special(g, "%tid.x"), t0 = gpu_reg(g, PC_PRED), cons = gpu_reg(g, PC_PRED);
+	int Linit = ptx_new_label(g->f), Lcons = ptx_new_label(g->f);
+	gpu_op3(g, PTX_SETP, ".ne.s64", po_r(t0), po_r(tid), po_i(0));
+	gpu_op1(g, PTX_BRA, "", po_label(Linit));
+	ptx_guard(g->f, t0, 0);
+	gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64", po_mem(g->sbase, (int32_t)k9->qbar), po_i(1));
+	for (int st = 0; st < k9->nstages; st++) {
+		gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64",
+			po_mem(g->sbase, (int32_t)(k9->full + 8 * st)), po_i(1));
+		gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64",
+			po_mem(g->sbase, (int32_t)(k9->empty + 8 * st)), po_i(GPU_THREADS));
+	}
+	gpu_op0(g, PTX_FENCE_MBAR_INIT, ".release.cluster");
+	ptx_label(g->f, Linit);
+	gpu_op1(g, PTX_BAR, "", po_i(0));
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(cons), po_r(tid), po_i(GPU_THREADS));
+	gpu_op1(g, PTX_BRA, "", po_label(Lcons));
+	ptx_guard(g->f, cons, 0);
+	/* the producer warpgroup */
+	gpu_op1(g, PTX_SETMAXNREG, ".dec.sync.aligned.u32", po_i(SM90_PRODUCER_REGS));
+	int Lexit = ptx_new_label(g->f);
+	gpu_op1(g, PTX_BRA, "", po_label(Lexit));
+	ptx_guard(g->f, t0, 0);
+	for (int m = 0; m < s->ntmaps; m++)
+		maps[m] = map_addr(g, names[m]);
+	load_q(g, k9, maps);
+	stream(g, k9, maps);
+	ptx_label(g->f, Lexit);
+	gpu_op0(g, PTX_RET, "");
+	/* the consumers */
+	ptx_label(g->f, Lcons);
+	gpu_op1(g, PTX_SETMAXNREG, ".inc.sync.aligned.u32", po_i(SM90_CONSUMER_REGS));
+}

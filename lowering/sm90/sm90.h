@@ -1,0 +1,97 @@
+/*
+** lowering/sm90/sm90.h: the sm_90a target's own header (TMA, mbarriers,
+** wgmma, setmaxnreg). Nothing outside lowering/sm90/ includes it; the
+** driver and the generic kernel builder reach the target through T_sm90
+** (targ.c).
+**
+** The CTA is two warpgroups. Warpgroup 0 is the producer: it gives its
+** registers away (setmaxnreg.dec) and one thread issues every TMA copy:
+** Q once, then K and V tiles into a ring of stages, each stage with a
+** full and an empty mbarrier. Warpgroup 1 is the consumer: the kernel
+** builder's 128 threads (gpu/kernel.c), which take the registers
+** (setmaxnreg.inc), wait for a stage to be full, run S = Q K^T and O += P V
+** on wgmma, and arrive on the stage's empty barrier. Both walk the same
+** tiles: the producer runs the same tile scan (gpu_scan) as the
+** consumers' stream loop.
+**   targ.c      the GpuTarget: its data and its limits
+**   layout.c    shared memory (1024-byte aligned swizzled tiles, stages,
+**               barriers) and the tensor maps
+**   producer.c  the role split, barrier set-up and the producer's loop
+**   mma.c       wgmma descriptors and the two contractions
+**   consumer.c  the consumer's hooks: waits, arrivals, stores
+*/
+#ifndef ATTN_SM90_H
+#define ATTN_SM90_H
+
+#include "../gpu/gpu.h"
+
+/* Registers per thread: at launch (the .minnctapersm cap of two CTAs of 256
+** threads: 128), then the producer's and the consumers' after setmaxnreg
+** (24 + 232 = 2 * 128, the CTA's registers unchanged). */
+enum { SM90_THREADS = 256, SM90_PRODUCER_REGS = 24, SM90_CONSUMER_REGS = 232 };
+/* Shared memory one CTA aims for, so that two fit an SM (227 KB). */
+enum { SM90_SMEM_TWO_CTAS = 113 * 1024, SM90_MAX_STAGES = 4 };
+/* Bytes per panel row: the 128-byte swizzle's width (64 16-bit elements). */
+enum { SM90_PANEL_ROW = 128 };
+
+/* One operand read loaded by TMA: its tensor map (parameter name), the
+** tensor dimension its tile's rows run along, the node whose variables
+** its subscripts use, and where its tile lies in shared memory. */
+typedef struct TmaRead {
+	const Expr *e;
+	int node;
+	int rowdim;      /* tensor dimension of the query row or key */
+	int map;         /* index into KernelShape.tmap */
+	const char *par; /* the tensor map's parameter */
+	uint32_t off;    /* byte offset (Q: in shared memory; K, V: in a stage) */
+	int panels;      /* 64-element panels of the contracted or value dim */
+	uint32_t rows;   /* rows of the tile (Q: the CTA's rows; K, V: GPU_BN) */
+} TmaRead;
+
+/* The target's state while one kernel is emitted (KernelGen.targ). */
+typedef struct Sm90Kernel {
+	TmaRead q[GPU_MAXG], k[GPU_MAXG], v[GPU_MAXG];
+	int nstages;
+	uint32_t stage0, stage_bytes; /* the first stage; bytes per stage */
+	uint32_t qbar, full, empty;   /* barriers: Q's; full[s] and empty[s] at + 8 s */
+	uint32_t q_tx, stage_tx;      /* bytes each barrier's TMA copies bring */
+	uint32_t total;
+	/* the consumers' place in the ring: the stage (u32) and its phase
+	** parity (u32), and the stage's shared address */
+	PReg stage, phase, stage_addr;
+} Sm90Kernel;
+
+static inline Sm90Kernel *sm90_of(KernelGen *g)
+{
+	return g->targ;
+}
+
+/* targ.c */
+const char *sm90_refusal(const Plan *p, const KernelShape *s);
+
+/* layout.c */
+int sm90_row_blocks(const KernelShape *s);
+uint32_t sm90_layout(KernelGen *g, int table);
+
+/* producer.c */
+void sm90_producer(KernelGen *g);
+void sm90_wait(KernelGen *g, PReg bar, PReg parity);
+
+/* mma.c */
+void sm90_contract_qk(KernelGen *g, int node);
+void sm90_contract_pv(KernelGen *g, int node, const PReg *p);
+
+/* consumer.c */
+int sm90_setup_loads(KernelGen *g, int table);
+void sm90_load_q(KernelGen *g);
+void sm90_copy4_async(KernelGen *g, PtxOpnd dst, PtxOpnd src);
+void sm90_copy_commit(KernelGen *g);
+void sm90_copy_wait(KernelGen *g, int n);
+void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any);
+void sm90_prefetch(KernelGen *g, PReg nxt, PReg buf, PReg when);
+void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max);
+void sm90_tile_end(KernelGen *g, PReg buf);
+void sm90_store_output(KernelGen *g, int node, PReg q, const PReg *crows, const PReg *rowok,
+		       int slow, int done);
+
+#endif

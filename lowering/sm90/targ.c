@@ -1,0 +1,84 @@
+/*
+** lowering/sm90/targ.c: the sm_90a target (TMA, mbarriers, wgmma,
+** setmaxnreg) as the driver and the generic GPU lowering see it: its data,
+** and the plans it does not take yet with the reason.
+*/
+#include "sm90.h"
+
+extern const GpuTarget T_sm90;
+
+/* A kernel is generated once: its registers are the consumers' budget, and
+** no other tile size is tried. */
+static int retune(const GpuKernelInfo *k, long spills)
+{
+	(void)k, (void)spills;
+	return 0;
+}
+
+static int one_window_wanted(const KernelShape *s)
+{
+	(void)s;
+	return 0;
+}
+
+/* What the sm_90a kernels cannot take yet, as a reason (NULL: they can):
+** masks that read data per tile need the tile table, whose scan the
+** producer does not run; the 128-byte swizzle's panels need head dims that
+** are multiples of 64; a tensor map has at most five dimensions. */
+const char *sm90_refusal(const Plan *p, const KernelShape *s)
+{
+	KernelGen g = {.p = p, .c = p->c, .s = (KernelShape *)s, .t = &T_sm90};
+	if (gpu_table_wanted(&g))
+		return "masks that read data per key tile (document ids) are not yet taken by "
+		       "the sm_90a producer; --target=sm_80 takes them";
+	for (int k = 0; k < s->nqk; k++) {
+		if (s->qk[k].D % GPU_TMAP_INNER)
+			return "head dims that are not multiples of 64 are not yet taken by sm_90a";
+		if (s->qk[k].a->nargs > GPU_TMAP_MAX_RANK || s->qk[k].b->nargs > GPU_TMAP_MAX_RANK)
+			return "a tensor map has at most 5 dimensions";
+	}
+	if (s->DV % GPU_TMAP_INNER)
+		return "value head dims that are not multiples of 64 are not yet taken by sm_90a";
+	for (int v = 0; v < s->nvreads; v++)
+		if (s->vreads[v]->nargs > GPU_TMAP_MAX_RANK)
+			return "a tensor map has at most 5 dimensions";
+	return NULL;
+}
+
+const GpuTarget T_sm90 = {
+    .name = "sm_90a",
+    .sm = 90,
+    .ptx_target = "sm_90a",
+    .ptx_version = "8.0",
+    .ncubins = 1,
+    .cubin_sms = {90},
+    .block_n = GPU_BN,
+    .warps = SM90_THREADS / 32,
+    .threads = SM90_THREADS,
+    .consumer_tid0 = GPU_THREADS,
+    .bar_base = 1,
+    .min_ctas_per_sm = 2,
+    .warp_classes = 0,
+    .smem_max = 227 * 1024,
+    .retune_rounds = 0,
+    .retune = retune,
+    .row_blocks = sm90_row_blocks,
+    .one_window_wanted = one_window_wanted,
+    .refusal = sm90_refusal,
+    .layout = sm90_layout,
+    .producer = sm90_producer,
+    .setup_loads = sm90_setup_loads,
+    .load_q = sm90_load_q,
+    .copy4_async = sm90_copy4_async,
+    .copy_commit = sm90_copy_commit,
+    .copy_wait = sm90_copy_wait,
+    .stream_start = sm90_stream_start,
+    .prefetch = sm90_prefetch,
+    .tile_begin = sm90_tile_begin,
+    .contract_qk = sm90_contract_qk,
+    .prefetch_late = sm90_prefetch,
+    .contract_pv = sm90_contract_pv,
+    .tile_end = sm90_tile_end,
+    .store_output = sm90_store_output,
+    .cubin_arch_suffix = "a",
+};
