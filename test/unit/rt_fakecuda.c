@@ -10,7 +10,8 @@
 ** for another cudaVersion than 12000, with flags, or by a versioned name
 ** (cuMemAlloc_v2); fakecuda_launch_block, fakecuda_launch_smem and
 ** fakecuda_smem_optin give the last launch's block size and dynamic shared
-** memory and the last MAX_DYNAMIC_SHARED_SIZE_BYTES set.
+** memory and the last MAX_DYNAMIC_SHARED_SIZE_BYTES set; fakecuda_tmap
+** gives the arguments of the last cuTensorMapEncodeTiled (FakeTmap).
 */
 #define _POSIX_C_SOURCE 200809L
 
@@ -27,6 +28,16 @@ static int requests, bad_requests;
 static unsigned launch_block, launch_smem;
 static int smem_optin;
 
+/* What the last cuTensorMapEncodeTiled got, arrays innermost first. */
+typedef struct FakeTmap {
+	int calls;
+	void *map, *addr;
+	int dtype, interleave, swizzle, l2, oob;
+	unsigned rank, box[5], estride[5];
+	unsigned long long dim[5], stride[4];
+} FakeTmap;
+static FakeTmap tmap;
+
 #define API __attribute__((visibility("default")))
 
 API int fakecuda_requests(void);
@@ -34,6 +45,7 @@ API int fakecuda_bad_requests(void);
 API int fakecuda_launch_block(void);
 API int fakecuda_launch_smem(void);
 API int fakecuda_smem_optin(void);
+API const FakeTmap *fakecuda_tmap(void);
 API CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags,
 				 int *status);
 API CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
@@ -64,6 +76,12 @@ int fakecuda_launch_smem(void)
 int fakecuda_smem_optin(void)
 {
 	return smem_optin;
+}
+
+/* The last tensor map's arguments. */
+const FakeTmap *fakecuda_tmap(void)
+{
+	return &tmap;
 }
 
 static int ndev(void)
@@ -211,6 +229,26 @@ static CUresult f_evdestroy(void *e)
 	return 0;
 }
 
+/* Records its arguments; 1 = CUDA_ERROR_INVALID_VALUE for a bad rank. */
+static CUresult f_tmap(void *map, int dtype, unsigned rank, void *addr,
+		       const unsigned long long *dims, const unsigned long long *strides,
+		       const unsigned *box, const unsigned *estride, int interleave, int swizzle,
+		       int l2, int oob)
+{
+	if (rank < 1 || rank > 5)
+		return 1;
+	tmap.calls++;
+	tmap.map = map, tmap.addr = addr, tmap.rank = rank, tmap.dtype = dtype;
+	tmap.interleave = interleave, tmap.swizzle = swizzle, tmap.l2 = l2, tmap.oob = oob;
+	for (unsigned i = 0; i < rank; i++) {
+		tmap.dim[i] = dims[i], tmap.box[i] = box[i], tmap.estride[i] = estride[i];
+		if (i + 1 < rank)
+			tmap.stride[i] = strides[i];
+	}
+	memset(map, 0xcd, 128);
+	return 0;
+}
+
 #define F(name, fn)                                                                                \
 	{                                                                                          \
 		name, (void (*)(void))fn                                                           \
@@ -247,6 +285,7 @@ static const struct {
     F("cuEventSynchronize", f_evsync),
     F("cuEventElapsedTime", f_elapsed),
     F("cuEventDestroy", f_evdestroy),
+    F("cuTensorMapEncodeTiled", f_tmap),
 };
 
 /* The lookup both exported variants share; 500 = CUDA_ERROR_NOT_FOUND. */
