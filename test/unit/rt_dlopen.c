@@ -16,15 +16,7 @@
 #include <dlfcn.h>
 
 #include "driver.h"
-
-/* fakecuda's record of cuTensorMapEncodeTiled (rt_fakecuda.c) */
-typedef struct FakeTmap {
-	int calls;
-	void *map, *addr;
-	int dtype, interleave, swizzle, l2, oob;
-	unsigned rank, box[5], estride[5];
-	unsigned long long dim[5], stride[4];
-} FakeTmap;
+#include "rt_fakecuda.h"
 
 static const AttnrtImageLaunch launch_90[] = {{90, 200000, 384}};
 static const AttnrtImage images[] = {
@@ -55,10 +47,10 @@ static void check_tmap(const char *path)
 	CHECK(attnrt_tensor_map(map, ptr, 4, shape, NULL, 2, box) == ATTNRT_OK);
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	void *sym = h ? dlsym(h, "fakecuda_tmap") : NULL;
-	const FakeTmap *(*get)(void) = NULL;
+	FakecudaTmap get = NULL;
 	memcpy(&get, &sym, sizeof get);
-	const FakeTmap *t = sym ? get() : NULL;
-	CHECK(t && t->calls == 1 && t->map == map && t->addr == ptr && map[0] == 0xcd);
+	const FakeTmap *t = sym ? get(0) : NULL;
+	CHECK(t && t->map == (uintptr_t)map && t->addr == (uintptr_t)ptr && map[0] == 0xcd);
 	if (t) {
 		CHECK(t->rank == 4 && t->dtype == 1 && t->interleave == 0 && t->swizzle == 3 &&
 		      t->l2 == 2 && t->oob == 0);
@@ -67,6 +59,7 @@ static void check_tmap(const char *path)
 		CHECK(t->box[0] == 64 && t->box[1] == 128 && t->box[2] == 1 && t->box[3] == 1);
 		CHECK(t->estride[0] == 1 && t->estride[3] == 1);
 	}
+	CHECK(fake_counter(path, "fakecuda_tmap_calls") == 1);
 	if (h)
 		dlclose(h);
 }

@@ -10,8 +10,8 @@
 ** for another cudaVersion than 12000, with flags, or by a versioned name
 ** (cuMemAlloc_v2); fakecuda_launch_block, fakecuda_launch_smem and
 ** fakecuda_smem_optin give the last launch's block size and dynamic shared
-** memory and the last MAX_DYNAMIC_SHARED_SIZE_BYTES set; fakecuda_tmap
-** gives the arguments of the last cuTensorMapEncodeTiled (FakeTmap).
+** memory and the last MAX_DYNAMIC_SHARED_SIZE_BYTES set; the records of
+** tensor maps and launch parameters are in rt_fakecuda.h.
 */
 #define _POSIX_C_SOURCE 200809L
 
@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "rt_fakecuda.h"
 
 typedef int CUresult;
 typedef struct CUctx_st *CUcontext;
@@ -28,15 +30,9 @@ static int requests, bad_requests;
 static unsigned launch_block, launch_smem;
 static int smem_optin;
 
-/* What the last cuTensorMapEncodeTiled got, arrays innermost first. */
-typedef struct FakeTmap {
-	int calls;
-	void *map, *addr;
-	int dtype, interleave, swizzle, l2, oob;
-	unsigned rank, box[5], estride[5];
-	unsigned long long dim[5], stride[4];
-} FakeTmap;
-static FakeTmap tmap;
+static FakeTmap tmaps[FAKECUDA_MAX_TMAPS];
+static int tmap_calls, nparams;
+static uintptr_t params[FAKECUDA_MAX_PARAMS];
 
 #define API __attribute__((visibility("default")))
 
@@ -45,7 +41,10 @@ API int fakecuda_bad_requests(void);
 API int fakecuda_launch_block(void);
 API int fakecuda_launch_smem(void);
 API int fakecuda_smem_optin(void);
-API const FakeTmap *fakecuda_tmap(void);
+API int fakecuda_tmap_calls(void);
+API const FakeTmap *fakecuda_tmap(int i);
+API void fakecuda_record_params(int n);
+API const uintptr_t *fakecuda_launch_params(void);
 API CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags,
 				 int *status);
 API CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
@@ -78,10 +77,26 @@ int fakecuda_smem_optin(void)
 	return smem_optin;
 }
 
-/* The last tensor map's arguments. */
-const FakeTmap *fakecuda_tmap(void)
+/* Tensor maps encoded so far, and what each was given. */
+int fakecuda_tmap_calls(void)
 {
-	return &tmap;
+	return tmap_calls;
+}
+
+const FakeTmap *fakecuda_tmap(int i)
+{
+	return i >= 0 && i < tmap_calls && i < FAKECUDA_MAX_TMAPS ? &tmaps[i] : NULL;
+}
+
+/* A launch's params array has no length: the test says how many to keep. */
+void fakecuda_record_params(int n)
+{
+	nparams = n < 0 ? 0 : n > FAKECUDA_MAX_PARAMS ? FAKECUDA_MAX_PARAMS : n;
+}
+
+const uintptr_t *fakecuda_launch_params(void)
+{
+	return params;
 }
 
 static int ndev(void)
@@ -174,8 +189,10 @@ static CUresult f_getattr(int *v, int a, void *f)
 static CUresult f_launch(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e,
 			 unsigned g, unsigned s, void *st, void **p, void **x)
 {
-	(void)a, (void)b, (void)c, (void)e, (void)g, (void)st, (void)p, (void)x;
+	(void)a, (void)b, (void)c, (void)e, (void)g, (void)st, (void)x;
 	launch_block = d, launch_smem = s;
+	for (int i = 0; i < nparams; i++)
+		params[i] = (uintptr_t)p[i];
 	return f ? 0 : 1;
 }
 static CUresult f_malloc(unsigned long long *p, size_t n)
@@ -237,14 +254,18 @@ static CUresult f_tmap(void *map, int dtype, unsigned rank, void *addr,
 {
 	if (rank < 1 || rank > 5)
 		return 1;
-	tmap.calls++;
-	tmap.map = map, tmap.addr = addr, tmap.rank = rank, tmap.dtype = dtype;
-	tmap.interleave = interleave, tmap.swizzle = swizzle, tmap.l2 = l2, tmap.oob = oob;
-	for (unsigned i = 0; i < rank; i++) {
-		tmap.dim[i] = dims[i], tmap.box[i] = box[i], tmap.estride[i] = estride[i];
-		if (i + 1 < rank)
-			tmap.stride[i] = strides[i];
+	if (tmap_calls < FAKECUDA_MAX_TMAPS) {
+		FakeTmap *t = &tmaps[tmap_calls];
+		t->map = (uintptr_t)map, t->addr = (uintptr_t)addr, t->rank = rank;
+		t->dtype = dtype, t->interleave = interleave, t->swizzle = swizzle, t->l2 = l2;
+		t->oob = oob;
+		for (unsigned i = 0; i < rank; i++) {
+			t->dim[i] = dims[i], t->box[i] = box[i], t->estride[i] = estride[i];
+			if (i + 1 < rank)
+				t->stride[i] = strides[i];
+		}
 	}
+	tmap_calls++;
 	memset(map, 0xcd, 128);
 	return 0;
 }
