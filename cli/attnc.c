@@ -145,9 +145,14 @@ typedef struct Assembly {
 	char err[2048];
 } Assembly;
 
-static void arch_of(char *arch, size_t n, int sm)
+/* ptxas's -arch for compute capability sm of target t: "sm_90a" where the
+** target's instructions exist only on the arch-specific variant of the
+** machine (GpuTarget.cubin_arch_suffix). The cubin keeps the plain name
+** (OUT.sm90.cubin), as the runtime selects images by compute capability. */
+static void arch_of(char *arch, size_t n, const GpuTarget *t, int sm)
 {
-	snprintf(arch, n, "sm_%d", sm);
+	const char *suffix = t->cubin_arch_suffix ? t->cubin_arch_suffix : "";
+	snprintf(arch, n, "sm_%d%s", sm, suffix);
 }
 
 static int assemble_round(void *ctx, const char *ptx, size_t n, const char *const *funcs,
@@ -158,7 +163,7 @@ static int assemble_round(void *ctx, const char *ptx, size_t n, const char *cons
 	char arch[16];
 	free(as->cubin[last].code.data), as->cubin[last].code.data = NULL;
 	for (int k = 0; k < last && as->all; k++) {
-		arch_of(arch, sizeof arch, as->t->cubin_sms[k]);
+		arch_of(arch, sizeof arch, as->t, as->t->cubin_sms[k]);
 		as->started[k] =
 		    !ptxas_start(&as->job[k], as->px, ptx, n, arch, as->err, sizeof as->err);
 		if (!as->started[k]) {
@@ -168,7 +173,7 @@ static int assemble_round(void *ctx, const char *ptx, size_t n, const char *cons
 			return ptxas_failed(arch, as->err);
 		}
 	}
-	arch_of(arch, sizeof arch, as->t->cubin_sms[last]);
+	arch_of(arch, sizeof arch, as->t, as->t->cubin_sms[last]);
 	if (ptxas_assemble_v(as->px, ptx, n, arch, &as->cubin[last].code.data,
 			     &as->cubin[last].code.size, as->err, sizeof as->err, funcs, spills,
 			     nfuncs)) {
@@ -197,7 +202,7 @@ static int settle_round(void *ctx, int final)
 		if (!rc && ptxas_finish(&as->job[k], &b->data, &b->size, as->err, sizeof as->err,
 					NULL, NULL, 0)) {
 			char arch[16];
-			arch_of(arch, sizeof arch, as->t->cubin_sms[k]);
+			arch_of(arch, sizeof arch, as->t, as->t->cubin_sms[k]);
 			rc = ptxas_failed(arch, as->err);
 		}
 	}

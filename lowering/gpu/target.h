@@ -115,6 +115,8 @@ typedef struct GpuTarget {
 	** is lane % 4, crows and rowok the rows per row slot and their bounds. */
 	void (*store_output)(struct KernelGen *g, int node, PReg q, const PReg *crows,
 			     const PReg *rowok, int slow, int done);
+	/* "a" for sm_90a: wgmma and setmaxnreg need the arch-specific target */
+	const char *cubin_arch_suffix;
 } GpuTarget;
 
 /* What the retry loop asks of the driver: assemble one round's PTX and
