@@ -22,8 +22,10 @@ extern "C" {
 /* Bumped when the structs or signatures below change or gain something;
 ** generated code may check it with #if. 2: per-image launch values
 ** (ATTNRT_IMAGE_LAUNCH) and attnrt_kernel_config; AttnrtImage and
-** AttnrtKernel keep version 1's layout, so version-1 code runs unchanged. */
-#define ATTNRT_API_VERSION 2
+** AttnrtKernel keep version 1's layout, so version-1 code runs unchanged.
+** 3: attnrt_tensor_map, the TMA tensor maps that sm_90a kernels take; code
+** for earlier versions is unaffected. */
+#define ATTNRT_API_VERSION 3
 
 #if defined(__GNUC__)
 #define ATTNRT_API __attribute__((visibility("default")))
@@ -150,6 +152,26 @@ ATTNRT_API int attnrt_check_tensor_named(const char *kernel, const char *tensor,
 					 const int64_t *expected_shape, const int64_t *strides,
 					 int elem_size, int align_bytes,
 					 const char *const *dim_names);
+
+/* TMA (sm_90a kernels): encodes into map (ATTNRT_TENSOR_MAP_BYTES, aligned
+** to ATTNRT_TENSOR_MAP_ALIGN) the CUDA tensor map of a whole tensor in
+** global memory, which a kernel takes by value (a pointer to map in its
+** params array). ptr, rank (1..5), shape and strides (in elements; NULL =
+** row-major contiguous) describe the tensor outermost dimension first, as
+** attnrt_check_tensor does; box[d] is the elements along dimension d that
+** one copy moves. The map uses 128-byte swizzle, no interleave, 128-byte
+** L2 promotion, and reads elements outside the tensor as zero. Refused with
+** ATTNRT_ERR_ARGUMENT and a message naming the rule: ptr not 16-byte
+** aligned, a size outside 1..2^32, a last dimension that is not contiguous,
+** another stride not a multiple of 16 bytes or not below 2^40 bytes, a box
+** entry outside 1..256, a box row (box[rank - 1] * elem_size) not a
+** multiple of 16 bytes up to 128, elem_size not 1, 2, 4 or 8. Strides of
+** dimensions of extent 1 are not used (nor checked). ATTNRT_ERR_NO_DRIVER
+** where the driver predates tensor maps (CUDA 12.0). */
+#define ATTNRT_TENSOR_MAP_BYTES 128
+#define ATTNRT_TENSOR_MAP_ALIGN 64
+ATTNRT_API int attnrt_tensor_map(void *map, const void *ptr, int rank, const int64_t *shape,
+				 const int64_t *strides, int elem_size, const uint32_t *box);
 
 /* A compile-time dimension: "attnrt: causal: D is 64 but the kernel was
 ** compiled for D = 128". */

@@ -36,30 +36,53 @@ static char g_fail_msg[1024];
 static ARcontext g_primary; /* device 0's primary context, retained once */
 
 /* The entries of AttnrtDriver by driver symbol name, for cuGetProcAddress.
-** cuDriverGetVersion comes first so later failures can quote the version. */
+** cuDriverGetVersion comes first so later failures can quote the version.
+** An optional entry that the driver lacks stays NULL instead of failing the
+** load: only the calls that need it fail, with their own message. */
 static const struct {
 	const char *name;
 	size_t offset;
+	int optional;
 } entries[] = {
 #define E(f)                                                                                       \
 	{                                                                                          \
-#f, offsetof(AttnrtDriver, f)                                                      \
+#f, offsetof(AttnrtDriver, f), 0                                                   \
 	}
-    E(cuDriverGetVersion),   E(cuInit),
-    E(cuGetErrorName),       E(cuGetErrorString),
-    E(cuDeviceGetCount),     E(cuDeviceGet),
-    E(cuDeviceGetAttribute), E(cuDevicePrimaryCtxRetain),
-    E(cuCtxSetCurrent),      E(cuCtxGetCurrent),
-    E(cuCtxGetDevice),       E(cuCtxSynchronize),
-    E(cuModuleLoadDataEx),   E(cuModuleGetFunction),
-    E(cuModuleUnload),       E(cuFuncSetAttribute),
-    E(cuFuncGetAttribute),   E(cuLaunchKernel),
-    E(cuMemAlloc),           E(cuMemFree),
-    E(cuMemcpyHtoD),         E(cuMemcpyDtoH),
-    E(cuStreamSynchronize),  E(cuEventCreate),
-    E(cuEventRecord),        E(cuEventSynchronize),
-    E(cuEventElapsedTime),   E(cuEventDestroy),
+#define OPT(f)                                                                                     \
+	{                                                                                          \
+#f, offsetof(AttnrtDriver, f), 1                                                   \
+	}
+    E(cuDriverGetVersion),
+    E(cuInit),
+    E(cuGetErrorName),
+    E(cuGetErrorString),
+    E(cuDeviceGetCount),
+    E(cuDeviceGet),
+    E(cuDeviceGetAttribute),
+    E(cuDevicePrimaryCtxRetain),
+    E(cuCtxSetCurrent),
+    E(cuCtxGetCurrent),
+    E(cuCtxGetDevice),
+    E(cuCtxSynchronize),
+    E(cuModuleLoadDataEx),
+    E(cuModuleGetFunction),
+    E(cuModuleUnload),
+    E(cuFuncSetAttribute),
+    E(cuFuncGetAttribute),
+    E(cuLaunchKernel),
+    E(cuMemAlloc),
+    E(cuMemFree),
+    E(cuMemcpyHtoD),
+    E(cuMemcpyDtoH),
+    E(cuStreamSynchronize),
+    E(cuEventCreate),
+    E(cuEventRecord),
+    E(cuEventSynchronize),
+    E(cuEventElapsedTime),
+    E(cuEventDestroy),
+    OPT(cuTensorMapEncodeTiled),
 #undef E
+#undef OPT
 };
 #define NENTRIES (sizeof entries / sizeof entries[0])
 _Static_assert(sizeof(AttnrtDriver) == NENTRIES * sizeof(void (*)(void)),
@@ -221,6 +244,8 @@ static int load_library(void)
 				  : get1(entries[i].name, &p, ATTNRT_CUDA_VERSION,
 					 AR_CU_GET_PROC_ADDRESS_DEFAULT);
 		if (r != AR_CUDA_SUCCESS || status != AR_CU_GET_PROC_ADDRESS_SUCCESS || !p) {
+			if (entries[i].optional)
+				continue;
 			int v = 0;
 			char vt[32];
 			if (t.cuDriverGetVersion && t.cuDriverGetVersion(&v) != AR_CUDA_SUCCESS)
@@ -404,7 +429,7 @@ int attnrt_set_driver_for_testing(const AttnrtDriver *fake)
 		for (size_t i = 0; i < NENTRIES; i++) {
 			void *p;
 			memcpy(&p, (const char *)fake + entries[i].offset, sizeof p);
-			if (!p)
+			if (!p && !entries[i].optional)
 				return attnrt_fail(ATTNRT_ERR_ARGUMENT,
 						   "attnrt_set_driver_for_testing: %s is NULL",
 						   entries[i].name);

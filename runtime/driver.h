@@ -5,13 +5,15 @@
 ** builds without the CUDA toolkit. Every entry point lives in one table of
 ** function pointers, filled through cuGetProcAddress with a fixed
 ** cudaVersion, or by a unit test with a fake (attnrt_set_driver_for_testing).
-** Not installed.
+** Entry points only some kernels need are optional: NULL where the driver
+** lacks them, and the call that needs one says so. Not installed.
 */
 #ifndef ATTNRT_DRIVER_H
 #define ATTNRT_DRIVER_H
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "attnrt.h"
 
@@ -55,14 +57,25 @@ enum {
 
 	AR_CU_GET_PROC_ADDRESS_DEFAULT = 0,
 	AR_CU_GET_PROC_ADDRESS_SUCCESS = 0,
-	AR_CU_EVENT_DEFAULT = 0
+	AR_CU_EVENT_DEFAULT = 0,
+
+	/* cuTensorMapEncodeTiled's enums (CUtensorMapDataType and so on) */
+	AR_CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
+	AR_CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
+	AR_CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2,
+	AR_CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4,
+	AR_CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+	AR_CU_TENSOR_MAP_SWIZZLE_128B = 3,
+	AR_CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
+	AR_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0
 };
 
 /* Shared memory a block may use without the opt-in attribute. */
 #define ATTNRT_SMEM_DEFAULT_LIMIT (48u * 1024u)
 
 /* The driver entry points libattnrt calls, in their CUDA 12.0 ABI (the _v2
-** variants where cuda.h renames them: cuMemAlloc_v2, cuEventDestroy_v2...). */
+** variants where cuda.h renames them: cuMemAlloc_v2, cuEventDestroy_v2...).
+** Those after the required ones may be NULL (see driver.c's entries[]). */
 typedef struct AttnrtDriver {
 	ARresult (*cuInit)(unsigned flags);
 	ARresult (*cuDriverGetVersion)(int *version);
@@ -95,12 +108,21 @@ typedef struct AttnrtDriver {
 	ARresult (*cuEventSynchronize)(ARevent event);
 	ARresult (*cuEventElapsedTime)(float *ms, ARevent start, ARevent end);
 	ARresult (*cuEventDestroy)(ARevent event);
+	/* Optional (CUDA 12.0 drivers have it; only TMA kernels need it): map
+	** is a CUtensorMap (128 bytes, 64-byte aligned), the enums are ints, the
+	** arrays innermost dimension first and the strides in bytes. */
+	ARresult (*cuTensorMapEncodeTiled)(void *map, int dtype, uint32_t rank, void *addr,
+					   const uint64_t *dims, const uint64_t *strides,
+					   const uint32_t *box, const uint32_t *elem_strides,
+					   int interleave, int swizzle, int l2_promotion,
+					   int oob_fill);
 } AttnrtDriver;
 
-/* Installs a fake driver (every entry non-NULL) in place of libcuda, or with
-** NULL goes back to loading libcuda.so.1; either way the next call starts
-** over (cuInit, the primary context). Tests only: not concurrently with any
-** other runtime call. Returns ATTNRT_ERR_ARGUMENT for an incomplete table. */
+/* Installs a fake driver (every required entry non-NULL; an optional one may
+** be NULL, as an old driver's) in place of libcuda, or with NULL goes back to
+** loading libcuda.so.1; either way the next call starts over (cuInit, the
+** primary context). Tests only: not concurrently with any other runtime
+** call. Returns ATTNRT_ERR_ARGUMENT for an incomplete table. */
 ATTNRT_API int attnrt_set_driver_for_testing(const AttnrtDriver *fake);
 
 /* The loaded and initialised driver (cuInit done), or an error code. */

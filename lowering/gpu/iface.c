@@ -103,6 +103,41 @@ static void bytes(FILE *o, const char *name, const unsigned char *d, size_t n)
 	fputs("\n};\n", o);
 }
 
+/* Whether tensor map k of a kernel names an input or output tensor of
+** the cascade, of that tensor's rank: the launcher encodes nothing else. */
+static int tmap_ok(const Cascade *c, const GpuKernelInfo *info, int k)
+{
+	const GpuTmap *m = &info->tmap[k];
+	if (m->tensor < 0 || m->tensor >= c->tensors.n)
+		return 0;
+	const Tensor *t = c->tensors.v[m->tensor];
+	return t->kind != TK_TEMP && m->rank == t->rank && m->rank >= 1 &&
+	       m->rank <= GPU_TMAP_MAX_RANK;
+}
+
+/* The encoding of tensor i's maps (GpuKernelInfo.tmap), emitted in its
+** check block where its pointer, shape and strides (s: the caller's, else
+** contiguous) are at hand, after the check, whose message names the
+** dimensions and so comes first. The box is the lowering's, in tensor
+** order. */
+static void tmap_encode(FILE *o, const Cascade *c, const GpuKernelInfo *info, int ntmaps, int i)
+{
+	const Tensor *t = c->tensors.v[i];
+	for (int k = 0; k < ntmaps; k++) {
+		const GpuTmap *m = &info->tmap[k];
+		if (m->tensor != i || !tmap_ok(c, info, k))
+			continue;
+		fprintf(o, "\t\tstatic const uint32_t box%d[%d] = {", k, m->rank);
+		for (int d = 0; d < m->rank; d++)
+			fprintf(o, "%s%uu", d ? ", " : "", m->box[d]);
+		fputs("};\n", o);
+		fprintf(o,
+			"\t\tif ((rc = attnrt_tensor_map(tmaps[%d], ptrs[%d], %d, shape, s, %d, "
+			"box%d))) return rc;\n",
+			k, i, t->rank, dtype_size(t->dtype), k);
+	}
+}
+
 /* One cascade's launch code: shapes, checks, parameters, grid. */
 static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 {
@@ -147,6 +182,23 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		fprintf(o, "\"%s\", ", ((Dim *)c->dims.v[i])->name);
 	fprintf(o, "NULL};\n");
 	fprintf(o, "\tvoid *args[%d];\n\tint k = 0, rc;\n", 256);
+	/* TMA tensor maps, by value after the magic parameters (target.h); a
+	** map the launcher cannot encode is the lowering's error, made loud */
+	const GpuKernelInfo *info = &im->info[idx];
+	int ntmaps = info->ntmaps;
+	if (ntmaps > GPU_MAX_TMAPS) {
+		fprintf(o, "#error \"attnc: %s takes %d tensor maps, more than %d\"\n", n, ntmaps,
+			GPU_MAX_TMAPS);
+		ntmaps = GPU_MAX_TMAPS;
+	}
+	if (ntmaps > 0)
+		fprintf(o, "\t_Alignas(64) unsigned char tmaps[%d][128];\n", ntmaps);
+	for (int k = 0; k < ntmaps; k++)
+		if (!tmap_ok(c, info, k))
+			fprintf(o,
+				"#error \"attnc: tensor map %d of %s names no input or output "
+				"tensor of its rank\"\n",
+				k, n);
 	fprintf(
 	    o,
 	    "\tuint64_t ptr[%d];\n\tint64_t st[%d], dm[%d];\n\tfloat pf[%d];\n\tint32_t pi[%d];\n",
@@ -179,6 +231,8 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			tiled |= sh.qk[k].a->tensor->id == i || sh.qk[k].b->tensor->id == i;
 		for (int k = 0; shaped && k < sh.nvreads; k++)
 			tiled |= sh.vreads[k]->tensor->id == i;
+		for (int k = 0; k < ntmaps; k++)
+			tiled |= info->tmap[k].tensor == i;
 		int align = tiled ? 16 : dtype_size(t->dtype);
 		fprintf(o, "\t{\n\t\tint64_t shape[%d], def[%d];\n\t\t%s_shape(%d, dims, shape);\n",
 			t->rank + 1, t->rank + 1, n, i);
@@ -199,6 +253,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			"\t\tif ((rc = attnrt_check_tensor_named(\"%s\", \"%s\", ptrs[%d], %d, "
 			"shape, shape, s, %d, %d, names))) return rc;\n",
 			n, t->name, i, t->rank, dtype_size(t->dtype), align);
+		tmap_encode(o, c, info, ntmaps, i);
 		fprintf(o, "\t\tptr[%d] = (uint64_t)(uintptr_t)ptrs[%d];\n", i, i);
 		fprintf(o, "\t\tfor (int d = 0; d < %d; d++) st[%d + d] = s[d];\n\t}\n", t->rank,
 			i * 8);
@@ -288,6 +343,9 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		m += 2;
 	}
 	fprintf(o, "\t}\n\tfor (int i = 0; i < %d; i++)\n\t\targs[k++] = &gm[i];\n", nm);
+	if (ntmaps > 0)
+		fprintf(o, "\tfor (int i = 0; i < %d; i++)\n\t\targs[k++] = (void *)&tmaps[i];\n",
+			ntmaps);
 	fprintf(o, "\tAttnrtKernel *kern = &%s_kernel;\n", n);
 	if (im->info[idx].one_window && p->stream >= 0) {
 		/* keys within the tile table's first window: no refill */
@@ -366,6 +424,16 @@ void gpu_iface_source(FILE *o, const Program *prog, const GpuImages *im, const c
 		fprintf(o, "\t{%d, attn_sm%d, sizeof attn_sm%d},\n", im->cubin[k].sm,
 			im->cubin[k].sm, im->cubin[k].sm);
 	fputs("\t{0, attn_ptx, sizeof attn_ptx},\n};\n", o);
+	/* tensor maps came with version 3 of the runtime's interface */
+	int tmaps = 0;
+	for (int i = 0; i < prog->cascades.n; i++)
+		tmaps |= im->info[i].ntmaps > 0;
+	if (tmaps)
+		fputs(
+		    "#if !defined(ATTNRT_API_VERSION) || ATTNRT_API_VERSION < 3\n#error \"these "
+		    "kernels take TMA tensor maps: they need attnrt.h of API version 3 or later\"\n"
+		    "#endif\n",
+		    o);
 	for (int i = 0; i < prog->cascades.n; i++)
 		launcher(o, prog->cascades.v[i], im, i);
 }

@@ -35,12 +35,26 @@ SAME(AR_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
 SAME(AR_CU_GET_PROC_ADDRESS_DEFAULT, CU_GET_PROC_ADDRESS_DEFAULT);
 SAME(AR_CU_GET_PROC_ADDRESS_SUCCESS, CU_GET_PROC_ADDRESS_SUCCESS);
 SAME(AR_CU_EVENT_DEFAULT, CU_EVENT_DEFAULT);
+SAME(AR_CU_TENSOR_MAP_DATA_TYPE_UINT8, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+SAME(AR_CU_TENSOR_MAP_DATA_TYPE_UINT16, CU_TENSOR_MAP_DATA_TYPE_UINT16);
+SAME(AR_CU_TENSOR_MAP_DATA_TYPE_UINT32, CU_TENSOR_MAP_DATA_TYPE_UINT32);
+SAME(AR_CU_TENSOR_MAP_DATA_TYPE_UINT64, CU_TENSOR_MAP_DATA_TYPE_UINT64);
+SAME(AR_CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_INTERLEAVE_NONE);
+SAME(AR_CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_SWIZZLE_128B);
+SAME(AR_CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+SAME(AR_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+SAME(ATTNRT_TENSOR_MAP_BYTES, sizeof(CUtensorMap));
 _Static_assert(sizeof(ARdeviceptr) == sizeof(CUdeviceptr), "CUdeviceptr");
 _Static_assert(sizeof(ARresult) == sizeof(CUresult), "CUresult");
 _Static_assert(sizeof(ARdevice) == sizeof(CUdevice), "CUdevice");
 _Static_assert(sizeof(int) == sizeof(CUjit_option), "CUjit_option");
 _Static_assert(sizeof(int) == sizeof(CUdriverProcAddressQueryResult), "query result");
 _Static_assert(sizeof(unsigned long long) == sizeof(cuuint64_t), "cuuint64_t");
+/* cuTensorMapEncodeTiled's parameters as AttnrtDriver declares them */
+_Static_assert(sizeof(uint64_t) == sizeof(cuuint64_t), "cuuint64_t arrays");
+_Static_assert(sizeof(uint32_t) == sizeof(cuuint32_t), "cuuint32_t");
+_Static_assert(sizeof(int) == sizeof(CUtensorMapDataType), "CUtensorMapDataType");
+_Static_assert(sizeof(int) == sizeof(CUtensorMapSwizzle), "CUtensorMapSwizzle");
 
 /* The handle types are the same struct pointers. */
 static void same_handles(void)

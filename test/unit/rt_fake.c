@@ -10,7 +10,9 @@
 ** primary-context retain), the shared-memory opt-in, launch arguments and
 ** error propagation with the kernel name, per-image launch values (an sm_90
 ** image with its own shared memory and block size beside sm_80's defaults),
-** the memory and event wrappers, and thread-local messages.
+** the memory and event wrappers, thread-local messages, and TMA tensor maps
+** (the driver's argument order, the replaced strides of size-1 dimensions,
+** each refusal, a driver without cuTensorMapEncodeTiled).
 */
 #include "rt_testutil.h"
 
@@ -41,6 +43,13 @@ static struct {
 	void **l_params, **l_extra;
 	ARdeviceptr next_ptr;
 	size_t copied;
+	/* the last cuTensorMapEncodeTiled, as the driver got it */
+	int t_calls;
+	ARresult tmap_result;
+	void *t_map, *t_addr;
+	int t_dtype, t_interleave, t_swizzle, t_l2, t_oob;
+	uint32_t t_rank, t_box[5], t_estride[5];
+	uint64_t t_dim[5], t_stride[4];
 } F;
 
 static _Thread_local ARcontext cur;
@@ -304,6 +313,30 @@ static ARresult f_evdestroy(ARevent e)
 	return e ? 0 : 1;
 }
 
+/* Records everything it got and marks the map, whose bytes are opaque. */
+static ARresult f_tmap(void *map, int dtype, uint32_t rank, void *addr, const uint64_t *dims,
+		       const uint64_t *strides, const uint32_t *box, const uint32_t *elem_strides,
+		       int interleave, int swizzle, int l2_promotion, int oob_fill)
+{
+	F.t_calls++;
+	CHECK(rank >= 1 && rank <= 5);
+	if (rank < 1 || rank > 5)
+		return AR_CUDA_ERROR_INVALID_VALUE;
+	F.t_map = map, F.t_addr = addr, F.t_rank = rank, F.t_dtype = dtype;
+	F.t_interleave = interleave, F.t_swizzle = swizzle, F.t_l2 = l2_promotion;
+	F.t_oob = oob_fill;
+	memset(F.t_stride, 0, sizeof F.t_stride);
+	for (uint32_t i = 0; i < rank; i++) {
+		F.t_dim[i] = dims[i], F.t_box[i] = box[i], F.t_estride[i] = elem_strides[i];
+		if (i + 1 < rank)
+			F.t_stride[i] = strides[i];
+	}
+	if (F.tmap_result)
+		return F.tmap_result;
+	memset(map, 0xab, 128);
+	return 0;
+}
+
 static const AttnrtDriver fake = {
     .cuInit = f_init,
     .cuDriverGetVersion = f_version,
@@ -333,6 +366,7 @@ static const AttnrtDriver fake = {
     .cuEventSynchronize = f_evsync,
     .cuEventElapsedTime = f_elapsed,
     .cuEventDestroy = f_evdestroy,
+    .cuTensorMapEncodeTiled = f_tmap,
 };
 
 /* A fresh fake with one device of capability cc, installed. */
@@ -833,6 +867,172 @@ static void test_thread_local(void)
 	CHECK_STR(attnrt_last_error(), "attnrt: k: Q: null pointer");
 }
 
+/* The last encoding was given exactly these arrays (innermost first). */
+static void expect_tmap(int rank, const uint64_t *dims, const uint64_t *strides,
+			const uint32_t *box)
+{
+	CHECK(F.t_rank == (uint32_t)rank);
+	for (int i = 0; i < rank; i++) {
+		if (F.t_dim[i] != dims[i] || F.t_box[i] != box[i] || F.t_estride[i] != 1 ||
+		    (i + 1 < rank && F.t_stride[i] != strides[i])) {
+			fprintf(stderr,
+				"tmap entry %d: dim %llu box %u estride %u stride %llu; "
+				"expected dim %llu box %u estride 1 stride %llu\n",
+				i, (unsigned long long)F.t_dim[i], F.t_box[i], F.t_estride[i],
+				(unsigned long long)(i + 1 < rank ? F.t_stride[i] : 0),
+				(unsigned long long)dims[i], box[i],
+				(unsigned long long)(i + 1 < rank ? strides[i] : 0));
+			rt_failures++;
+		}
+	}
+}
+
+/* attnrt_tensor_map: the driver's order (innermost first, byte strides),
+** the fixed modes, strides of size-1 dimensions replaced, each refusal
+** before the driver is called, the driver's own failure, an old driver. */
+static void test_tensor_map(void)
+{
+	reset(90);
+	_Alignas(64) unsigned char map[2][128];
+	const void *q = (const void *)(uintptr_t)0x7f0000100000ull;
+
+	/* Q as [B, H, N, D] = [2, 3, 100, 64], contiguous, 64 x 64 boxes */
+	int64_t shape[] = {2, 3, 100, 64};
+	uint32_t box[] = {1, 1, 64, 64};
+	CHECK(attnrt_tensor_map(map[0], q, 4, shape, NULL, 2, box) == ATTNRT_OK);
+	CHECK(F.t_calls == 1 && F.t_map == map[0] && F.t_addr == q && map[0][127] == 0xab);
+	CHECK(F.t_dtype == AR_CU_TENSOR_MAP_DATA_TYPE_UINT16);
+	CHECK(F.t_interleave == AR_CU_TENSOR_MAP_INTERLEAVE_NONE);
+	CHECK(F.t_swizzle == AR_CU_TENSOR_MAP_SWIZZLE_128B);
+	CHECK(F.t_l2 == AR_CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+	CHECK(F.t_oob == AR_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+	expect_tmap(4, (const uint64_t[]){64, 100, 3, 2}, (const uint64_t[]){128, 12800, 38400},
+		    (const uint32_t[]){64, 64, 1, 1});
+
+	/* the same tensor laid out [B, N, H, D] in memory */
+	int64_t bnhd[] = {19200, 64, 192, 1};
+	CHECK(attnrt_tensor_map(map[1], q, 4, shape, bnhd, 2, box) == ATTNRT_OK);
+	CHECK(F.t_map == map[1]);
+	expect_tmap(4, (const uint64_t[]){64, 100, 3, 2}, (const uint64_t[]){384, 128, 38400},
+		    (const uint32_t[]){64, 64, 1, 1});
+
+	/* 4-byte elements: 32 of them make the 128-byte row */
+	uint32_t box4[] = {1, 1, 16, 32};
+	CHECK(attnrt_tensor_map(map[0], q, 4, shape, NULL, 4, box4) == ATTNRT_OK);
+	CHECK(F.t_dtype == AR_CU_TENSOR_MAP_DATA_TYPE_UINT32);
+	expect_tmap(4, (const uint64_t[]){64, 100, 3, 2}, (const uint64_t[]){256, 25600, 76800},
+		    (const uint32_t[]){32, 16, 1, 1});
+
+	/* strides of size-1 dimensions are not used: the outermost (7, which TMA
+	** would refuse) becomes the rows' bytes, 4 x 512 x 2 */
+	int64_t s1[] = {1, 4, 8, 64}, st1[] = {7, 512, 64, 1};
+	CHECK(attnrt_tensor_map(map[0], q, 4, s1, st1, 2, box) == ATTNRT_OK);
+	expect_tmap(4, (const uint64_t[]){64, 8, 4, 1}, (const uint64_t[]){128, 1024, 4096},
+		    (const uint32_t[]){64, 64, 1, 1});
+	/* ... and one in the middle: 8 x 64 x 2 */
+	int64_t s2[] = {2, 1, 8, 64}, st2[] = {512, 3, 64, 1};
+	CHECK(attnrt_tensor_map(map[0], q, 4, s2, st2, 2, box) == ATTNRT_OK);
+	expect_tmap(4, (const uint64_t[]){64, 8, 1, 2}, (const uint64_t[]){128, 1024, 1024},
+		    (const uint32_t[]){64, 64, 1, 1});
+	/* rows of 72 bytes round up to 80; a size-1 last dimension's stride is
+	** free too */
+	int64_t s3[] = {1, 36}, st3[] = {5, 1}, s4[] = {4, 1}, st4[] = {16, 5};
+	uint32_t box2[] = {1, 8};
+	CHECK(attnrt_tensor_map(map[0], q, 2, s3, st3, 2, box2) == ATTNRT_OK);
+	expect_tmap(2, (const uint64_t[]){36, 1}, (const uint64_t[]){80}, (const uint32_t[]){8, 1});
+	CHECK(attnrt_tensor_map(map[0], q, 2, s4, st4, 2, box2) == ATTNRT_OK);
+	expect_tmap(2, (const uint64_t[]){1, 4}, (const uint64_t[]){32}, (const uint32_t[]){8, 1});
+	/* contiguous rows of 72 bytes cannot be stepped along by TMA */
+	int64_t s5[] = {2, 36};
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 2, s5, NULL, 2, box2), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: stride 0 is 36 elements (72 bytes), not a multiple "
+		   "of 16 bytes as TMA needs");
+	/* rank 5, the most TMA has */
+	int64_t s6[] = {2, 2, 2, 2, 64};
+	uint32_t box6[] = {1, 1, 1, 2, 64};
+	CHECK(attnrt_tensor_map(map[0], q, 5, s6, NULL, 2, box6) == ATTNRT_OK);
+	expect_tmap(5, (const uint64_t[]){64, 2, 2, 2, 2}, (const uint64_t[]){128, 256, 512, 1024},
+		    (const uint32_t[]){64, 2, 1, 1, 1});
+
+	/* refusals, each before the driver is called */
+	int calls = F.t_calls;
+	char want[256];
+	snprintf(want, sizeof want,
+		 "attnrt: attnrt_tensor_map: pointer %p is not 16-byte aligned as TMA needs",
+		 (const void *)((const char *)q + 8));
+	CHECK_FAIL(attnrt_tensor_map(map[0], (const char *)q + 8, 4, shape, NULL, 2, box),
+		   ATTNRT_ERR_ARGUMENT, want);
+	snprintf(want, sizeof want,
+		 "attnrt: attnrt_tensor_map: the map at %p is not 64-byte aligned",
+		 (void *)(map[0] + 32));
+	CHECK_FAIL(attnrt_tensor_map(map[0] + 32, q, 4, shape, NULL, 2, box), ATTNRT_ERR_ARGUMENT,
+		   want);
+	CHECK_FAIL(attnrt_tensor_map(map[0], NULL, 4, shape, NULL, 2, box), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: null pointer");
+	int64_t odd[] = {19200, 6400, 36, 1};
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, shape, odd, 2, box), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: stride 2 is 36 elements (72 bytes), not a multiple "
+		   "of 16 bytes as TMA needs");
+	int64_t gap[] = {76800, 25600, 256, 2};
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, shape, gap, 2, box), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: the last dimension must be contiguous (its stride "
+		   "is 2); TMA copies rows of adjacent elements");
+	int64_t neg[] = {19200, -6400, 64, 1};
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, shape, neg, 2, box), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: stride 1 is -6400; TMA needs non-negative strides");
+	int64_t huge[] = {1ll << 40, 6400, 64, 1};
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, shape, huge, 2, box), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: stride 0 is 1099511627776 elements; TMA needs less "
+		   "than 2^40 bytes");
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 0, shape, NULL, 2, box), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: rank 0 is not in 1..5 as TMA needs");
+	int64_t shape6[] = {1, 2, 3, 100, 64, 64};
+	uint32_t box6b[] = {1, 1, 1, 1, 64, 64};
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 6, shape6, NULL, 2, box6b), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: rank 6 is not in 1..5 as TMA needs");
+	int64_t wide[] = {(1ll << 32) + 1, 64};
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 2, wide, NULL, 2, box2), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: dimension 0 is 4294967297; TMA needs 1 to 2^32");
+	int64_t empty[] = {2, 0, 100, 64};
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, empty, NULL, 2, box), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: dimension 1 is 0; TMA needs 1 to 2^32");
+	uint32_t box0[] = {1, 0, 64, 64}, box257[] = {1, 1, 257, 64};
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, shape, NULL, 2, box0), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: box dimension 1 is 0; TMA needs 1 to 256");
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, shape, NULL, 2, box257), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: box dimension 2 is 257; TMA needs 1 to 256");
+	uint32_t row256[] = {1, 1, 64, 128}, row8[] = {1, 1, 64, 4};
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, shape, NULL, 2, row256), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: the box's last dimension is 128 elements (256 "
+		   "bytes); 128-byte swizzle needs a multiple of 16 bytes up to 128");
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, shape, NULL, 2, row8), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: the box's last dimension is 4 elements (8 bytes); "
+		   "128-byte swizzle needs a multiple of 16 bytes up to 128");
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, shape, NULL, 3, box), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: element size 3 is not 1, 2, 4 or 8 bytes");
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, shape, NULL, 2, NULL), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_tensor_map: NULL box");
+	CHECK(F.t_calls == calls);
+
+	/* the driver's refusal, with what it was given */
+	F.tmap_result = AR_CUDA_ERROR_INVALID_VALUE;
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, shape, NULL, 2, box), ATTNRT_ERR_CUDA,
+		   "attnrt: cuTensorMapEncodeTiled (innermost first: dims {64, 100, 3, 2}, byte "
+		   "strides {128, 12800, 38400}, box {64, 64, 1, 1}): CUDA error 1");
+
+	/* a driver from before CUDA 12.0 loads, and only tensor maps fail */
+	reset(90);
+	AttnrtDriver old = fake;
+	old.cuTensorMapEncodeTiled = NULL;
+	CHECK(attnrt_set_driver_for_testing(&old) == ATTNRT_OK);
+	F.version = 11080;
+	CHECK(attnrt_init() == ATTNRT_OK);
+	CHECK_FAIL(attnrt_tensor_map(map[0], q, 4, shape, NULL, 2, box), ATTNRT_ERR_NO_DRIVER,
+		   "attnrt: the CUDA driver (version 11.8) is too old for sm_90a kernels: it lacks "
+		   "cuTensorMapEncodeTiled (a CUDA 12.0 or later driver is needed)");
+	CHECK(F.t_calls == 0);
+}
+
 int main(void)
 {
 	test_init();
@@ -844,6 +1044,7 @@ int main(void)
 	test_memory();
 	test_cache_threads();
 	test_thread_local();
+	test_tensor_map();
 	attnrt_set_driver_for_testing(NULL);
 	return rt_report("rt_fake");
 }

@@ -10,7 +10,8 @@
 ** for another cudaVersion than 12000, with flags, or by a versioned name
 ** (cuMemAlloc_v2); fakecuda_launch_block, fakecuda_launch_smem and
 ** fakecuda_smem_optin give the last launch's block size and dynamic shared
-** memory and the last MAX_DYNAMIC_SHARED_SIZE_BYTES set.
+** memory and the last MAX_DYNAMIC_SHARED_SIZE_BYTES set; the records of
+** tensor maps and launch parameters are in rt_fakecuda.h.
 */
 #define _POSIX_C_SOURCE 200809L
 
@@ -18,6 +19,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "rt_fakecuda.h"
 
 typedef int CUresult;
 typedef struct CUctx_st *CUcontext;
@@ -27,6 +30,10 @@ static int requests, bad_requests;
 static unsigned launch_block, launch_smem;
 static int smem_optin;
 
+static FakeTmap tmaps[FAKECUDA_MAX_TMAPS];
+static int tmap_calls, nparams;
+static uintptr_t params[FAKECUDA_MAX_PARAMS];
+
 #define API __attribute__((visibility("default")))
 
 API int fakecuda_requests(void);
@@ -34,6 +41,10 @@ API int fakecuda_bad_requests(void);
 API int fakecuda_launch_block(void);
 API int fakecuda_launch_smem(void);
 API int fakecuda_smem_optin(void);
+API int fakecuda_tmap_calls(void);
+API const FakeTmap *fakecuda_tmap(int i);
+API void fakecuda_record_params(int n);
+API const uintptr_t *fakecuda_launch_params(void);
 API CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags,
 				 int *status);
 API CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
@@ -64,6 +75,28 @@ int fakecuda_launch_smem(void)
 int fakecuda_smem_optin(void)
 {
 	return smem_optin;
+}
+
+/* Tensor maps encoded so far, and what each was given. */
+int fakecuda_tmap_calls(void)
+{
+	return tmap_calls;
+}
+
+const FakeTmap *fakecuda_tmap(int i)
+{
+	return i >= 0 && i < tmap_calls && i < FAKECUDA_MAX_TMAPS ? &tmaps[i] : NULL;
+}
+
+/* A launch's params array has no length: the test says how many to keep. */
+void fakecuda_record_params(int n)
+{
+	nparams = n < 0 ? 0 : n > FAKECUDA_MAX_PARAMS ? FAKECUDA_MAX_PARAMS : n;
+}
+
+const uintptr_t *fakecuda_launch_params(void)
+{
+	return params;
 }
 
 static int ndev(void)
@@ -156,8 +189,10 @@ static CUresult f_getattr(int *v, int a, void *f)
 static CUresult f_launch(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e,
 			 unsigned g, unsigned s, void *st, void **p, void **x)
 {
-	(void)a, (void)b, (void)c, (void)e, (void)g, (void)st, (void)p, (void)x;
+	(void)a, (void)b, (void)c, (void)e, (void)g, (void)st, (void)x;
 	launch_block = d, launch_smem = s;
+	for (int i = 0; i < nparams; i++)
+		params[i] = (uintptr_t)p[i];
 	return f ? 0 : 1;
 }
 static CUresult f_malloc(unsigned long long *p, size_t n)
@@ -211,6 +246,30 @@ static CUresult f_evdestroy(void *e)
 	return 0;
 }
 
+/* Records its arguments; 1 = CUDA_ERROR_INVALID_VALUE for a bad rank. */
+static CUresult f_tmap(void *map, int dtype, unsigned rank, void *addr,
+		       const unsigned long long *dims, const unsigned long long *strides,
+		       const unsigned *box, const unsigned *estride, int interleave, int swizzle,
+		       int l2, int oob)
+{
+	if (rank < 1 || rank > 5)
+		return 1;
+	if (tmap_calls < FAKECUDA_MAX_TMAPS) {
+		FakeTmap *t = &tmaps[tmap_calls];
+		t->map = (uintptr_t)map, t->addr = (uintptr_t)addr, t->rank = rank;
+		t->dtype = dtype, t->interleave = interleave, t->swizzle = swizzle, t->l2 = l2;
+		t->oob = oob;
+		for (unsigned i = 0; i < rank; i++) {
+			t->dim[i] = dims[i], t->box[i] = box[i], t->estride[i] = estride[i];
+			if (i + 1 < rank)
+				t->stride[i] = strides[i];
+		}
+	}
+	tmap_calls++;
+	memset(map, 0xcd, 128);
+	return 0;
+}
+
 #define F(name, fn)                                                                                \
 	{                                                                                          \
 		name, (void (*)(void))fn                                                           \
@@ -247,6 +306,7 @@ static const struct {
     F("cuEventSynchronize", f_evsync),
     F("cuEventElapsedTime", f_elapsed),
     F("cuEventDestroy", f_evdestroy),
+    F("cuTensorMapEncodeTiled", f_tmap),
 };
 
 /* The lookup both exported variants share; 500 = CUDA_ERROR_NOT_FOUND. */

@@ -1,0 +1,283 @@
+/*
+** test/unit/gpu_iface.c: the generated C interface (lowering/gpu/iface.c)
+** of a kernel that takes TMA tensor maps, before any target produces one:
+** examples/gqa.attn with a hand-made GpuKernelInfo of two maps, K's first
+** and Q's second, so that the parameters' order (the info's) differs from
+** the encoding's (the tensors'). Checked: the text has the version guard,
+** the aligned map array, one attnrt_tensor_map per map with its box, and
+** the maps after the magic parameters; the same kernel without maps has
+** none of it; the source builds with -Wall -Wextra -Werror; and linked
+** with libattnrt against rt_fakecuda (the stand-in libcuda), its launch
+** gives the driver the maps in the right order and the right parameter
+** slots (gpu_iface_harness.c).
+**
+** usage: test_gpu_iface EXAMPLES SCRATCH CC RUNTIME_DIR LIBATTNRT FAKECUDA HARNESS FLAGS
+** (FLAGS: extra compiler and linker flags, space-separated, maybe empty)
+*/
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "../../lang/front.h"
+#include "../../lowering/gpu/gpu.h"
+#include "../../lowering/gpu/iface.h"
+#include "../../support/spawn.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+			failures++;                                                                \
+		}                                                                                  \
+	} while (0)
+
+/* The generated text must hold want; says which when it does not. */
+static const char *expect_text(const char *text, const char *want)
+{
+	const char *at = strstr(text, want);
+	if (!at) {
+		fprintf(stderr, "the generated C lacks: %s\n", want);
+		failures++;
+	}
+	return at;
+}
+
+/* The index of the tensor called name in c, or -1. */
+static int tensor_index(const Cascade *c, const char *name)
+{
+	for (int i = 0; i < c->tensors.n; i++)
+		if (!strcmp(((const Tensor *)c->tensors.v[i])->name, name))
+			return i;
+	return -1;
+}
+
+/* The whole file at path, NUL-terminated (NULL: unreadable). */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0, got;
+	char *s = malloc(cap);
+	while (s && (got = fread(s + n, 1, cap - n - 1, f)) > 0) {
+		n += got;
+		if (n + 1 == cap)
+			s = realloc(s, cap *= 2);
+	}
+	fclose(f);
+	if (s)
+		s[n] = 0;
+	return s;
+}
+
+/* gpu_iface_source for p into path, with info[0] as the kernel's. */
+static int write_source(const char *path, const Program *p, GpuKernelInfo *info)
+{
+	static const unsigned char cubin[] = "CUBIN90";
+	static const char ptx[] = ".version 8.0\n.target sm_90a\n.address_size 64\n";
+	Arena a;
+	arena_init(&a);
+	GpuImages im = {0};
+	im.arena = &a;
+	im.target = "sm_90a";
+	im.ptx = ptx;
+	im.ptx_size = sizeof ptx - 1;
+	im.ncubins = 1;
+	im.cubin[0].sm = 90;
+	im.cubin[0].code.data = (unsigned char *)cubin;
+	im.cubin[0].code.size = sizeof cubin;
+	im.info = info;
+	FILE *f = fopen(path, "w");
+	int rc = f ? 0 : -1;
+	if (f) {
+		gpu_iface_source(f, p, &im, "gqa.h");
+		rc = fclose(f) ? -1 : 0;
+	}
+	arena_free(&a);
+	return rc;
+}
+
+/* Runs argv (argv[0] a path) with its output into log; 0 when it exits 0,
+** else prints the log. */
+static int run(char *const argv[], const char *log)
+{
+	pid_t pid;
+	int status = 0, e = spawn_logged(argv[0], argv, log, &pid);
+	if (!e)
+		e = spawn_wait(pid, &status);
+	if (!e && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	fprintf(stderr, "%s failed (%s):\n", argv[0], e ? strerror(e) : "nonzero exit");
+	char *out = slurp(log);
+	fprintf(stderr, "%s\n", out ? out : "(no log)");
+	free(out);
+	return -1;
+}
+
+/* argv of fixed then the space-separated words of flags, NULL-terminated. */
+static char **command(char *const *fixed, int nfixed, char *flags)
+{
+	char **argv = calloc((size_t)nfixed + strlen(flags) / 2 + 2, sizeof *argv);
+	int n = 0;
+	for (int i = 0; i < nfixed; i++)
+		argv[n++] = fixed[i];
+	for (char *w = strtok(flags, " "); w; w = strtok(NULL, " "))
+		argv[n++] = w;
+	argv[n] = NULL;
+	return argv;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 9) {
+		fprintf(stderr, "usage: test_gpu_iface EXAMPLES SCRATCH CC RUNTIME_DIR LIBATTNRT "
+				"FAKECUDA HARNESS FLAGS\n");
+		return 2;
+	}
+	const char *examples = argv[1], *scratch = argv[2], *fake = argv[6];
+	char *cc = argv[3], *rtdir = argv[4], *lib = argv[5], *harness = argv[7];
+	if (mkdir(scratch, 0755) && errno != EEXIST) {
+		fprintf(stderr, "cannot create %s: %s\n", scratch, strerror(errno));
+		return 1;
+	}
+	char path[1024];
+	Arena ar;
+	arena_init(&ar);
+	Diag d;
+	diag_init(&d, &ar, stderr);
+	snprintf(path, sizeof path, "%s/gqa.attn", examples);
+	int f = diag_load_file(&d, path);
+	Program *p = f < 0 ? NULL : front_compile(&ar, &d, f);
+	if (!p || p->cascades.n != 1) {
+		fprintf(stderr, "cannot compile %s\n", path);
+		return 1;
+	}
+	const Cascade *c = p->cascades.v[0];
+	int q = tensor_index(c, "Q"), k = tensor_index(c, "K");
+	CHECK(q >= 0 && k >= 0);
+
+	/* the kernel's parameters before the maps: pointers, strides, dims,
+	** params, then the magic ones */
+	Arena pa;
+	arena_init(&pa);
+	int base = gpu_magic_params(plan_build(&pa, c, "sm_90a")) + c->dims.n + c->params.n;
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		base += t->kind == TK_TEMP ? 0 : 1 + t->rank;
+	}
+	arena_free(&pa);
+
+	GpuKernelInfo info[2];
+	memset(info, 0, sizeof info);
+	info[0] = (GpuKernelInfo){.smem = 100000, .threads = 384, .block_m = 128, .block_n = 64};
+	info[0].ntmaps = 2;
+	info[0].tmap[0] = (GpuTmap){k, 4, {1, 1, GPU_BN, GPU_TMAP_INNER}};
+	info[0].tmap[1] = (GpuTmap){q, 4, {1, 1, 128, GPU_TMAP_INNER}};
+
+	/* the header and the source, with maps and without */
+	snprintf(path, sizeof path, "%s/gqa.h", scratch);
+	FILE *h = fopen(path, "w");
+	CHECK(h != NULL);
+	if (h) {
+		gpu_iface_header(h, p);
+		CHECK(fclose(h) == 0);
+	}
+	char src[1024], plain_src[1024];
+	snprintf(src, sizeof src, "%s/gqa.c", scratch);
+	snprintf(plain_src, sizeof plain_src, "%s/gqa_plain.c", scratch);
+	CHECK(write_source(src, p, info) == 0);
+	GpuKernelInfo plain[2];
+	memcpy(plain, info, sizeof plain);
+	plain[0].ntmaps = 0;
+	CHECK(write_source(plain_src, p, plain) == 0);
+
+	char *text = slurp(src), *plain_text = slurp(plain_src);
+	CHECK(text && plain_text);
+	if (!text || !plain_text)
+		return 1;
+	char want[512];
+	expect_text(text, "#if !defined(ATTNRT_API_VERSION) || ATTNRT_API_VERSION < 3\n#error");
+	expect_text(text, "\t_Alignas(64) unsigned char tmaps[2][128];\n");
+	snprintf(want, sizeof want,
+		 "\t\tstatic const uint32_t box0[4] = {1u, 1u, %du, %du};\n"
+		 "\t\tif ((rc = attnrt_tensor_map(tmaps[0], ptrs[%d], 4, shape, s, 2, box0))) "
+		 "return rc;\n",
+		 GPU_BN, GPU_TMAP_INNER, k);
+	const char *enc_k = expect_text(text, want);
+	snprintf(want, sizeof want,
+		 "\t\tstatic const uint32_t box1[4] = {1u, 1u, 128u, %du};\n"
+		 "\t\tif ((rc = attnrt_tensor_map(tmaps[1], ptrs[%d], 4, shape, s, 2, box1))) "
+		 "return rc;\n",
+		 GPU_TMAP_INNER, q);
+	const char *enc_q = expect_text(text, want);
+	/* each after its tensor's check */
+	snprintf(want, sizeof want, "\"%s\", \"K\", ptrs[%d], 4, shape, shape, s, 2, 16, names)",
+		 c->name, k);
+	const char *chk_k = expect_text(text, want);
+	CHECK(!chk_k || !enc_k || chk_k < enc_k);
+	CHECK(!enc_q || !enc_k || enc_q < enc_k);
+	const char *magic = expect_text(text, "\t\targs[k++] = &gm[i];\n");
+	const char *maps = expect_text(
+	    text, "\tfor (int i = 0; i < 2; i++)\n\t\targs[k++] = (void *)&tmaps[i];\n");
+	const char *launch = expect_text(text, "\treturn attnrt_launch(kern,");
+	CHECK(!magic || !maps || !launch || (magic < maps && maps < launch));
+	CHECK(strstr(text, "#error \"attnc") == NULL);
+	/* without maps, nothing of them */
+	CHECK(strstr(plain_text, "tmaps") == NULL && strstr(plain_text, "tensor_map") == NULL &&
+	      strstr(plain_text, "ATTNRT_API_VERSION") == NULL);
+
+	/* a map the launcher cannot encode is a compile error of the output */
+	GpuKernelInfo bad[2];
+	memcpy(bad, info, sizeof bad);
+	bad[0].tmap[1].rank = 3;
+	snprintf(path, sizeof path, "%s/gqa_bad.c", scratch);
+	CHECK(write_source(path, p, bad) == 0);
+	char *bad_text = slurp(path);
+	CHECK(bad_text && strstr(bad_text, "#error \"attnc: tensor map 1 of gqa names no input or "
+					   "output tensor of its rank\""));
+	free(bad_text);
+
+	/* it builds as it is, then runs against the stand-in driver */
+	char log[1024], obj[1024], exe[1024], inc[1024], def[64], flags[512];
+	snprintf(log, sizeof log, "%s/cc.log", scratch);
+	snprintf(obj, sizeof obj, "%s/gqa.o", scratch);
+	snprintf(exe, sizeof exe, "%s/harness", scratch);
+	snprintf(inc, sizeof inc, "-I%s", scratch);
+	snprintf(def, sizeof def, "-DPARAMS_BEFORE_MAPS=%d", base);
+	char rtinc[1024];
+	snprintf(rtinc, sizeof rtinc, "-I%s", rtdir);
+	snprintf(flags, sizeof flags, "%s", argv[8]);
+	char *compile[] = {cc,  "-std=c11", "-Wall", "-Wextra", "-Werror", rtinc,
+			   inc, "-c",       src,     "-o",      obj};
+	char **cv = command(compile, 11, flags);
+	int built = run(cv, log) == 0;
+	CHECK(built);
+	free(cv);
+	snprintf(flags, sizeof flags, "%s", argv[8]);
+	char *link[] = {cc,  "-std=c11", "-Wall", "-Wextra", "-Werror", rtinc,  inc,         def,
+			obj, harness,    lib,     "-o",      exe,       "-ldl", "-lpthread", "-lm"};
+	char **lv = command(link, 16, flags);
+	built = built && run(lv, log) == 0;
+	CHECK(built);
+	free(lv);
+	if (built) {
+		char *hv[] = {exe, (char *)fake, NULL};
+		snprintf(log, sizeof log, "%s/harness.log", scratch);
+		CHECK(run(hv, log) == 0);
+	}
+
+	free(text), free(plain_text);
+	arena_free(&ar);
+	if (failures)
+		fprintf(stderr, "gpu_iface: %d check(s) failed\n", failures);
+	else
+		printf("gpu_iface: all checks passed\n");
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,36 @@
+/*
+** test/unit/rt_fakecuda.h: what rt_fakecuda (the stand-in libcuda) records
+** for the tests that load it, rt_dlopen and gpu_iface's launcher harness:
+** each cuTensorMapEncodeTiled's arguments and the parameters of the last
+** launch. The tests reach these through dlsym on the loaded fake
+** (fakecuda_sym), since the runtime, not the test, loaded it.
+*/
+#ifndef ATTN_RT_FAKECUDA_H
+#define ATTN_RT_FAKECUDA_H
+
+#include <stdint.h>
+
+enum { FAKECUDA_MAX_TMAPS = 16, FAKECUDA_MAX_PARAMS = 64 };
+
+/* One cuTensorMapEncodeTiled, arrays innermost dimension first. Addresses
+** as integers: the launcher's maps are gone when the test reads them. */
+typedef struct FakeTmap {
+	uintptr_t map, addr;
+	int dtype, interleave, swizzle, l2, oob;
+	unsigned rank, box[5], estride[5];
+	unsigned long long dim[5], stride[4];
+} FakeTmap;
+
+/* The exports, by name and type:
+**   int fakecuda_tmap_calls(void)             encodings since the fake loaded
+**   const FakeTmap *fakecuda_tmap(int i)      the i-th (from 0), NULL past the
+**                                             last recorded
+**   void fakecuda_record_params(int n)        later launches keep their first n
+**                                             (<= FAKECUDA_MAX_PARAMS) params
+**   const uintptr_t *fakecuda_launch_params(void)  those of the last launch */
+typedef int (*FakecudaTmapCalls)(void);
+typedef const FakeTmap *(*FakecudaTmap)(int i);
+typedef void (*FakecudaRecordParams)(int n);
+typedef const uintptr_t *(*FakecudaLaunchParams)(void);
+
+#endif
