@@ -7,7 +7,7 @@ set -u
 cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" bin
-RT="runtime/driver.c runtime/module.c runtime/launch.c runtime/check.c"
+RT="runtime/driver.c runtime/module.c runtime/launch.c runtime/check.c runtime/tmap.c"
 fails=0
 for f in gen/*_cpu.c; do
 	file=$(basename "$f" _cpu.c)
