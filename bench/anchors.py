@@ -96,7 +96,7 @@ def ours(name):
     if name not in _libs:
         os.makedirs(os.path.join(HERE, "lib"), exist_ok=True)
         so = os.path.join(HERE, "lib", name + ".so")
-        rt = [os.path.join(HERE, "runtime", f) for f in ("driver.c", "module.c", "launch.c", "check.c")]
+        rt = [os.path.join(HERE, "runtime", f) for f in ("driver.c", "module.c", "launch.c", "check.c", "tmap.c")]
         subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-D_GNU_SOURCE", "-I" + os.path.join(HERE, "runtime"),
                         os.path.join(HERE, "gen", name + ".c")] + rt + ["-ldl", "-lpthread", "-lm", "-o", so],
                        check=True)

@@ -57,7 +57,7 @@ done
 for p in $pids; do wait "$p"; done
 objs=""
 for n; do objs="$objs bin/$n.o"; done
-for f in driver module launch check; do
+for f in driver module launch check tmap; do
 	$CC $CFLAGS -Iruntime -c "runtime/$f.c" -o "bin/rt_$f.o"
 	objs="$objs bin/rt_$f.o"
 done

@@ -18,7 +18,7 @@ K=$(cd gen && ls *.c | sed 's/\.c$//')
   printf '#define TRACE_KERNELS(X)'; for k in $K; do printf ' X(%s)' "$k"; done; echo; } > bin/trace_kernels.h
 objs=""
 for k in $K; do gcc $CFLAGS -Iruntime -c "gen/$k.c" -o "bin/$k.o" || exit 1; objs="$objs bin/$k.o"; done
-for f in driver module launch check; do gcc $CFLAGS -Iruntime -c "runtime/$f.c" -o "bin/rt_$f.o" || exit 1; objs="$objs bin/rt_$f.o"; done
+for f in driver module launch check tmap; do gcc $CFLAGS -Iruntime -c "runtime/$f.c" -o "bin/rt_$f.o" || exit 1; objs="$objs bin/rt_$f.o"; done
 gcc $CFLAGS -I"$CUDA/include" -Iruntime -Igen -Ibin trace.c $objs -lcuda -ldl -lpthread -lm -o bin/trace || exit 1
 for k in $K; do
 	d=${k##*_d}
