@@ -202,8 +202,8 @@ def main():
             setattr(torch._dynamo.config, k, 4096)
     flex = torch.compile(flex_attention, dynamic=False)
     print("device", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
-    run = start_run()
-    print("run", run, flush=True)
+    run_dir = start_run()
+    print("run", run_dir, flush=True)
     for D in Ds:
         for N in Ns:
             H, B = 16, max(1, 32768 // N)
@@ -275,8 +275,8 @@ def main():
                     rec(sys="attnc", variant=vname, N=N, D=D, error=str(e)[:200])
             del q, k, v, o
             torch.cuda.empty_cache()
-    json.dump(rows, open(os.path.join(run, "anchors.json"), "w"), indent=1)
-    with open(os.path.join(run, "anchors.txt"), "w") as f:
+    json.dump(rows, open(os.path.join(run_dir, "anchors.json"), "w"), indent=1)
+    with open(os.path.join(run_dir, "anchors.txt"), "w") as f:
         table(rows, Ds, Ns, f)
     table(rows, Ds, Ns)
 
