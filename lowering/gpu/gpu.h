@@ -218,7 +218,7 @@ typedef struct KernelGen {
 	PReg q0, qext;   /* the CTA's first query row; the query extent (its group's end) */
 	PReg sext;       /* the key extent */
 	int row_blocks;  /* m16 row blocks per warp: 1 or 2 (GpuTarget.row_blocks) */
-	int cta_rows;    /* query rows per CTA: GPU_WARPS * 16 * row_blocks */
+	int cta_rows;    /* query rows per CTA: gpu_warps(t) * 16 * row_blocks */
 	int grouped;     /* launch order by groups of heads (masks read the query row) */
 	/* kernel.c: the tile's keys [j0, j1); send: the end of the CTA's stream,
 	** sext or less (scan.c's stream_bounds); shared memory's base (u32) and
@@ -322,6 +322,8 @@ PReg gpu_special(KernelGen *g, const char *sreg); /* a special register as b64 *
 PReg gpu_tid(KernelGen *g);
 /* A barrier of the consumers (named barrier id, GpuTarget.bar_base). */
 void gpu_bar(KernelGen *g, int id);
+/* The kernel builder's warps in a CTA of target t (GpuTarget.consumer_warps). */
+int gpu_warps(const GpuTarget *t);
 PReg gpu_u32(KernelGen *g, PReg x); /* the low word of a b64 */
 int gpu_log2(long x);               /* of a power of two */
 

@@ -43,7 +43,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	KernelGen G = {0};
 	KernelGen *g = &G;
 	g->a = a, g->p = p, g->c = p->c, g->s = s, g->t = tg;
-	g->row_blocks = tg->row_blocks(s), g->cta_rows = GPU_WARPS * 16 * g->row_blocks;
+	g->row_blocks = tg->row_blocks(s), g->cta_rows = gpu_warps(tg) * 16 * g->row_blocks;
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);
 	ptx_func_init(f, a, arena_printf(a, s->one_window ? "%s_fwd_short" : "%s_fwd", p->c->name),
 		      tg->threads);
@@ -305,7 +305,7 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		}
 		if (info) {
 			info[i].smem = f->smem_bytes;
-			info[i].block_m = (unsigned)(GPU_WARPS * 16 * t->row_blocks(&s));
+			info[i].block_m = (unsigned)(gpu_warps(t) * 16 * t->row_blocks(&s));
 			info[i].block_n = GPU_BN;
 			info[i].data_masks = gpu_data_masks(p);
 			info[i].split_v = s.split_v;

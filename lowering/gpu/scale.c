@@ -163,26 +163,25 @@ void gpu_scale_negate_q(KernelGen *g, int gemm1, PReg sbase, uint32_t soff, uint
 		ptx_guard(g->f, neg, 1);
 		gpu_op2(g, PTX_CVT, ".u32.u64", po_r(t), po_r(tid));
 		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(t), po_i(16), po_r(sbase));
-		/* chunk t + 128 u of the region; the last step's threads past its
+		/* chunk t + nt u of the region (nt threads); the last step's threads past its
 		** end read the last chunk and store nothing (no predicated load:
 		** a register defined on some paths only is live from the entry) */
-		uint32_t n = bytes / 16;
-		for (uint32_t u = 0; u * GPU_THREADS < n; u++) {
+		uint32_t n = bytes / 16, nt = (uint32_t)gpu_warps(g->t) * 32;
+		for (uint32_t u = 0; u * nt < n; u++) {
 			PReg v[4], in = gpu_reg(g, PC_PRED), x = a;
-			int last = (u + 1) * GPU_THREADS > n;
+			int last = (u + 1) * nt > n;
 			for (int k = 0; k < 4; k++)
 				v[k] = gpu_reg(g, PC_B32);
 			if (last) {
 				PReg c = gpu_reg(g, PC_B32);
 				gpu_op3(g, PTX_SETP, ".lt.u32", po_r(in), po_r(t),
-					po_i(n - u * GPU_THREADS));
-				gpu_op3(g, PTX_MIN, ".u32", po_r(c), po_r(t),
-					po_i(n - u * GPU_THREADS - 1));
+					po_i(n - u * nt));
+				gpu_op3(g, PTX_MIN, ".u32", po_r(c), po_r(t), po_i(n - u * nt - 1));
 				x = gpu_reg(g, PC_B32);
 				gpu_op4(g, PTX_MAD, ".lo.u32", po_r(x), po_r(c), po_i(16),
 					po_r(sbase));
 			}
-			int32_t o = (int32_t)(soff + u * (uint32_t)GPU_THREADS * 16);
+			int32_t o = (int32_t)(soff + u * (uint32_t)nt * 16);
 			gpu_op2(g, PTX_LD, ".shared.v4.b32", po_vec(v, 4), po_mem(x, o));
 			for (int k = 0; k < 4; k++)
 				gpu_op3(g, PTX_XOR, ".b32", po_r(v[k]), po_r(v[k]),

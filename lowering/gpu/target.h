@@ -71,6 +71,9 @@ typedef struct GpuTarget {
 	** is the builder's threads alone and bar.sync id takes them all. */
 	int consumer_tid0;
 	int bar_base;
+	/* The builder's warps (0: GPU_WARPS), each 16 query rows per row
+	** block: 8 are two consumer warpgroups of 64 rows each. */
+	int consumer_warps;
 	int min_ctas_per_sm; /* .minnctapersm, a register cap for setmaxnreg (0: none) */
 	/* Warps may take their own tile classes (gpu_warp_class): not where the
 	** contractions are warpgroup-wide (wgmma needs all four warps). */

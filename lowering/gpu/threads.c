@@ -22,7 +22,13 @@ PReg gpu_tid(KernelGen *g)
 void gpu_bar(KernelGen *g, int id)
 {
 	if (g->t->consumer_tid0)
-		gpu_op2(g, PTX_BAR, "", po_i(id + g->t->bar_base), po_i(GPU_THREADS));
+		gpu_op2(g, PTX_BAR, "", po_i(id + g->t->bar_base), po_i(gpu_warps(g->t) * 32));
 	else
 		gpu_op1(g, PTX_BAR, "", po_i(id));
+}
+
+/* GPU_WARPS unless the target's consumers are more (two warpgroups). */
+int gpu_warps(const GpuTarget *t)
+{
+	return t->consumer_warps ? t->consumer_warps : GPU_WARPS;
 }

@@ -77,7 +77,7 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 }
 
 /* Every consumer thread arrives on the stage's empty barrier (its count is
-** GPU_THREADS: the wgmma reads of the stage are complete, waited for in
+** the consumers' threads: the wgmma reads of the stage are complete, waited for in
 ** each contraction); then the next stage, the phase flipping on wrap. */
 void sm90_tile_end(KernelGen *g, PReg buf)
 {

@@ -5,18 +5,15 @@
 ** Every tile is stored as the 128-byte swizzle lays it out: panels of 64
 ** elements of the contracted (Q, K) or value (V) dimension, each panel
 ** rows x 128 bytes, 1024-byte aligned, so that a TMA box of 64 elements
-** by some rows writes it and a wgmma descriptor reads it. Q's rows are
-** ordered as the wgmma's M: row block m of the CTA is smem rows [64 m, 64 m
-** + 64), in which warp w's 16 rows are the builder's rows 16 row_blocks w +
-** 16 m (gpu/tile.c), so that each warp's accumulators hold its own rows.
+** by some rows writes it and a wgmma descriptor reads it. Q's rows are in
+** order: consumer warpgroup c's wgmma takes rows [64 c, 64 c + 64), warp
+** w's 16 rows 16 w of them, as the builder numbers rows (gpu/tile.c).
 */
 #include "sm90.h"
 
-/* One row block (64 query rows) per CTA: the consumer warpgroup's wgmma
-** is m64, and two row blocks' accumulators with the tile body's values
-** need more than a thread's 255 registers (ptxas spilled at D = 128). Two
-** CTAs share an SM instead, each with its producer, so that one's softmax
-** runs beside the other's contractions. */
+/* One row block per warp: each consumer warpgroup's wgmma is m64 over its
+** 64 rows, and one block's accumulators with the tile body's values fit
+** its 240 registers (two blocks did not: ptxas spilled at D = 128). */
 int sm90_row_blocks(const KernelShape *s)
 {
 	(void)s;
@@ -67,7 +64,7 @@ static int gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k)
 
 /* The layout: Q per contraction; the stages, each K per contraction and V
 ** per V read; the barriers. As many stages (2 to SM90_MAX_STAGES) as keep
-** the CTA within SM90_SMEM_TWO_CTAS, two at least. The tensor maps are
+** the CTA within SM90_SMEM, two at least. The tensor maps are
 ** chosen here; their parameters come after the builder's (sm90_producer). */
 uint32_t sm90_layout(KernelGen *g, int table)
 {
@@ -77,16 +74,12 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	int n = g->c->nodes.n;
 	g->targ = k9;
 	g->f->smem_align = 1024;
-	/* two CTAs an SM cap a thread at 128 registers; head dims above 128
-	** need more for their accumulators (64 x 256 f32: 128 a thread) */
-	g->f->minnctapersm = s->DV > 128 || s->qk[0].D > 128 ? 1 : 2;
 	uint32_t off = 0;
 	s->ntmaps = 0;
 	for (int k = 0; k < s->nqk; k++) {
 		int node = gemm_node(s, n, SN_GEMM1, k);
-		uint32_t box = g->row_blocks == 2 ? 16 : 64;
-		add_map(g, &k9->q[k], s->qk[k].a, node, s->qcls, (uint32_t)g->cta_rows, box,
-			s->qk[k].D);
+		add_map(g, &k9->q[k], s->qk[k].a, node, s->qcls, (uint32_t)g->cta_rows,
+			(uint32_t)g->cta_rows, s->qk[k].D);
 		k9->q[k].off = off;
 		off = align1k(off + (uint32_t)g->cta_rows * (uint32_t)s->qk[k].D * 2);
 		k9->q_tx += (uint32_t)g->cta_rows * (uint32_t)s->qk[k].D * 2;
@@ -114,7 +107,7 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	k9->stage_tx += (uint32_t)s->nvreads * GPU_BN * (uint32_t)s->DV * 2;
 	k9->stage0 = off;
 	int ns = SM90_MAX_STAGES;
-	while (ns > 2 && off + (uint32_t)ns * st + 1024 > SM90_SMEM_TWO_CTAS)
+	while (ns > 2 && off + (uint32_t)ns * st + 1024 > SM90_SMEM)
 		ns--;
 	k9->nstages = ns;
 	off += (uint32_t)ns * st;

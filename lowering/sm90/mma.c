@@ -59,7 +59,13 @@ void sm90_contract_qk(KernelGen *g, int node)
 	long D = g->s->qk[k].D;
 	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%dk16.f32.%s.%s", GPU_BN,
 					elem_type(q->e), elem_type(kr->e));
-	PReg qd = descriptor(g, g->sbase, 0), kd = descriptor(g, k9->stage_addr, 0);
+	/* this warpgroup's 64 rows of Q: 64 panel rows in */
+	PReg wg = gpu_reg(g, PC_B32), qa = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(wg), po_r(gpu_tid(g)));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(wg), po_r(wg), po_i(7));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(qa), po_r(wg), po_i(64 * SM90_PANEL_ROW),
+		po_r(g->sbase));
+	PReg qd = descriptor(g, qa, 0), kd = descriptor(g, k9->stage_addr, 0);
 	PReg first = gpu_reg(g, PC_PRED), rest = gpu_reg(g, PC_PRED);
 	gpu_op3(g, PTX_SETP, ".ne.b32", po_r(first), po_r(k9->stage), po_r(k9->stage));
 	gpu_op3(g, PTX_SETP, ".eq.b32", po_r(rest), po_r(k9->stage), po_r(k9->stage));

@@ -80,9 +80,7 @@ static PReg map_addr(KernelGen *g, const char *name)
 	return r;
 }
 
-/* Q of every contraction: with two row blocks, 16-row boxes, so that smem
-** row 64 m + 16 w holds the builder's row 32 w + 16 m (layout.c); else one
-** 64-row box per panel. */
+/* Q of every contraction: one box of the CTA's rows per panel. */
 static void load_q(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 {
 	const KernelShape *s = g->s;
@@ -94,20 +92,11 @@ static void load_q(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 		const TmaRead *r = &k9->q[k];
 		PReg fixed[GPU_TMAP_MAX_RANK];
 		fixed_coords(g, r, fixed);
-		for (int p = 0; p < r->panels; p++) {
-			uint32_t panel = r->off + (uint32_t)p * r->rows * SM90_PANEL_ROW;
-			for (int w = 0; w < (g->row_blocks == 2 ? GPU_WARPS : 1); w++)
-				for (int m = 0; m < g->row_blocks; m++) {
-					int rows = g->row_blocks == 2 ? 16 : 64;
-					PReg row = gpu_reg(g, PC_B32);
-					gpu_op3(g, PTX_ADD, ".u32", po_r(row), po_r(q32),
-						po_i(32 * w + 16 * m));
-					uint32_t at =
-					    panel + (uint32_t)(64 * m + rows * w) * SM90_PANEL_ROW;
-					tma_copy(g, r, maps[r->map], fixed, row, p,
-						 saddr(g, g->sbase, at), qbar);
-				}
-		}
+		for (int p = 0; p < r->panels; p++)
+			tma_copy(
+			    g, r, maps[r->map], fixed, q32, p,
+			    saddr(g, g->sbase, r->off + (uint32_t)p * r->rows * SM90_PANEL_ROW),
+			    qbar);
 	}
 }
 
@@ -173,8 +162,8 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 
 /* The role split, after the grid decode (every thread has the CTA's place):
 ** barriers initialised by thread 0 and made visible to the CTA and to the
-** TMA unit; warpgroup 0 produces and ends; warpgroup 1 goes on as the
-** kernel builder's consumers. */
+** TMA unit; warpgroup 0 produces and ends; warpgroups 1 and 2 go on as
+** the kernel builder's consumers. */
 void sm90_producer(KernelGen *g)
 {
 	Sm90Kernel *k9 = sm90_of(g);
@@ -193,7 +182,8 @@ void sm90_producer(KernelGen *g)
 		gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64",
 			po_mem(g->sbase, (int32_t)(k9->full + 8 * st)), po_i(1));
 		gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64",
-			po_mem(g->sbase, (int32_t)(k9->empty + 8 * st)), po_i(GPU_THREADS));
+			po_mem(g->sbase, (int32_t)(k9->empty + 8 * st)),
+			po_i(gpu_warps(g->t) * 32));
 	}
 	gpu_op0(g, PTX_FENCE_MBAR_INIT, ".release.cluster");
 	ptx_label(g->f, Linit);

@@ -4,15 +4,16 @@
 ** driver and the generic kernel builder reach the target through T_sm90
 ** (targ.c).
 **
-** The CTA is two warpgroups. Warpgroup 0 is the producer: it gives its
+** The CTA is three warpgroups. Warpgroup 0 is the producer: it gives its
 ** registers away (setmaxnreg.dec) and one thread issues every TMA copy:
 ** Q once, then K and V tiles into a ring of stages, each stage with a
-** full and an empty mbarrier. Warpgroup 1 is the consumer: the kernel
-** builder's 128 threads (gpu/kernel.c), which take the registers
-** (setmaxnreg.inc), wait for a stage to be full, run S = Q K^T and O += P V
-** on wgmma, and arrive on the stage's empty barrier. Both walk the same
-** tiles: the producer runs the same tile scan (gpu_scan) as the
-** consumers' stream loop.
+** full and an empty mbarrier. Warpgroups 1 and 2 are the consumers, 64
+** query rows each of the CTA's 128: the kernel builder's 8 warps
+** (gpu/kernel.c), which take the registers (setmaxnreg.inc), wait for a
+** stage to be full, run S = Q K^T and O += P V on wgmma (each warpgroup
+** its own rows, both on the same K and V), and arrive on the stage's empty
+** barrier. All walk the same tiles: the producer runs the same tile scan
+** (gpu_scan) over the CTA's rows as the consumers' stream loop.
 **   targ.c      the GpuTarget: its data and its limits
 **   layout.c    shared memory (1024-byte aligned swizzled tiles, stages,
 **               barriers) and the tensor maps
@@ -25,12 +26,17 @@
 
 #include "../gpu/gpu.h"
 
-/* Registers per thread: at launch (the .minnctapersm cap of two CTAs of 256
-** threads: 128), then the producer's and the consumers' after setmaxnreg
-** (24 + 232 = 2 * 128, the CTA's registers unchanged). */
-enum { SM90_THREADS = 256, SM90_PRODUCER_REGS = 24, SM90_CONSUMER_REGS = 232 };
-/* Shared memory one CTA aims for, so that two fit an SM (227 KB). */
-enum { SM90_SMEM_TWO_CTAS = 113 * 1024, SM90_MAX_STAGES = 4 };
+/* Registers per thread: at launch (the .minnctapersm cap of one CTA of 384
+** threads: 168), then the producer's and the consumers' after setmaxnreg
+** (24 + 2 * 240 = 3 * 168, the CTA's registers unchanged). */
+enum {
+	SM90_CONSUMER_WARPS = 8,
+	SM90_THREADS = 128 + 32 * SM90_CONSUMER_WARPS,
+	SM90_PRODUCER_REGS = 24,
+	SM90_CONSUMER_REGS = 240
+};
+/* Shared memory a CTA may take (227 KB), less the barriers' kilobyte. */
+enum { SM90_SMEM = 226 * 1024, SM90_MAX_STAGES = 4 };
 /* Bytes per panel row: the 128-byte swizzle's width (64 16-bit elements). */
 enum { SM90_PANEL_ROW = 128 };
 
