@@ -231,6 +231,8 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	gpu_op2(g, PTX_MOV, ".pred", po_r(all), po_r(alln));
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lloop));
 	ptx_label(f, Lend);
+	if (tg->stream_end)
+		tg->stream_end(g);
 	gpu_lazy_finish(g, &t);
 	/* fresh parameters and grid indices: not held across the stream */
 	gpu_load_params(g);

@@ -133,6 +133,9 @@ typedef struct GpuTarget {
 	/* Every consumer is done with the tile in buffer buf: its buffer may be
 	** refilled (a barrier, or an arrival on the buffer's empty mbarrier). */
 	void (*tile_end)(struct KernelGen *g, PReg buf);
+	/* After the stream, before the epilogue reads the accumulators (NULL:
+	** nothing to wait for): contractions still in flight complete. */
+	void (*stream_end)(struct KernelGen *g);
 	/* Stores of node i's output accumulators in the fast layouts the
 	** target has, each ending with a branch to done; branches to slow
 	** (element by element, the caller's) where the strides allow none. q

@@ -44,8 +44,11 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	(void)j0, (void)buf, (void)any;
 	Sm90Kernel *k9 = sm90_of(g);
 	k9->stage = gpu_reg(g, PC_B32), k9->phase = gpu_reg(g, PC_B32);
+	k9->prev_stage = gpu_reg(g, PC_B32), k9->has_prev = gpu_reg(g, PC_PRED);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->stage), po_i(0));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->phase), po_i(0));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->prev_stage), po_i(0));
+	gpu_op3(g, PTX_SETP, ".ne.b32", po_r(k9->has_prev), po_r(k9->stage), po_i(0));
 	PReg qbar = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_ADD, ".u32", po_r(qbar), po_r(g->sbase), po_i(k9->qbar));
 	sm90_wait(g, qbar, k9->phase);
@@ -54,6 +57,8 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 				   (uint32_t)g->cta_rows * (uint32_t)g->s->qk[k].D * 2, g->tid);
 	gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
 	gpu_bar(g, 0);
+	if (sm90_q_in_regs(g->s))
+		sm90_q_frags(g);
 }
 
 /* The producer prefetches on its own. */
@@ -74,19 +79,41 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(fb), po_r(k9->stage), po_i(8), po_r(g->sbase));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(fb), po_r(fb), po_i(k9->full));
 	sm90_wait(g, fb, k9->phase);
+	k9->release_due = 1;
 }
 
-/* Every consumer thread arrives on the stage's empty barrier (its count is
-** the consumers' threads: the wgmma reads of the stage are complete, waited for in
-** each contraction); then the next stage, the phase flipping on wrap. */
+/* The previous tile's P V has completed (the caller waited for every
+** wgmma group): its stage goes back to the producer. Once per tile, after
+** its first contraction's wait. */
+void sm90_release_prev(KernelGen *g)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	if (!k9->release_due)
+		return;
+	k9->release_due = 0;
+	PReg eb = gpu_reg(g, PC_B32);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(eb), po_r(k9->prev_stage), po_i(8), po_r(g->sbase));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(eb), po_r(eb), po_i(k9->empty));
+	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(eb, 0));
+	ptx_guard(g->f, k9->has_prev, 0);
+}
+
+/* The accumulators' last P V completes before the epilogue reads them. */
+void sm90_stream_end(KernelGen *g)
+{
+	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
+}
+
+/* The tile's P V may still run: its stage is released by the next tile's
+** first contraction (sm90_release_prev); then the next stage, the phase
+** flipping on wrap. */
 void sm90_tile_end(KernelGen *g, PReg buf)
 {
 	(void)buf;
 	Sm90Kernel *k9 = sm90_of(g);
-	PReg eb = gpu_reg(g, PC_B32), wrap = gpu_reg(g, PC_PRED);
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(eb), po_r(k9->stage), po_i(8), po_r(g->sbase));
-	gpu_op3(g, PTX_ADD, ".u32", po_r(eb), po_r(eb), po_i(k9->empty));
-	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(eb, 0));
+	PReg wrap = gpu_reg(g, PC_PRED);
+	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->prev_stage), po_r(k9->stage));
+	gpu_op3(g, PTX_SETP, ".eq.b32", po_r(k9->has_prev), po_r(k9->stage), po_r(k9->stage));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(k9->stage), po_r(k9->stage), po_i(1));
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(wrap), po_r(k9->stage), po_i(k9->nstages));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->stage), po_i(0));

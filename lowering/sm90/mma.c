@@ -47,11 +47,87 @@ static const char *elem_type(const Expr *read)
 	return read->tensor->dtype == DT_F16 ? "f16" : "bf16";
 }
 
-/* S = Q K^T of GEMM1 node i: per row block, D / 16 wgmma m64n64k16, the
-** first overwriting (scale-d false). Q's row block m starts 64 m rows into
+/* Q's A fragments (the mma.sync m16k16 layout, a warp's 16 rows) by
+** ldmatrix from the swizzled panels: lane l gives row 16 w + 8 ((l >> 3) &
+** 1) + (l & 7) of its warp's block, 16-byte chunk 2 (kk % 4) + (l >> 4) of
+** panel kk / 4, which the 128-byte swizzle stores at chunk ^ (row % 8). */
+void sm90_q_frags(KernelGen *g)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	const KernelShape *s = g->s;
+	PReg l = gpu_reg(g, PC_B32), w = gpu_reg(g, PC_B32), row = gpu_reg(g, PC_B32),
+	     x = gpu_reg(g, PC_B32), hi = gpu_reg(g, PC_B32), r7 = gpu_reg(g, PC_B32),
+	     rb = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(l), po_r(gpu_tid(g)));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(w), po_r(l), po_i(5));
+	gpu_op3(g, PTX_AND, ".b32", po_r(l), po_r(l), po_i(31));
+	/* row: 16 w + 8 ((l >> 3) & 1) + (l & 7) */
+	gpu_op3(g, PTX_AND, ".b32", po_r(x), po_r(l), po_i(15));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(row), po_r(w), po_i(16), po_r(x));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(hi), po_r(l), po_i(4));
+	gpu_op3(g, PTX_AND, ".b32", po_r(r7), po_r(l), po_i(7));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(rb), po_r(row), po_i(SM90_PANEL_ROW), po_r(g->sbase));
+	for (int k = 0; k < s->nqk; k++) {
+		const TmaRead *q = &k9->q[k];
+		int nk = (int)(s->qk[k].D / 16);
+		k9->qf[k] = ARENA_ARRAY(g->a, PReg, 4 * nk);
+		for (int kk = 0; kk < nk; kk++) {
+			/* chunk 2 (kk % 4) + hi, swizzled by the row */
+			PReg c = gpu_reg(g, PC_B32), a = gpu_reg(g, PC_B32);
+			gpu_op3(g, PTX_ADD, ".u32", po_r(c), po_r(hi), po_i(2 * (kk % 4)));
+			gpu_op3(g, PTX_XOR, ".b32", po_r(c), po_r(c), po_r(r7));
+			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(c), po_i(16), po_r(rb));
+			for (int j = 0; j < 4; j++)
+				k9->qf[k][4 * kk + j] = gpu_reg(g, PC_B32);
+			gpu_op2(g, PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16",
+				po_vec(&k9->qf[k][4 * kk], 4),
+				po_mem(a, (int32_t)(q->off + (uint32_t)(kk / 4) * q->rows *
+								 SM90_PANEL_ROW)));
+		}
+	}
+}
+
+/* S = Q K^T of GEMM1 node i: D / 16 wgmma m64n64k16 with Q's fragments
+** from registers (only K is read from shared memory, half the bytes of
+** both from there), the first overwriting (scale-d false). A k-step of 16
+** elements is 32 bytes into K's panel rows, or the next panel. */
+static void contract_qk_rs(KernelGen *g, int node)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	int k = g->s->node[node].gemm;
+	const TmaRead *q = &k9->q[k], *kr = &k9->k[k];
+	long D = g->s->qk[k].D;
+	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%dk16.f32.%s.%s", GPU_BN,
+					elem_type(q->e), elem_type(kr->e));
+	PReg kd = descriptor(g, k9->stage_addr, 0);
+	PReg first = gpu_reg(g, PC_PRED), rest = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_SETP, ".ne.b32", po_r(first), po_r(k9->stage), po_r(k9->stage));
+	gpu_op3(g, PTX_SETP, ".eq.b32", po_r(rest), po_r(k9->stage), po_r(k9->stage));
+	for (int el = 0; el < GPU_NEL; el++)
+		g->tile[node][el] = gpu_reg(g, PC_F32);
+	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
+	for (long kk = 0; kk < D / 16; kk++) {
+		uint32_t p = (uint32_t)(kk / 4), in = (uint32_t)(kk % 4) * 32;
+		uint32_t ko = k9->stage0 + kr->off + p * GPU_BN * SM90_PANEL_ROW + in;
+		PtxOpnd o[7] = {po_vec(g->tile[node], GPU_NEL),
+				po_vec(&k9->qf[k][4 * kk], 4),
+				po_r(desc_at(g, kd, ko)),
+				po_r(kk ? rest : first),
+				po_i(1),
+				po_i(1),
+				po_i(0)};
+		ptx_emit(g->f, PTX_WGMMA, mods, 7, o);
+	}
+	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
+	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
+	sm90_release_prev(g);
+}
+
+/* S = Q K^T of GEMM1 node i with both operands in shared memory: D / 16
+** wgmma m64n64k16, the first overwriting (scale-d false). Q's row block m starts 64 m rows into
 ** each panel; a k-step of 16 elements is 32 bytes into the panel's rows,
 ** or the next panel. */
-void sm90_contract_qk(KernelGen *g, int node)
+static void contract_qk_ss(KernelGen *g, int node)
 {
 	Sm90Kernel *k9 = sm90_of(g);
 	int k = g->s->node[node].gemm;
@@ -90,6 +166,23 @@ void sm90_contract_qk(KernelGen *g, int node)
 		}
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
 	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
+	sm90_release_prev(g);
+}
+
+/* Q in registers where they fit beside the tile body's values: one
+** contraction with a head dim up to 128 (at 256, or with two, ptxas
+** spilled the consumers' 240 registers). */
+int sm90_q_in_regs(const KernelShape *s)
+{
+	return s->nqk == 1 && s->qk[0].D <= 128;
+}
+
+void sm90_contract_qk(KernelGen *g, int node)
+{
+	if (sm90_q_in_regs(g->s))
+		contract_qk_rs(g, node);
+	else
+		contract_qk_ss(g, node);
 }
 
 /* O += P V of GEMM2 node i: P packed to 16-bit pairs (A fragments of each
@@ -130,6 +223,8 @@ void sm90_contract_pv(KernelGen *g, int i, const PReg *x)
 					po_i(1)};
 			ptx_emit(g->f, PTX_WGMMA, mods, 7, o);
 		}
+	/* not waited for here: the next tile's scores wait for it (the
+	** accumulators are not touched before), so that it runs while this
+	** warpgroup goes on to the next tile's wait and Q K^T */
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
-	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
 }

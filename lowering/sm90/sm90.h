@@ -65,6 +65,14 @@ typedef struct Sm90Kernel {
 	/* the consumers' place in the ring: the stage (u32) and its phase
 	** parity (u32), and the stage's shared address */
 	PReg stage, phase, stage_addr;
+	/* Q's A fragments per contraction and k-step of 16 (4 b32 each), read
+	** once from shared memory: Q K^T then reads only K there */
+	PReg *qf[GPU_MAXG];
+	/* P V is waited for in the next tile's first contraction, which then
+	** releases the previous tile's stage: its stage (u32), whether there
+	** is one (pred), and whether this tile's release is still to emit */
+	PReg prev_stage, has_prev;
+	int release_due;
 } Sm90Kernel;
 
 static inline Sm90Kernel *sm90_of(KernelGen *g)
@@ -84,6 +92,8 @@ void sm90_producer(KernelGen *g);
 void sm90_wait(KernelGen *g, PReg bar, PReg parity);
 
 /* mma.c */
+int sm90_q_in_regs(const KernelShape *s);
+void sm90_q_frags(KernelGen *g);
 void sm90_contract_qk(KernelGen *g, int node);
 void sm90_contract_pv(KernelGen *g, int node, const PReg *p);
 
@@ -97,6 +107,8 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any);
 void sm90_prefetch(KernelGen *g, PReg nxt, PReg buf, PReg when);
 void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max);
 void sm90_tile_end(KernelGen *g, PReg buf);
+void sm90_stream_end(KernelGen *g);
+void sm90_release_prev(KernelGen *g);
 void sm90_store_output(KernelGen *g, int node, PReg q, const PReg *crows, const PReg *rowok,
 		       int slow, int done);
 

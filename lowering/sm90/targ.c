@@ -80,6 +80,7 @@ const GpuTarget T_sm90 = {
     .prefetch_late = sm90_prefetch,
     .contract_pv = sm90_contract_pv,
     .tile_end = sm90_tile_end,
+    .stream_end = sm90_stream_end,
     .store_output = sm90_store_output,
     .cubin_arch_suffix = "a",
 };
