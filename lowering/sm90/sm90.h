@@ -19,7 +19,8 @@
 **               barriers) and the tensor maps
 **   producer.c  the role split, barrier set-up and the producer's loop
 **   mma.c       wgmma descriptors and the two contractions
-**   consumer.c  the consumer's hooks: waits, arrivals, stores
+**   ring.c      the consumers' place in the ring: waits, releases
+**   consumer.c  the consumers' other hooks: the stream's start, stores
 */
 #ifndef ATTN_SM90_H
 #define ATTN_SM90_H
@@ -105,11 +106,13 @@ void sm90_copy_commit(KernelGen *g);
 void sm90_copy_wait(KernelGen *g, int n);
 void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any);
 void sm90_prefetch(KernelGen *g, PReg nxt, PReg buf, PReg when);
-void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max);
-void sm90_tile_end(KernelGen *g, PReg buf);
 void sm90_stream_end(KernelGen *g);
-void sm90_release_prev(KernelGen *g);
 void sm90_store_output(KernelGen *g, int node, PReg q, const PReg *crows, const PReg *rowok,
 		       int slow, int done);
+
+/* ring.c */
+void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max);
+void sm90_tile_end(KernelGen *g, PReg buf);
+void sm90_release_prev(KernelGen *g);
 
 #endif

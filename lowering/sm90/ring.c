@@ -1,0 +1,58 @@
+/*
+** lowering/sm90/ring.c: the consumers' place in the ring of K/V stages.
+** A tile begins with the wait for its stage's full barrier; its stage
+** goes back to the producer (an arrival of every consumer thread on the
+** stage's empty barrier) once the tile's P V has completed, which the next
+** tile's first contraction waits for; the stage and the phase parity move
+** on as the producer's do.
+*/
+#include "sm90.h"
+
+/* The stage's address, then the wait for its full barrier. */
+void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
+{
+	(void)buf, (void)keeps_true_max;
+	Sm90Kernel *k9 = sm90_of(g);
+	PReg fb = gpu_reg(g, PC_B32);
+	k9->stage_addr = gpu_reg(g, PC_B32);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(k9->stage_addr), po_r(k9->stage), po_i(k9->stage_bytes),
+		po_r(g->sbase));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(fb), po_r(k9->stage), po_i(8), po_r(g->sbase));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(fb), po_r(fb), po_i(k9->full));
+	sm90_wait(g, fb, k9->phase);
+	k9->release_due = 1;
+}
+
+/* The previous tile's P V has completed (the caller waited for every
+** wgmma group): its stage goes back to the producer. Once per tile, after
+** its first contraction's wait. */
+void sm90_release_prev(KernelGen *g)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	if (!k9->release_due)
+		return;
+	k9->release_due = 0;
+	PReg eb = gpu_reg(g, PC_B32);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(eb), po_r(k9->prev_stage), po_i(8), po_r(g->sbase));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(eb), po_r(eb), po_i(k9->empty));
+	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(eb, 0));
+	ptx_guard(g->f, k9->has_prev, 0);
+}
+
+/* The tile's P V may still run: its stage is released by the next tile's
+** first contraction (sm90_release_prev); then the next stage, the phase
+** flipping on wrap. */
+void sm90_tile_end(KernelGen *g, PReg buf)
+{
+	(void)buf;
+	Sm90Kernel *k9 = sm90_of(g);
+	PReg wrap = gpu_reg(g, PC_PRED);
+	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->prev_stage), po_r(k9->stage));
+	gpu_op3(g, PTX_SETP, ".eq.b32", po_r(k9->has_prev), po_r(k9->stage), po_r(k9->stage));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(k9->stage), po_r(k9->stage), po_i(1));
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(wrap), po_r(k9->stage), po_i(k9->nstages));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->stage), po_i(0));
+	ptx_guard(g->f, wrap, 0);
+	gpu_op3(g, PTX_XOR, ".b32", po_r(k9->phase), po_r(k9->phase), po_i(1));
+	ptx_guard(g->f, wrap, 0);
+}
