@@ -49,6 +49,21 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->phase), po_i(0));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->prev_stage), po_i(0));
 	gpu_op3(g, PTX_SETP, ".ne.b32", po_r(k9->has_prev), po_r(k9->stage), po_i(0));
+	/* warpgroup c's turn barrier is SM90_BAR_TURN + c; warpgroup 1 hands
+	** the first turn to warpgroup 0 */
+	PReg wg = gpu_reg(g, PC_B32), one = gpu_reg(g, PC_PRED);
+	k9->turn_mine = gpu_reg(g, PC_B32), k9->turn_other = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(wg), po_r(gpu_tid(g)));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(wg), po_r(wg), po_i(7));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(k9->turn_mine), po_r(wg), po_i(SM90_BAR_TURN));
+	gpu_op3(g, PTX_SUB, ".u32", po_r(k9->turn_other), po_i(2 * SM90_BAR_TURN + 1),
+		po_r(k9->turn_mine));
+	k9->turns = sm90_turns_wanted(g->s);
+	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(one), po_r(wg), po_i(0));
+	if (k9->turns) {
+		gpu_op2(g, PTX_BAR_ARRIVE, "", po_i(SM90_BAR_TURN), po_i(gpu_warps(g->t) * 32));
+		ptx_guard(g->f, one, 0);
+	}
 	PReg qbar = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_ADD, ".u32", po_r(qbar), po_r(g->sbase), po_i(k9->qbar));
 	sm90_wait(g, qbar, k9->phase);
@@ -67,10 +82,19 @@ void sm90_prefetch(KernelGen *g, PReg nxt, PReg buf, PReg when)
 	(void)g, (void)nxt, (void)buf, (void)when;
 }
 
-/* The accumulators' last P V completes before the epilogue reads them. */
+/* The accumulators' last P V completes before the epilogue reads them.
+** Warpgroup 1 handed warpgroup 0 one turn more than warpgroup 0 took (the
+** first): warpgroup 0 takes it, so that no barrier is left half-arrived. */
 void sm90_stream_end(KernelGen *g)
 {
+	Sm90Kernel *k9 = sm90_of(g);
+	PReg zero = gpu_reg(g, PC_PRED);
 	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
+	if (!k9->turns)
+		return;
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(zero), po_r(k9->turn_mine), po_i(SM90_BAR_TURN));
+	gpu_op2(g, PTX_BAR, "", po_i(SM90_BAR_TURN), po_i(gpu_warps(g->t) * 32));
+	ptx_guard(g->f, zero, 0);
 }
 
 /* Outputs go element by element (the builder's stores) for now. */

@@ -119,6 +119,7 @@ static void contract_qk_rs(KernelGen *g, int node)
 		ptx_emit(g->f, PTX_WGMMA, mods, 7, o);
 	}
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
+	sm90_hand_over(g);
 	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
 	sm90_release_prev(g);
 }
@@ -165,6 +166,7 @@ static void contract_qk_ss(KernelGen *g, int node)
 			ptx_emit(g->f, PTX_WGMMA, mods, 8, o);
 		}
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
+	sm90_hand_over(g);
 	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
 	sm90_release_prev(g);
 }

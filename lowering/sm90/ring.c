@@ -20,7 +20,9 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(fb), po_r(k9->stage), po_i(8), po_r(g->sbase));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(fb), po_r(fb), po_i(k9->full));
 	sm90_wait(g, fb, k9->phase);
-	k9->release_due = 1;
+	if (k9->turns)
+		gpu_op2(g, PTX_BAR, "", po_r(k9->turn_mine), po_i(gpu_warps(g->t) * 32));
+	k9->release_due = 1, k9->handover_due = k9->turns;
 }
 
 /* The previous tile's P V has completed (the caller waited for every
@@ -55,4 +57,23 @@ void sm90_tile_end(KernelGen *g, PReg buf)
 	ptx_guard(g->f, wrap, 0);
 	gpu_op3(g, PTX_XOR, ".b32", po_r(k9->phase), po_r(k9->phase), po_i(1));
 	ptx_guard(g->f, wrap, 0);
+}
+
+/* Turns pay where a tile's contractions are long enough to cover the other
+** warpgroup's softmax: head dims of 128 and more (on an H200, 1ac8231 to
+** 9724fc7 plus turns: D 128 +2-3%, D 64 -3%, bench/RESULTS.md). */
+int sm90_turns_wanted(const KernelShape *s)
+{
+	return s->qk[0].D >= 128;
+}
+
+/* After this warpgroup's first contraction of the tile is issued: the
+** other warpgroup's turn. Once per tile. */
+void sm90_hand_over(KernelGen *g)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	if (!k9->handover_due)
+		return;
+	k9->handover_due = 0;
+	gpu_op2(g, PTX_BAR_ARRIVE, "", po_r(k9->turn_other), po_i(gpu_warps(g->t) * 32));
 }

@@ -38,6 +38,9 @@ enum {
 };
 /* Shared memory a CTA may take (227 KB), less the barriers' kilobyte. */
 enum { SM90_SMEM = 226 * 1024, SM90_MAX_STAGES = 4 };
+/* The consumers' turn barriers: ids after the builder's (bar_base 1: ids 1
+** and 2). */
+enum { SM90_BAR_TURN = 3 };
 /* Bytes per panel row: the 128-byte swizzle's width (64 16-bit elements). */
 enum { SM90_PANEL_ROW = 128 };
 
@@ -74,6 +77,13 @@ typedef struct Sm90Kernel {
 	** is one (pred), and whether this tile's release is still to emit */
 	PReg prev_stage, has_prev;
 	int release_due;
+	/* the two consumer warpgroups take turns to issue their Q K^T (named
+	** barriers SM90_BAR_TURN + c: warpgroup c's turn), so that one's
+	** softmax runs while the other's contractions do: this warpgroup's
+	** barrier and the other's (u32), and whether this tile's hand-over is
+	** still to emit */
+	PReg turn_mine, turn_other;
+	int turns, handover_due;
 } Sm90Kernel;
 
 static inline Sm90Kernel *sm90_of(KernelGen *g)
@@ -111,8 +121,10 @@ void sm90_store_output(KernelGen *g, int node, PReg q, const PReg *crows, const 
 		       int slow, int done);
 
 /* ring.c */
+int sm90_turns_wanted(const KernelShape *s);
 void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max);
 void sm90_tile_end(KernelGen *g, PReg buf);
 void sm90_release_prev(KernelGen *g);
+void sm90_hand_over(KernelGen *g);
 
 #endif
