@@ -256,14 +256,20 @@ static int emit_ptx_tuned(const GpuTarget *t, const Program *p, Diag *d, const c
 ** program its module is compiled from (p2), alt_index[i] is cascade i's
 ** index there or -1, and why[i] the reason t2 gave for a cascade it left
 ** out (NULL: taken). A refusal is no error: that cascade runs from the
-** first module's code everywhere. */
+** first module's code everywhere. Each cascade is planned in an arena of
+** its own, as gpu_emit_program does, so that memory does not grow with the
+** blocks of a file; a reason is kept in a. */
 static void split_program(Arena *a, const GpuTarget *t2, const Program *p, Program *p2,
 			  int *alt_index, const char **why)
 {
 	memset(p2, 0, sizeof *p2);
 	for (int i = 0; i < p->cascades.n; i++) {
 		const Cascade *c = p->cascades.v[i];
-		why[i] = gpu_refusal(a, t2, c);
+		Arena scratch;
+		arena_init(&scratch);
+		const char *r = gpu_refusal(&scratch, t2, c);
+		why[i] = r ? arena_printf(a, "%s", r) : NULL;
+		arena_free(&scratch);
 		alt_index[i] = why[i] ? -1 : p2->cascades.n;
 		if (!why[i])
 			ptrvec_push(a, &p2->cascades, (void *)c);
@@ -301,7 +307,7 @@ static int compile_gpu(const GpuTarget *t, const GpuTarget *t2, const char *outb
 	im.target = t->name;
 	im.ncubins = t->ncubins;
 	im.info = ARENA_ARRAY(&a, GpuKernelInfo, p->cascades.n + 1);
-	Program p2;
+	Program p2 = {{0}};
 	int *alt_index = ARENA_ARRAY(&a, int, p->cascades.n + 1);
 	const char **why = ARENA_ARRAY(&a, const char *, p->cascades.n + 1);
 	if (t2) {
