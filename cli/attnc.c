@@ -43,7 +43,7 @@ static void emit_plans(FILE *out, Emit emit, const Program *p, const char *targe
 	}
 }
 
-/* The files of one output (the GPU bundle: five; C and its header: two),
+/* The files of one output (the GPU bundle: up to seven; C and its header: two),
 ** written together or not at all: each is staged beside its destination and
 ** all are renamed into place only when every one was written. */
 typedef struct Staged {
@@ -92,16 +92,44 @@ static int commit_staged(Staged *s)
 	return rc;
 }
 
+/* What the GPU bundle's writers need. A bundle of two targets has the
+** second target's module in im->alt, and for each cascade of p the second
+** target refused, why (and the base name of the files, for the note). */
 typedef struct GpuOut {
 	const Program *p;
 	GpuImages *im;
 	const char *header;
+	const char *const *why;
+	const char *base;
+	int bundle; /* the header declares NAME_kernel_info */
 } GpuOut;
 
 static int put_ptx(FILE *o, void *ctx)
 {
 	GpuOut *g = ctx;
 	return fwrite(g->im->ptx, 1, g->im->ptx_size, o) == g->im->ptx_size ? 0 : EXIT_TOOL;
+}
+
+/* The second module's PTX, and after it a note per cascade it left out:
+** someone reading the file sees why a kernel is missing and which files
+** hold the code that runs instead. */
+static int put_alt_ptx(FILE *o, void *ctx)
+{
+	GpuOut *g = ctx;
+	const GpuImages *alt = g->im->alt;
+	if (fwrite(alt->ptx, 1, alt->ptx_size, o) != alt->ptx_size)
+		return EXIT_TOOL;
+	for (int i = 0; i < g->p->cascades.n; i++) {
+		if (!g->why[i])
+			continue;
+		fprintf(o, "\n// %s: no %s kernel here: %s\n// (it runs from %s.ptx and its cubins",
+			((const Cascade *)g->p->cascades.v[i])->name, alt->target, g->why[i],
+			g->base);
+		for (int k = 0; k < g->im->ncubins; k++)
+			fprintf(o, "%s %s.sm%d.cubin", k ? "," : "", g->base, g->im->cubin[k].sm);
+		fputs(")\n", o);
+	}
+	return 0;
 }
 
 static int put_blob(FILE *o, void *ctx)
@@ -112,7 +140,11 @@ static int put_blob(FILE *o, void *ctx)
 
 static int put_h(FILE *o, void *ctx)
 {
-	gpu_iface_header(o, ((GpuOut *)ctx)->p);
+	GpuOut *g = ctx;
+	if (g->bundle)
+		gpu_iface_header_bundle(o, g->p);
+	else
+		gpu_iface_header(o, g->p);
 	return 0;
 }
 
@@ -220,21 +252,72 @@ static int emit_ptx_tuned(const GpuTarget *t, const Program *p, Diag *d, const c
 	return rc == GPU_ERR_INPUT ? EXIT_INPUT : rc == GPU_ERR_MEMORY ? EXIT_TOOL : rc;
 }
 
+/* A bundle's second target t2 takes some cascades of p: they make the
+** program its module is compiled from (p2), alt_index[i] is cascade i's
+** index there or -1, and why[i] the reason t2 gave for a cascade it left
+** out (NULL: taken). A refusal is no error: that cascade runs from the
+** first module's code everywhere. Each cascade is planned in an arena of
+** its own, as gpu_emit_program does, so that memory does not grow with the
+** blocks of a file; a reason is kept in a. */
+static void split_program(Arena *a, const GpuTarget *t2, const Program *p, Program *p2,
+			  int *alt_index, const char **why)
+{
+	memset(p2, 0, sizeof *p2);
+	for (int i = 0; i < p->cascades.n; i++) {
+		const Cascade *c = p->cascades.v[i];
+		Arena scratch;
+		arena_init(&scratch);
+		const char *r = gpu_refusal(&scratch, t2, c);
+		why[i] = r ? arena_printf(a, "%s", r) : NULL;
+		arena_free(&scratch);
+		alt_index[i] = why[i] ? -1 : p2->cascades.n;
+		if (!why[i])
+			ptrvec_push(a, &p2->cascades, (void *)c);
+	}
+}
+
+/* The identifier of a target in file names: its name in letters and
+** digits (sm_90a: sm90a). */
+static const char *file_ident(Arena *a, const char *name)
+{
+	char *s = arena_printf(a, "%s", name), *w = s;
+	for (const char *r = name; *r; r++)
+		if (*r != '_' && *r != ',' && *r != '.')
+			*w++ = *r;
+	*w = 0;
+	return s;
+}
+
 /* The GPU compile: PTX for every cascade, assembled by ptxas for the
 ** target's compute capabilities, then OUT.ptx, OUT.h and OUT.c (the cubins
-** and PTX embedded). */
-static int compile_gpu(const GpuTarget *t, const char *outbase, const Program *p, Diag *d,
-		       const char *ptxas_opt)
+** and PTX embedded). With a second target t2 (a bundle), also t2's module,
+** compiled from the cascades t2 takes, as OUT.<t2>.ptx and
+** OUT.<t2>.cubin: OUT.ptx and its cubins are the first target's alone,
+** the same files its own compile writes, so that the bundle's files are
+** the same set whatever t2 refused. */
+static int compile_gpu(const GpuTarget *t, const GpuTarget *t2, const char *outbase,
+		       const Program *p, Diag *d, const char *ptxas_opt)
 {
-	char *buf = NULL;
-	size_t n = 0;
+	char *buf = NULL, *buf2 = NULL;
+	size_t n = 0, n2 = 0;
 	Arena a;
 	arena_init(&a);
-	GpuImages im = {0};
+	GpuImages im = {0}, im2 = {0};
 	im.arena = &a;
 	im.target = t->name;
 	im.ncubins = t->ncubins;
 	im.info = ARENA_ARRAY(&a, GpuKernelInfo, p->cascades.n + 1);
+	Program p2 = {{0}};
+	int *alt_index = ARENA_ARRAY(&a, int, p->cascades.n + 1);
+	const char **why = ARENA_ARRAY(&a, const char *, p->cascades.n + 1);
+	if (t2) {
+		split_program(&a, t2, p, &p2, alt_index, why);
+		im2.arena = &a;
+		im2.target = t2->name;
+		im2.ncubins = t2->ncubins;
+		im2.info = ARENA_ARRAY(&a, GpuKernelInfo, p2.cascades.n + 1);
+		im.alt = &im2, im.alt_index = alt_index;
+	}
 	char err[2048];
 	int rc = 0;
 	const char *px = ptxas_find(ptxas_opt, err, sizeof err);
@@ -245,10 +328,14 @@ static int compile_gpu(const GpuTarget *t, const char *outbase, const Program *p
 	/* the cubins come from the tuning's last ptxas run */
 	if (!rc)
 		rc = emit_ptx_tuned(t, p, d, px, &buf, &n, im.info, im.cubin, 1);
+	if (!rc && t2)
+		rc = emit_ptx_tuned(t2, &p2, d, px, &buf2, &n2, im2.info, im2.cubin, 1);
 	im.ptx = buf, im.ptx_size = n;
+	im2.ptx = buf2, im2.ptx_size = n2;
 	if (!rc) {
 		const char *slash = strrchr(outbase, '/');
-		GpuOut g = {p, &im, arena_printf(&a, "%s.h", slash ? slash + 1 : outbase)};
+		const char *base = slash ? slash + 1 : outbase;
+		GpuOut g = {p, &im, arena_printf(&a, "%s.h", base), why, base, t2 != NULL};
 		Staged st = {0};
 		rc = stage(&st, arena_printf(&a, "%s.ptx", outbase), put_ptx, &g);
 		if (!rc)
@@ -258,12 +345,25 @@ static int compile_gpu(const GpuTarget *t, const char *outbase, const Program *p
 		for (int k = 0; k < im.ncubins && !rc; k++)
 			rc = stage(&st, arena_printf(&a, "%s.sm%d.cubin", outbase, im.cubin[k].sm),
 				   put_blob, &im.cubin[k].code);
+		if (t2) {
+			const char *id = file_ident(&a, t2->name);
+			if (!rc)
+				rc = stage(&st, arena_printf(&a, "%s.%s.ptx", outbase, id),
+					   put_alt_ptx, &g);
+			for (int k = 0; k < im2.ncubins && !rc; k++)
+				rc = stage(&st,
+					   im2.ncubins == 1
+					       ? arena_printf(&a, "%s.%s.cubin", outbase, id)
+					       : arena_printf(&a, "%s.%s.sm%d.cubin", outbase, id,
+							      im2.cubin[k].sm),
+					   put_blob, &im2.cubin[k].code);
+		}
 		if (!rc)
 			rc = commit_staged(&st);
 	}
-	for (int k = 0; k < im.ncubins; k++)
-		free(im.cubin[k].code.data);
-	free(buf);
+	for (int k = 0; k < GPU_MAX_CUBINS; k++)
+		free(im.cubin[k].code.data), free(im2.cubin[k].code.data);
+	free(buf), free(buf2);
 	arena_free(&a);
 	return rc;
 }
@@ -371,10 +471,10 @@ static int emit_c_pair(const char *path, const Program *p, int f64)
 }
 
 /* --emit=header with a GPU target: the generated GPU interface's header,
-** which needs no ptxas. */
-static int emit_gpu_header(const char *path, const Program *p)
+** which needs no ptxas (a bundle's, the same as its OUT.h). */
+static int emit_gpu_header(const char *path, const Program *p, int bundle)
 {
-	GpuOut g = {p, NULL, NULL};
+	GpuOut g = {p, NULL, NULL, NULL, NULL, bundle};
 	if (!path) {
 		put_h(stdout, &g);
 		return fflush(stdout) || ferror(stdout) ? EXIT_TOOL : 0;
@@ -424,14 +524,15 @@ int main(int argc, char **argv)
 			o.file);
 		rc = EXIT_INPUT;
 	} else if (o.emit == EMIT_HEADER && o.target_given && strcmp(o.target, "cpu"))
-		rc = emit_gpu_header(out, p);
+		rc = emit_gpu_header(out, p, o.also != NULL);
 	else if (o.emit == EMIT_C && out)
 		rc = emit_c_pair(out, p, o.f64);
 	else if (o.emit != EMIT_NONE)
 		rc = emit_to(out, o.emit, p, o.f64, o.target, &d, o.ptxas);
 	else if (out)
 		/* options.c lets only a target with code generation get here */
-		rc = compile_gpu(gpu_target(o.target), out, p, &d, o.ptxas);
+		rc = compile_gpu(gpu_target(o.target), o.also ? gpu_target(o.also) : NULL, out, p,
+				 &d, o.ptxas);
 	if (d.suppressed)
 		fprintf(stderr, "attnc: %d more errors not shown (--max-errors=%d)\n", d.suppressed,
 			d.max_errors);

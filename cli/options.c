@@ -31,12 +31,15 @@ static const char usage_text[] =
     "                     GPUs; sm_90a's, with wgmma and TMA, on Hopper)\n"
     "  --explain          say what the compiler did: passes before and after, each\n"
     "                     rewrite, the running state, and what forces a slower path\n"
-    "  --target=T         sm_80, sm_90a, sm_100a or cpu (default sm_80); sm_100a\n"
+    "  --target=T         sm_80,sm_90a (default), sm_80, sm_90a, sm_100a or cpu;\n"
+    "                     sm_80,sm_90a bundles both GPU targets' kernels (its\n"
+    "                     --emit=ptx, plans and --explain are sm_80's); sm_100a\n"
     "                     gives plans and --explain, not code yet\n"
     "  -o OUT             write the output to OUT ('-': standard output), whole or\n"
     "                     not at all; with a GPU target and no --emit, OUT is a base\n"
     "                     name: OUT.ptx, OUT.sm80.cubin, OUT.sm90.cubin, OUT.h and\n"
-    "                     OUT.c (cubins and PTX embedded; link -lattnrt)\n"
+    "                     OUT.c (cubins and PTX embedded; link -lattnrt), and with\n"
+    "                     sm_80,sm_90a OUT.sm90a.ptx and OUT.sm90a.cubin too\n"
     "  --ptxas=PATH       the ptxas to use (default: $CUDA_PATH/bin, /usr/local/cuda/bin,\n"
     "                     then $PATH)\n"
     "  --no-cache         run ptxas even where its result for the same PTX, target and\n"
@@ -71,20 +74,39 @@ static const struct {
 
 /* Which forms a target gives, written once: 'y' it does, 'n' it cannot, with
 ** the reason in why_not. Index: target, then Emit. EMIT_NONE with -o is the
-** GPU bundle (the CPU's output is --emit=c). */
+** GPU bundle (the CPU's output is --emit=c). A request of two targets names
+** the one whose forms it gives where a form is one target's (code: plans,
+** --explain, --emit=ptx, the bundle's first module) and the one whose module
+** the bundle adds (also). */
 static const struct {
 	const char *name;
 	const char *emits; /* NONE CASCADE MLIR PLAN EXPLAIN C HEADER PTX */
 	const char *why_not;
+	const char *code; /* NULL: name */
+	const char *also; /* NULL: none */
 } target_table[] = {
-    {"sm_80", "yyyyynyy", NULL},
-    {"sm_90a", "yyyyynyy", NULL},
+    {"sm_80,sm_90a", "yyyyynyy", NULL, "sm_80", "sm_90a"},
+    {"sm_80", "yyyyynyy", NULL, NULL, NULL},
+    {"sm_90a", "yyyyynyy", NULL, NULL, NULL},
     {"sm_100a", "nyyyynnn",
      "code generation for sm_100a (tcgen05) is not implemented yet; --target=sm_80 gives "
-     "kernels that also run on Blackwell"},
-    {"cpu", "nyyyyyyn",
-     "--target=cpu gives C (--emit=c or --emit=header), not PTX or a GPU bundle"},
+     "kernels that also run on Blackwell",
+     NULL, NULL},
+    {"cpu", "nyyyyyyn", "--target=cpu gives C (--emit=c or --emit=header), not PTX or a GPU bundle",
+     NULL, NULL},
 };
+
+/* Without --target: the table's first request, the bundle of both GPU
+** targets (and the portable C back end for --emit=c and --emit=header). */
+enum { DEFAULT_TARGET = 0 };
+
+/* Sets the request of table entry i: its name, and the targets it means. */
+static void set_target(Options *o, size_t i)
+{
+	o->request = target_table[i].name;
+	o->target = target_table[i].code ? target_table[i].code : target_table[i].name;
+	o->also = target_table[i].also;
+}
 
 /* What was asked for, as the user wrote it, for messages. */
 static const char *request_label(Emit e)
@@ -106,7 +128,7 @@ static const char *request_label(Emit e)
 static int check_request(const Options *o, int target_given)
 {
 	for (size_t t = 0; t < sizeof target_table / sizeof target_table[0]; t++) {
-		if (strcmp(o->target, target_table[t].name))
+		if (strcmp(o->request, target_table[t].name))
 			continue;
 		Emit e = o->emit;
 		if (e == EMIT_NONE && !o->out)
@@ -122,7 +144,7 @@ static int check_request(const Options *o, int target_given)
 	}
 	if (o->out && !strcmp(o->out, "-") && o->emit == EMIT_NONE)
 		return usage_error(
-		    "-o - writes one form to standard output; the GPU bundle is five "
+		    "-o - writes one form to standard output; the GPU bundle is several "
 		    "files: give a base name");
 	return -1;
 }
@@ -154,7 +176,7 @@ int options_parse(Options *o, int argc, char **argv)
 	    {"version", no_argument, NULL, OPT_VERSION},
 	    {NULL, 0, NULL, 0}};
 	memset(o, 0, sizeof *o);
-	o->target = "sm_80";
+	set_target(o, DEFAULT_TARGET);
 	o->max_errors = 20;
 	int target_given = 0, c;
 	opterr = 0, optind = 1;
@@ -183,9 +205,11 @@ int options_parse(Options *o, int argc, char **argv)
 				;
 			if (i == n)
 				return usage_error(
-				    "unknown target '%s' (expected sm_80, sm_90a, sm_100a or cpu)",
+				    "unknown target '%s' (expected sm_80,sm_90a (both), sm_80, "
+				    "sm_90a, sm_100a or cpu)",
 				    v);
-			o->target = target_table[i].name, target_given = 1;
+			set_target(o, i);
+			target_given = 1;
 			break;
 		}
 		case OPT_PTXAS:

@@ -20,12 +20,17 @@ typedef enum Emit {
 } Emit;
 
 typedef struct Options {
-	const char *file;   /* the .attn input */
-	const char *out;    /* -o: a path, "-" for standard output, or NULL */
-	const char *target; /* sm_80 (default), sm_90a, sm_100a or cpu */
-	int target_given;   /* --target was given (--emit=c and header default to cpu) */
-	const char *ptxas;  /* --ptxas, or NULL: look it up */
-	int no_cache;       /* --no-cache: run ptxas every time */
+	const char *file;    /* the .attn input */
+	const char *out;     /* -o: a path, "-" for standard output, or NULL */
+	const char *request; /* --target as named: sm_80,sm_90a (default), sm_80, ... */
+	/* The target of the forms that print one target's output (--emit=plan,
+	** --explain, --emit=ptx) and of the GPU bundle's first module: sm_80,
+	** sm_90a, sm_100a or cpu (sm_80 for sm_80,sm_90a) */
+	const char *target;
+	const char *also;  /* the bundle's second module's target (sm_90a), or NULL */
+	int target_given;  /* --target was given (--emit=c and header default to cpu) */
+	const char *ptxas; /* --ptxas, or NULL: look it up */
+	int no_cache;      /* --no-cache: run ptxas every time */
 	Emit emit;
 	int f64;
 	int max_errors;

@@ -169,4 +169,9 @@ enum { GPU_ERR_INPUT = -1, GPU_ERR_MEMORY = -2 };
 int gpu_compile(const GpuTarget *t, const Program *p, Diag *d, const GpuAssembler *as, char **buf,
 		size_t *n, GpuKernelInfo *info);
 
+/* tune.c: why t generates no kernel for c (a reason that lives as long as
+** a), or NULL where it generates one: gpu_emit_program's test, per
+** cascade. */
+const char *gpu_refusal(Arena *a, const GpuTarget *t, const Cascade *c);
+
 #endif

@@ -6,7 +6,8 @@
 ** picks another tile-size choice for each kernel over its budget; the
 ** round's machine code is kept where no kernel is generated again. The
 ** driver assembles all targets of a round at once, so that they take the
-** time of one where nothing spills.
+** time of one where nothing spills. gpu_refusal asks the question of
+** gpu_emit_program's per cascade, for a bundle of two targets.
 */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -70,4 +71,18 @@ int gpu_compile(const GpuTarget *t, const Program *p, Diag *d, const GpuAssemble
 		free(names[i]);
 	free(tiling), free(spills), free(names);
 	return rc;
+}
+
+/* A bundle of two targets compiles the second's module from the cascades
+** it takes, and must know which before generating any: the test that
+** gpu_emit_program makes (gpu_shape, then the target's refusal), asked
+** alone. */
+const char *gpu_refusal(Arena *a, const GpuTarget *t, const Cascade *c)
+{
+	Plan *p = plan_build(a, c, t->name);
+	KernelShape s;
+	const char *why = gpu_shape(a, p, &s);
+	if (!why && t->refusal)
+		why = t->refusal(p, &s);
+	return why;
 }

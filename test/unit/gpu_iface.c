@@ -11,6 +11,13 @@
 ** gives the driver the maps in the right order and the right parameter
 ** slots (gpu_iface_harness.c).
 **
+** Then a bundle of two targets (GpuImages.alt): an sm_80 module of 64-row
+** CTAs without maps and a one-window entry, and an sm_90a module of the
+** kernel above. Checked: the text (per-image launch values and images, no
+** unused cubin, the image asked for once, maps and the short entry per
+** image, NAME_kernel_info), its build, and the harness built with -DBUNDLE
+** run on a fake device of compute capability 9.0 and of 8.0.
+**
 ** usage: test_gpu_iface EXAMPLES SCRATCH CC RUNTIME_DIR LIBATTNRT FAKECUDA HARNESS FLAGS
 ** (FLAGS: extra compiler and linker flags, space-separated, maybe empty)
 */
@@ -104,6 +111,45 @@ static int write_source(const char *path, const Program *p, GpuKernelInfo *info)
 	return rc;
 }
 
+/* gpu_iface_source of a bundle for p (one cascade) into path: an sm_80
+** module with first's info (cubins for 80 and 90, PTX) and an sm_90a one
+** with second's (one cubin for 90). */
+static int write_bundle(const char *path, const Program *p, GpuKernelInfo *first,
+			GpuKernelInfo *second)
+{
+	static const unsigned char c80[] = "CUBIN80", c90[] = "CUBIN90", c90a[] = "CUBIN90A";
+	static const char ptx[] = ".version 7.8\n.target sm_80\n.address_size 64\n";
+	static const char ptx2[] = ".version 8.0\n.target sm_90a\n.address_size 64\n";
+	static const int alt_index[1] = {0};
+	Arena a;
+	arena_init(&a);
+	GpuImages im = {0}, alt = {0};
+	im.arena = alt.arena = &a;
+	im.target = "sm_80";
+	im.ptx = ptx;
+	im.ptx_size = sizeof ptx - 1;
+	im.ncubins = 2;
+	im.cubin[0] = (GpuCubin){80, {(unsigned char *)c80, sizeof c80}};
+	im.cubin[1] = (GpuCubin){90, {(unsigned char *)c90, sizeof c90}};
+	im.info = first;
+	alt.target = "sm_90a";
+	alt.ptx = ptx2;
+	alt.ptx_size = sizeof ptx2 - 1;
+	alt.ncubins = 1;
+	alt.cubin[0] = (GpuCubin){90, {(unsigned char *)c90a, sizeof c90a}};
+	alt.info = second;
+	im.alt = &alt;
+	im.alt_index = alt_index;
+	FILE *f = fopen(path, "w");
+	int rc = f ? 0 : -1;
+	if (f) {
+		gpu_iface_source(f, p, &im, "gqa.h");
+		rc = fclose(f) ? -1 : 0;
+	}
+	arena_free(&a);
+	return rc;
+}
+
 /* Runs argv (argv[0] a path) with its output into log; 0 when it exits 0,
 ** else prints the log. */
 static int run(char *const argv[], const char *log)
@@ -167,7 +213,8 @@ int main(int argc, char **argv)
 	** params, then the magic ones */
 	Arena pa;
 	arena_init(&pa);
-	int base = gpu_magic_params(plan_build(&pa, c, "sm_90a")) + c->dims.n + c->params.n;
+	int nmagic = gpu_magic_params(plan_build(&pa, c, "sm_90a"));
+	int base = nmagic + c->dims.n + c->params.n;
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];
 		base += t->kind == TK_TEMP ? 0 : 1 + t->rank;
@@ -258,12 +305,13 @@ int main(int argc, char **argv)
 			   inc, "-c",       src,     "-o",      obj};
 	char **cv = command(compile, 11, flags);
 	int built = run(cv, log) == 0;
+	char **lv;
 	CHECK(built);
 	free(cv);
 	snprintf(flags, sizeof flags, "%s", argv[8]);
 	char *link[] = {cc,  "-std=c11", "-Wall", "-Wextra", "-Werror", rtinc,  inc,         def,
 			obj, harness,    lib,     "-o",      exe,       "-ldl", "-lpthread", "-lm"};
-	char **lv = command(link, 16, flags);
+	lv = command(link, 16, flags);
 	built = built && run(lv, log) == 0;
 	CHECK(built);
 	free(lv);
@@ -272,6 +320,107 @@ int main(int argc, char **argv)
 		snprintf(log, sizeof log, "%s/harness.log", scratch);
 		CHECK(run(hv, log) == 0);
 	}
+
+	/* the bundle: sm_80's 64-row kernel without maps, with a short entry for
+	** keys within one window; sm_90a's, the maps' kernel above */
+	char bdir[512], bsrc[1024], bobj[1024], bexe[1024], binc[1024], mdef[64];
+	snprintf(bdir, sizeof bdir, "%s/bundle", scratch);
+	if (mkdir(bdir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "cannot create %s: %s\n", bdir, strerror(errno));
+		return 1;
+	}
+	GpuKernelInfo first[2];
+	memset(first, 0, sizeof first);
+	first[0] = (GpuKernelInfo){.smem = 50000, .threads = 128, .block_m = 64, .block_n = 64};
+	first[0].one_window = 1, first[0].window_keys = 8192;
+	snprintf(path, sizeof path, "%s/gqa.h", bdir);
+	h = fopen(path, "w");
+	CHECK(h != NULL);
+	if (h) {
+		gpu_iface_header_bundle(h, p);
+		CHECK(fclose(h) == 0);
+	}
+	char *bh = slurp(path);
+	CHECK(bh && strstr(bh, "typedef struct attn_gpu_kernel_info {") &&
+	      strstr(bh, "int gqa_kernel_info(attn_gpu_kernel_info *info);"));
+	free(bh);
+	snprintf(bsrc, sizeof bsrc, "%s/gqa.c", bdir);
+	CHECK(write_bundle(bsrc, p, first, info) == 0);
+	char *bt = slurp(bsrc);
+	CHECK(bt != NULL);
+	if (!bt)
+		return 1;
+	expect_text(bt,
+		    "static const AttnrtImageLaunch gqa_launch_values[] = {{90, 100000u, "
+		    "384u}};\nstatic const AttnrtImage gqa_images[] = {\n"
+		    "\t{80, attn_sm80, sizeof attn_sm80},\n\t{90, attn_sm90a, sizeof attn_sm90a},\n"
+		    "\t{0, attn_ptx, sizeof attn_ptx},\n"
+		    "\t{ATTNRT_IMAGE_LAUNCH, gqa_launch_values, sizeof gqa_launch_values},\n};\n");
+	expect_text(bt, "static AttnrtKernel gqa_kernel = {\"gqa_fwd\", gqa_images, sizeof "
+			"gqa_images / sizeof gqa_images[0], 50000u, 128, NULL};\n");
+	expect_text(bt, "static AttnrtKernel gqa_kernel_short = {\"gqa_fwd_short\", gqa_images, ");
+	/* every block runs from the sm_90a cubin on 9.0: no sm_90 one, no
+	** shared image list */
+	CHECK(!strstr(bt, "attn_sm90[") && !strstr(bt, "attn_images"));
+	const char *ask =
+	    expect_text(bt, "attnrt_kernel_config(&gqa_kernel, &image_sm, NULL, NULL)");
+	const char *enc = strstr(bt, "attnrt_tensor_map(");
+	CHECK(!ask || !enc || ask < enc);
+	CHECK(!ask || !strstr(ask + 1, "attnrt_kernel_config(&gqa_kernel, &image_sm"));
+	expect_text(bt, "\tif (alt_image) {\n");
+	expect_text(bt, "\tlong bm = alt_image ? 128L : 64L;\n\tlong gx = (qext + bm - 1) / bm;\n");
+	expect_text(bt, "\tif (alt_image)\n\t\tfor (int i = 0; i < 2; i++)\n\t\t\targs[k++] = "
+			"(void *)&tmaps[i];\n");
+	/* the short entry is sm_80's alone */
+	expect_text(bt, "\tif (!alt_image && dims[4] <= 8192)\n\t\tkern = &gqa_kernel_short;\n");
+	expect_text(bt, "\tinfo->target = alt_image ? \"sm_90a\" : \"sm_80\";\n"
+			"\tinfo->block_m = alt_image ? 128u : 64u;\n");
+	CHECK(!strstr(bt, "CTA tile:"));
+	free(bt);
+	/* a short entry in both modules, with other windows; in the second's only */
+	GpuKernelInfo both[2], only2[2], none1[2];
+	memcpy(both, info, sizeof both);
+	both[0].one_window = 1, both[0].window_keys = 4096;
+	memcpy(only2, both, sizeof only2);
+	memcpy(none1, first, sizeof none1);
+	none1[0].one_window = 0;
+	snprintf(path, sizeof path, "%s/windows.c", bdir);
+	CHECK(write_bundle(path, p, first, both) == 0);
+	char *wt = slurp(path);
+	CHECK(wt && strstr(wt, "\tif (dims[4] <= (alt_image ? 4096L : 8192L))\n"));
+	free(wt);
+	CHECK(write_bundle(path, p, none1, only2) == 0);
+	wt = slurp(path);
+	CHECK(wt && strstr(wt, "\tif (alt_image && dims[4] <= 4096)\n"));
+	free(wt);
+
+	/* the bundle builds, and its harness runs on a 9.0 and an 8.0 device */
+	snprintf(bobj, sizeof bobj, "%s/gqa.o", bdir);
+	snprintf(bexe, sizeof bexe, "%s/harness", bdir);
+	snprintf(binc, sizeof binc, "-I%s", bdir);
+	snprintf(mdef, sizeof mdef, "-DMAGIC_PARAMS=%d", nmagic);
+	snprintf(flags, sizeof flags, "%s", argv[8]);
+	char *bcompile[] = {cc,   "-std=c11", "-Wall", "-Wextra", "-Werror", rtinc,
+			    binc, "-c",       bsrc,    "-o",      bobj};
+	cv = command(bcompile, 11, flags);
+	built = run(cv, log) == 0;
+	CHECK(built);
+	free(cv);
+	snprintf(flags, sizeof flags, "%s", argv[8]);
+	char *blink[] = {cc,   "-std=c11", "-Wall", "-Wextra",  "-Werror",   rtinc,
+			 binc, def,        mdef,    "-DBUNDLE", bobj,        harness,
+			 lib,  "-o",       bexe,    "-ldl",     "-lpthread", "-lm"};
+	lv = command(blink, 18, flags);
+	built = built && run(lv, log) == 0;
+	CHECK(built);
+	free(lv);
+	for (int dev = 0; built && dev < 2; dev++) {
+		char *hv[] = {bexe, (char *)fake, NULL};
+		setenv("FAKECUDA_CC", dev ? "80" : "90", 1);
+		snprintf(log, sizeof log, "%s/harness-sm%s.log", bdir, dev ? "80" : "90");
+		CHECK(run(hv, log) == 0);
+	}
+	unsetenv("FAKECUDA_CC");
 
 	free(text), free(plain_text);
 	arena_free(&ar);

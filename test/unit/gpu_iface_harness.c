@@ -9,6 +9,16 @@
 ** order, and a tensor TMA cannot map refused before any launch. First,
 ** with no driver at all, the launch fails with the runtime's one line.
 **
+** Built with -DBUNDLE (and -DMAGIC_PARAMS=M, the grid magic's count), the
+** launcher is a bundle's: an sm_80 module of 64-row CTAs without maps and
+** an sm_90a module of 128-row, 384-thread CTAs with the two maps. Run with
+** FAKECUDA_CC=90 and again with 80 (the device's compute capability, which
+** the runtime reads once per context), it checks that gqa_kernel_info and
+** the launch follow the image that runs: block size, shared memory, the
+** grid's x and its magic values from that image's rows per CTA, and the
+** maps encoded and passed only for the sm_90a image, so that a stride TMA
+** cannot take fails that image's launch and not the sm_80 one's.
+**
 ** usage: harness FAKECUDA.so
 */
 #define _POSIX_C_SOURCE 200809L
@@ -63,6 +73,99 @@ static void expect_map(const FakeTmap *t, const void *ptr, const unsigned long l
 	}
 }
 
+#ifdef BUNDLE
+/* The bundle's launch on a device of compute capability cc (see the top). */
+static int bundle(const char *fake, gqa_gpu_args *a, int cc)
+{
+	FakecudaTmapCalls calls = NULL;
+	FakecudaTmap tmap = NULL;
+	FakecudaRecordParams record = NULL;
+	FakecudaLaunchParams params = NULL;
+	FakecudaLaunchWords words = NULL;
+	FakecudaLaunchGrid grid = NULL;
+	int (*block)(void) = NULL, (*smem)(void) = NULL;
+	void *s;
+	if ((s = fake_sym(fake, "fakecuda_tmap_calls")))
+		memcpy(&calls, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_tmap")))
+		memcpy(&tmap, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_record_params")))
+		memcpy(&record, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_launch_params")))
+		memcpy(&params, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_launch_words")))
+		memcpy(&words, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_launch_grid")))
+		memcpy(&grid, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_launch_block")))
+		memcpy(&block, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_launch_smem")))
+		memcpy(&smem, &s, sizeof s);
+	if (!calls || !tmap || !record || !params || !words || !grid || !block || !smem) {
+		fprintf(stderr, "harness: %s lacks the fakecuda_* records\n", fake);
+		return 1;
+	}
+	int hopper = cc == 90;
+	attn_gpu_kernel_info ki;
+	memset(&ki, 0, sizeof ki);
+	CHECK(gqa_kernel_info(&ki) == ATTNRT_OK);
+	CHECK(ki.target && !strcmp(ki.target, hopper ? "sm_90a" : "sm_80"));
+	CHECK(ki.sm == cc && ki.block_n == 64);
+	CHECK(ki.threads == (hopper ? 384u : 128u) && ki.smem_bytes == (hopper ? 100000u : 50000u));
+	CHECK(ki.block_m == (hopper ? 128u : 64u));
+	CHECK(gqa_kernel_info(NULL) == ATTNRT_ERR_ARGUMENT);
+
+	/* an sm_80 launch has no maps after the magic: record no more */
+	record(hopper ? PARAMS_BEFORE_MAPS + 2 : PARAMS_BEFORE_MAPS);
+	int before = calls();
+	int rc = gqa_launch(a, NULL);
+	if (rc)
+		fprintf(stderr, "harness: gqa_launch: %s\n", attnrt_last_error());
+	CHECK(rc == ATTNRT_OK);
+	unsigned gx = (unsigned)((a->N + ki.block_m - 1) / ki.block_m);
+	CHECK(grid(0) == gx && grid(1) == (unsigned)(a->B * a->HKV * a->G) && grid(2) == 1);
+	CHECK(block() == (int)ki.threads && smem() == (int)ki.smem_bytes);
+	/* the magic's first values: G = ceil(256 / gx) grid rows a group, G * gx */
+	const uint32_t *w = words();
+	int m0 = PARAMS_BEFORE_MAPS - MAGIC_PARAMS;
+	if (w[m0] != (gx + 255) / gx || w[m0 + 1] != (gx + 255) / gx * gx) {
+		fprintf(stderr, "sm_%d: grid magic %u, %u for gx = %u\n", cc, w[m0], w[m0 + 1], gx);
+		failures++;
+	}
+	if (hopper) {
+		/* encoded in tensor order (Q, then K), passed in the info's (K, Q) */
+		CHECK(calls() == before + 2);
+		const FakeTmap *mq = tmap(before), *mk = tmap(before + 1);
+		const uintptr_t *p = params();
+		CHECK(mq && mk && mq->addr == (uintptr_t)a->Q && mk->addr == (uintptr_t)a->K);
+		if (mq && mk)
+			CHECK(p[PARAMS_BEFORE_MAPS] == mk->map &&
+			      p[PARAMS_BEFORE_MAPS + 1] == mq->map);
+	} else {
+		CHECK(calls() == before);
+	}
+
+	/* a K stride TMA cannot step: only the sm_90a image's launch fails */
+	static const int64_t far[] = {1ll << 39, 128, 2 * 128, 1};
+	const int64_t *saved = a->K_strides;
+	a->K_strides = far;
+	record(0);
+	rc = gqa_launch(a, NULL);
+	if (hopper) {
+		CHECK(rc == ATTNRT_ERR_ARGUMENT);
+		CHECK(!strcmp(attnrt_last_error(),
+			      "attnrt: attnrt_tensor_map: stride 0 is "
+			      "549755813888 elements; TMA needs less than 2^40 "
+			      "bytes"));
+	} else {
+		CHECK(rc == ATTNRT_OK);
+		CHECK(calls() == before);
+	}
+	a->K_strides = saved;
+	return 0;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -91,6 +194,17 @@ int main(int argc, char **argv)
 	setenv("ATTNRT_CUDA_DRIVER", fake, 1);
 	attnrt_set_driver_for_testing(NULL);
 	CHECK(attnrt_init() == ATTNRT_OK);
+#ifdef BUNDLE
+	const char *cc = getenv("FAKECUDA_CC");
+	a.N = 300;
+	if (bundle(fake, &a, cc ? atoi(cc) : 90))
+		return 1;
+	attnrt_set_driver_for_testing(NULL);
+	if (failures)
+		fprintf(stderr, "gpu_iface harness (bundle, sm_%s): %d check(s) failed\n",
+			cc ? cc : "90", failures);
+	return failures ? 1 : 0;
+#endif
 	FakecudaTmapCalls calls = NULL;
 	FakecudaTmap tmap = NULL;
 	FakecudaRecordParams record = NULL;

@@ -11,7 +11,8 @@
 ** (cuMemAlloc_v2); fakecuda_launch_block, fakecuda_launch_smem and
 ** fakecuda_smem_optin give the last launch's block size and dynamic shared
 ** memory and the last MAX_DYNAMIC_SHARED_SIZE_BYTES set; the records of
-** tensor maps and launch parameters are in rt_fakecuda.h.
+** tensor maps and of the last launch's parameters and grid are in
+** rt_fakecuda.h.
 */
 #define _POSIX_C_SOURCE 200809L
 
@@ -33,6 +34,8 @@ static int smem_optin;
 static FakeTmap tmaps[FAKECUDA_MAX_TMAPS];
 static int tmap_calls, nparams;
 static uintptr_t params[FAKECUDA_MAX_PARAMS];
+static uint32_t words[FAKECUDA_MAX_PARAMS];
+static unsigned grid[3];
 
 #define API __attribute__((visibility("default")))
 
@@ -45,6 +48,8 @@ API int fakecuda_tmap_calls(void);
 API const FakeTmap *fakecuda_tmap(int i);
 API void fakecuda_record_params(int n);
 API const uintptr_t *fakecuda_launch_params(void);
+API const uint32_t *fakecuda_launch_words(void);
+API unsigned fakecuda_launch_grid(int i);
 API CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags,
 				 int *status);
 API CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
@@ -97,6 +102,19 @@ void fakecuda_record_params(int n)
 const uintptr_t *fakecuda_launch_params(void)
 {
 	return params;
+}
+
+/* What the recorded params held during the launch: a launcher's values
+** (grid magic) are on its stack, gone when the test looks. */
+const uint32_t *fakecuda_launch_words(void)
+{
+	return words;
+}
+
+/* The last launch's grid: how many CTAs a launcher asked for. */
+unsigned fakecuda_launch_grid(int i)
+{
+	return i >= 0 && i < 3 ? grid[i] : 0;
 }
 
 static int ndev(void)
@@ -189,10 +207,13 @@ static CUresult f_getattr(int *v, int a, void *f)
 static CUresult f_launch(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e,
 			 unsigned g, unsigned s, void *st, void **p, void **x)
 {
-	(void)a, (void)b, (void)c, (void)e, (void)g, (void)st, (void)x;
+	(void)e, (void)g, (void)st, (void)x;
 	launch_block = d, launch_smem = s;
-	for (int i = 0; i < nparams; i++)
+	grid[0] = a, grid[1] = b, grid[2] = c;
+	for (int i = 0; i < nparams; i++) {
 		params[i] = (uintptr_t)p[i];
+		memcpy(&words[i], p[i], sizeof words[i]);
+	}
 	return f ? 0 : 1;
 }
 static CUresult f_malloc(unsigned long long *p, size_t n)

@@ -2,7 +2,9 @@
 ** test/unit/rt_fakecuda.h: what rt_fakecuda (the stand-in libcuda) records
 ** for the tests that load it, rt_dlopen and gpu_iface's launcher harness:
 ** each cuTensorMapEncodeTiled's arguments and the parameters of the last
-** launch. The tests reach these through dlsym on the loaded fake
+** launch (their addresses, and the first 32 bits each points to, read
+** during the launch: the launcher's locals are gone after it), and its
+** grid. The tests reach these through dlsym on the loaded fake
 ** (fakecuda_sym), since the runtime, not the test, loaded it.
 */
 #ifndef ATTN_RT_FAKECUDA_H
@@ -27,10 +29,14 @@ typedef struct FakeTmap {
 **                                             last recorded
 **   void fakecuda_record_params(int n)        later launches keep their first n
 **                                             (<= FAKECUDA_MAX_PARAMS) params
-**   const uintptr_t *fakecuda_launch_params(void)  those of the last launch */
+**   const uintptr_t *fakecuda_launch_params(void)  those of the last launch
+**   const uint32_t *fakecuda_launch_words(void)    the 32 bits each pointed to
+**   unsigned fakecuda_launch_grid(int i)      its grid's x, y or z (i = 0..2) */
 typedef int (*FakecudaTmapCalls)(void);
 typedef const FakeTmap *(*FakecudaTmap)(int i);
 typedef void (*FakecudaRecordParams)(int n);
 typedef const uintptr_t *(*FakecudaLaunchParams)(void);
+typedef const uint32_t *(*FakecudaLaunchWords)(void);
+typedef unsigned (*FakecudaLaunchGrid)(int i);
 
 #endif
