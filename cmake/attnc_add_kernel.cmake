@@ -3,16 +3,18 @@
 #
 #   attnc_add_kernel(<target> <file.attn>
 #                    [TARGETS <t>...]     cpu and/or one GPU target (sm_80, sm_90a,
-#                                         sm_100a); default sm_80
+#                                         or sm_80,sm_90a: both, attnc's default
+#                                         GPU bundle); default sm_80,sm_90a
 #                    [NAME <base>]        output base name; default the file's stem
 #                    [OPTIONS <opt>...])  more attnc options (e.g. --f64 for cpu)
 #
 # Per call, attnc writes into <binary dir>/attnc_gen/<target>/:
 #   cpu/<base>.c, cpu/<base>.h    attnc --target=cpu --emit=c (needs libm; OpenMP
 #                                 when found)
-#   gpu/<base>.{c,h,ptx,sm80.cubin,sm90.cubin}
-#                                 attnc --target=<t> -o (needs ptxas at build time;
-#                                 links attnrt::attnrt)
+#   gpu/<base>.{c,h,ptx,...}      attnc --target=<t> -o (needs ptxas at build time;
+#                                 links attnrt::attnrt): sm_80 adds sm80.cubin and
+#                                 sm90.cubin, sm_90a sm90.cubin, sm_80,sm_90a both
+#                                 targets' files (sm90a.ptx, sm90a.cubin too)
 # adds the .c files to <target>, and <binary dir>/attnc_gen/<target> to its
 # include path: sources include "cpu/<base>.h" or "gpu/<base>.h". The rules
 # depend on the .attn file and on attnc, so editing either recompiles.
@@ -72,7 +74,7 @@ function(attnc_add_kernel target file)
     get_filename_component(_ak_NAME "${file}" NAME_WE)
   endif()
   if(NOT _ak_TARGETS)
-    set(_ak_TARGETS sm_80)
+    set(_ak_TARGETS "sm_80,sm_90a")
   endif()
   _attnc_locate(_attnc)
 
@@ -83,20 +85,31 @@ function(attnc_add_kernel target file)
       set(_dir "${_root}/cpu")
       set(_outs "${_dir}/${_ak_NAME}.c" "${_dir}/${_ak_NAME}.h")
       set(_cmd --target=cpu --emit=c ${_ak_OPTIONS} "${file}" -o "${_dir}/${_ak_NAME}.c")
-    elseif(_t MATCHES "^sm_[0-9]+a?$")
-      # The GPU interface of a file launches one kernel, whose cubins cover
-      # sm_80 and sm_90: two GPU targets would define the same names twice.
+    elseif(_t MATCHES "^sm_[0-9]+a?(,sm_[0-9]+a?)?$")
+      # The GPU interface of a file launches one kernel per block, whose
+      # images cover every GPU: two GPU requests would define the same names
+      # twice (sm_80,sm_90a is the one request for both targets).
       if(_gpu)
         message(FATAL_ERROR "attnc_add_kernel: one GPU target per call (${_gpu} and ${_t}); "
-                            "the sm_80 output runs on sm_80 and newer GPUs")
+                            "sm_80,sm_90a gives both targets' kernels in one interface")
       endif()
       set(_gpu ${_t})
       set(_dir "${_root}/gpu")
-      set(_outs "${_dir}/${_ak_NAME}.c" "${_dir}/${_ak_NAME}.h" "${_dir}/${_ak_NAME}.ptx"
-                "${_dir}/${_ak_NAME}.sm80.cubin" "${_dir}/${_ak_NAME}.sm90.cubin")
+      set(_b "${_dir}/${_ak_NAME}")
+      set(_outs "${_b}.c" "${_b}.h" "${_b}.ptx")
+      # the files attnc writes for each request (docs/cli.md, output files)
+      if(_t STREQUAL "sm_80")
+        list(APPEND _outs "${_b}.sm80.cubin" "${_b}.sm90.cubin")
+      elseif(_t STREQUAL "sm_90a")
+        list(APPEND _outs "${_b}.sm90.cubin")
+      elseif(_t STREQUAL "sm_80,sm_90a")
+        list(APPEND _outs "${_b}.sm80.cubin" "${_b}.sm90.cubin" "${_b}.sm90a.ptx"
+             "${_b}.sm90a.cubin")
+      endif()
       set(_cmd --target=${_t} ${_ak_OPTIONS} "${file}" -o "${_dir}/${_ak_NAME}")
     else()
-      message(FATAL_ERROR "attnc_add_kernel: unknown target '${_t}' (cpu, sm_80, sm_90a, sm_100a)")
+      message(FATAL_ERROR
+              "attnc_add_kernel: unknown target '${_t}' (cpu, sm_80, sm_90a, sm_80,sm_90a, sm_100a)")
     endif()
     get_filename_component(_fname "${file}" NAME)
     add_custom_command(

@@ -78,6 +78,7 @@ grep -q "attnc --target=cpu full.attn (two_kernels_cxx)" "$scratch/log" ||
 pass cmake_c "$out/two_kernels_c"
 pass cmake_cxx "$out/two_kernels_cxx"
 [ $gpu = OFF ] || probe cmake_gpu_probe "$out/gpu_probe"
+[ $gpu = OFF ] || probe cmake_gpu_probe_bundle "$out/gpu_probe_bundle"
 quiet "$cmake" --build "$out"
 ! grep -q "attnc --target" "$scratch/log" || fail "a no-op rebuild ran attnc"
 sleep 1 # a newer time stamp on file systems with whole seconds
