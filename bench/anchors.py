@@ -18,7 +18,11 @@ FLOPs, counted two ways for each attnc row:
   keeps at least one pair in it, and skipped otherwise. tile_frac is that
   count over N^2 (1 for full: every tile is computed).
 
-usage: python3 anchors.py [D ...] [--n N ...]   (default D 128 64, N 2048 8192)
+usage: python3 anchors.py [D ...] [--n N ...] [--mla]   (default D 128 64, N 2048 8192)
+At a head dim with no variant kernels (256: full and causal only) the other
+variants are left out, anchors too; --mla adds causal attention with MLA's
+head dims (Q, K 192, V 128: mla_causal) at each N, against whichever of
+SDPA's backends and FlexAttention run it.
 Writes a run folder under $OUT, DATE-COMMIT-anchors (rundir.sh, from the
 build.json bench/prepare.sh left beside this script; bench/results/README.md):
 meta.json, anchors.json (every row) and anchors.txt (the TABLE). Each attnc
@@ -189,6 +193,52 @@ def rel(a, b):
     return ((a - b).norm() / b.norm()).item()
 
 
+def mla_rows(N):
+    """Causal attention with Q, K of head dim 192 and V of 128 (MLA after
+    the latent is expanded): SDPA's backends and FlexAttention where they
+    take it, and attnc's mla_causal, on the same tensors. FLOPs: 2 B H N^2
+    (192 + 128) halved for the mask. Rows carry D = 192."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    H, B, DQK, DV = 16, max(1, 32768 // N), 192, 128
+    q, k = (torch.randn(B, H, N, DQK, device=dev, dtype=dt) for _ in range(2))
+    v = torch.randn(B, H, N, DV, device=dev, dtype=dt)
+    o = torch.empty(B, H, N, DV, device=dev, dtype=dt)
+    gfl = 2 * B * H * N * N * (DQK + DV) * 0.5 / 1e9
+    ref = None
+    for be, sname in ((SDPBackend.FLASH_ATTENTION, "sdpa_flash2"), (SDPBackend.CUDNN_ATTENTION, "sdpa_cudnn")):
+        try:
+            with sdpa_kernel(be):
+                f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                r = f()
+                ms = bench(f)
+            ref = r if ref is None else ref
+            rec(sys=sname, variant="mla_causal", B=B, H=H, N=N, D=DQK, ms=ms, tflops=gfl / ms)
+        except Exception as e:
+            rec(sys=sname, variant="mla_causal", N=N, D=DQK, error=str(e)[:200])
+    try:
+        flex = torch.compile(flex_attention, dynamic=False)
+        bm = create_block_mask(lambda b, h, i, j: i >= j, B=None, H=None, Q_LEN=N, KV_LEN=N)
+        f = lambda: flex(q, k, v, block_mask=bm)
+        r = f()
+        ms = bench(f)
+        ref = r if ref is None else ref
+        rec(sys="flex", variant="mla_causal", B=B, H=H, N=N, D=DQK, ms=ms, tflops=gfl / ms)
+    except Exception as e:
+        rec(sys="flex", variant="mla_causal", N=N, D=DQK, error=str(e)[:200])
+    try:
+        run = launcher("mla_causal", [q, k, v, o], [B, H, N, DQK, DV], [DQK ** -0.5])
+        o.fill_(float("nan"))
+        run()
+        torch.cuda.synchronize()
+        err = rel(o, ref) if ref is not None else None
+        ms = bench(run)
+        rec(sys="attnc", variant="mla_causal", B=B, H=H, N=N, D=DQK, ms=ms, tflops=gfl / ms, rel_err=err)
+    except Exception as e:
+        rec(sys="attnc", variant="mla_causal", N=N, D=DQK, error=str(e)[:200])
+    del q, k, v, o
+    torch.cuda.empty_cache()
+
+
 def main():
     Ds = [int(x) for x in sys.argv[1:] if x.isdigit()] or [128, 64]
     Ns = [2048, 8192]
@@ -252,6 +302,8 @@ def main():
                  [q, k, v, slopes, o], [scale]),
             ]
             for vname, smod, mmod, fr, tens, params in variants:
+                if D not in (64, 128):
+                    continue  # prepare.sh builds full and causal only there
                 ref = None
                 try:
                     bm = create_block_mask(mmod, B=None, H=None, Q_LEN=N, KV_LEN=N) if mmod else None
@@ -275,6 +327,10 @@ def main():
                     rec(sys="attnc", variant=vname, N=N, D=D, error=str(e)[:200])
             del q, k, v, o
             torch.cuda.empty_cache()
+    if "--mla" in sys.argv:
+        for N in Ns:
+            mla_rows(N)
+        Ds = Ds + [192]
     json.dump(rows, open(os.path.join(run_dir, "anchors.json"), "w"), indent=1)
     with open(os.path.join(run_dir, "anchors.txt"), "w") as f:
         table(rows, Ds, Ns, f)

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs here: compiles every bench/attn variant for head dims 128 and 64 into
+# Runs here: compiles every bench/attn variant for head dims 128 and 64 (full
+# and causal also 256; a variant with head dims of its own, MLA's, as it is) into
 # GPU interfaces (.c with embedded cubins) in DIR (default .carry/bench),
 # with the runtime sources, the anchors script (anchors.py), the C benchmark
 # (bench.c, build-bench.sh, device.sh: `OUT=... sh DIR/device.sh` there),
@@ -24,6 +25,17 @@ printf '{\n "commit": "%s",\n "dirty": %s,\n "target": "%s"\n}\n' "$commit" "$di
 cp bench/rundir.sh "$DIR/"
 for f in bench/attn/*.attn; do
 	n=$(basename "$f" .attn)
+	if ! grep -q 'dims D = 128;' "$f"; then
+		# a kernel of its own head dims (MLA): as it is
+		cp "$f" "$DIR/attn/$n.attn"
+		continue
+	fi
+	case "$n" in
+	full | causal)
+		sed -e 's/dims D = 128;/dims D = 256;/' -e "s/^attention $n /attention ${n}_d256 /" "$f" \
+			> "$DIR/attn/${n}_d256.attn"
+		;;
+	esac
 	cp "$f" "$DIR/attn/${n}_d128.attn"
 	sed -e 's/dims D = 128;/dims D = 64;/' -e "s/^attention $n /attention ${n}_d64 /" "$f" > "$DIR/attn/${n}_d64.attn"
 	sed -i "s/^attention $n /attention ${n}_d128 /" "$DIR/attn/${n}_d128.attn"

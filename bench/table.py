@@ -9,7 +9,8 @@ No torch needed."""
 import json
 import sys
 
-VARIANTS = ("full", "causal", "sliding1024", "document1024", "prefixlm1024", "alibi", "softcap30", "alibi_causal")
+VARIANTS = ("full", "causal", "sliding1024", "document1024", "prefixlm1024", "alibi", "softcap30", "alibi_causal",
+            "mla_causal")
 
 
 def table(rows, Ds, Ns, out=sys.stdout):
