@@ -118,7 +118,9 @@ const char *attnrt_error_name(int code)
 /* Formats "attnrt: ..." into buf and flattens it to one line. */
 static void format_msg(char *buf, size_t size, const char *fmt, va_list ap)
 {
-	int n = snprintf(buf, size, "attnrt: ");
+	/* generated launchers (API 1 to 3) write the prefix themselves: it is
+	** kept once */
+	int n = strncmp(fmt, "attnrt: ", 8) ? snprintf(buf, size, "attnrt: ") : 0;
 	vsnprintf(buf + n, size - (size_t)n, fmt, ap);
 	for (char *p = buf; *p; p++)
 		if (*p == '\n' || *p == '\r' || *p == '\t')

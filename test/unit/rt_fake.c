@@ -867,6 +867,16 @@ static void test_thread_local(void)
 	CHECK_STR(attnrt_last_error(), "attnrt: k: Q: null pointer");
 }
 
+/* attnrt_set_error's message starts with "attnrt: " once, whether the
+** caller wrote it (generated launchers do) or not. */
+static void test_set_error(void)
+{
+	CHECK(attnrt_set_error(ATTNRT_ERR_ARGUMENT, "k: N = %d", 3) == ATTNRT_ERR_ARGUMENT);
+	CHECK_STR(attnrt_last_error(), "attnrt: k: N = 3");
+	attnrt_set_error(ATTNRT_ERR_ARGUMENT, "attnrt: k: grid of %d blocks", 7);
+	CHECK_STR(attnrt_last_error(), "attnrt: k: grid of 7 blocks");
+}
+
 /* The last encoding was given exactly these arrays (innermost first). */
 static void expect_tmap(int rank, const uint64_t *dims, const uint64_t *strides,
 			const uint32_t *box)
@@ -1044,6 +1054,7 @@ int main(void)
 	test_memory();
 	test_cache_threads();
 	test_thread_local();
+	test_set_error();
 	test_tensor_map();
 	attnrt_set_driver_for_testing(NULL);
 	return rt_report("rt_fake");
