@@ -71,6 +71,11 @@ static void choose_tiles(Plan *p)
 		** 128-row kernel, lowering/gpu/tune.c), key tiles of GPU_BN, double
 		** buffered */
 		p->tile_q = 128, p->tile_kv = 64, p->stages = 2;
+	else if (!strcmp(p->target, "sm_90a"))
+		/* two consumer warpgroups of 64 rows, key tiles of GPU_BN, a ring of
+		** at least 2 stages (up to 4 where shared memory allows,
+		** lowering/sm90/layout.c) */
+		p->tile_q = 128, p->tile_kv = 64, p->stages = 2;
 	else
 		p->tile_q = 128, p->tile_kv = 128, p->stages = 2;
 }
