@@ -48,7 +48,7 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->stage), po_i(0));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->phase), po_i(0));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->prev_stage), po_i(0));
-	gpu_op3(g, PTX_SETP, ".ne.b32", po_r(k9->has_prev), po_r(k9->stage), po_i(0));
+	gpu_op2(g, PTX_MOV, ".pred", po_r(k9->has_prev), po_r(gpu_pconst(g, 0)));
 	/* warpgroup c's turn barrier is SM90_BAR_TURN + c; warpgroup 1 hands
 	** the first turn to warpgroup 0 */
 	PReg wg = gpu_reg(g, PC_B32), one = gpu_reg(g, PC_PRED);

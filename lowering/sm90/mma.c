@@ -87,90 +87,6 @@ void sm90_q_frags(KernelGen *g)
 	}
 }
 
-/* S = Q K^T of GEMM1 node i: D / 16 wgmma m64n64k16 with Q's fragments
-** from registers (only K is read from shared memory, half the bytes of
-** both from there), the first overwriting (scale-d false). A k-step of 16
-** elements is 32 bytes into K's panel rows, or the next panel. */
-static void contract_qk_rs(KernelGen *g, int node)
-{
-	Sm90Kernel *k9 = sm90_of(g);
-	int k = g->s->node[node].gemm;
-	const TmaRead *q = &k9->q[k], *kr = &k9->k[k];
-	long D = g->s->qk[k].D;
-	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%dk16.f32.%s.%s", GPU_BN,
-					elem_type(q->e), elem_type(kr->e));
-	PReg kd = descriptor(g, k9->stage_addr, 0);
-	PReg first = gpu_reg(g, PC_PRED), rest = gpu_reg(g, PC_PRED);
-	gpu_op3(g, PTX_SETP, ".ne.b32", po_r(first), po_r(k9->stage), po_r(k9->stage));
-	gpu_op3(g, PTX_SETP, ".eq.b32", po_r(rest), po_r(k9->stage), po_r(k9->stage));
-	for (int el = 0; el < GPU_NEL; el++)
-		g->tile[node][el] = gpu_reg(g, PC_F32);
-	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
-	for (long kk = 0; kk < D / 16; kk++) {
-		uint32_t p = (uint32_t)(kk / 4), in = (uint32_t)(kk % 4) * 32;
-		uint32_t ko = k9->stage0 + kr->off + p * GPU_BN * SM90_PANEL_ROW + in;
-		PtxOpnd o[7] = {po_vec(g->tile[node], GPU_NEL),
-				po_vec(&k9->qf[k][4 * kk], 4),
-				po_r(desc_at(g, kd, ko)),
-				po_r(kk ? rest : first),
-				po_i(1),
-				po_i(1),
-				po_i(0)};
-		ptx_emit(g->f, PTX_WGMMA, mods, 7, o);
-	}
-	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
-	sm90_hand_over(g);
-	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
-	sm90_release_prev(g);
-}
-
-/* S = Q K^T of GEMM1 node i with both operands in shared memory: D / 16
-** wgmma m64n64k16, the first overwriting (scale-d false). Q's row block m starts 64 m rows into
-** each panel; a k-step of 16 elements is 32 bytes into the panel's rows,
-** or the next panel. */
-static void contract_qk_ss(KernelGen *g, int node)
-{
-	Sm90Kernel *k9 = sm90_of(g);
-	int k = g->s->node[node].gemm;
-	const TmaRead *q = &k9->q[k], *kr = &k9->k[k];
-	long D = g->s->qk[k].D;
-	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%dk16.f32.%s.%s", GPU_BN,
-					elem_type(q->e), elem_type(kr->e));
-	/* this warpgroup's 64 rows of Q: 64 panel rows in */
-	PReg wg = gpu_reg(g, PC_B32), qa = gpu_reg(g, PC_B32);
-	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(wg), po_r(gpu_tid(g)));
-	gpu_op3(g, PTX_SHR, ".u32", po_r(wg), po_r(wg), po_i(7));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(qa), po_r(wg), po_i(64 * SM90_PANEL_ROW),
-		po_r(g->sbase));
-	PReg qd = descriptor(g, qa, 0), kd = descriptor(g, k9->stage_addr, 0);
-	PReg first = gpu_reg(g, PC_PRED), rest = gpu_reg(g, PC_PRED);
-	gpu_op3(g, PTX_SETP, ".ne.b32", po_r(first), po_r(k9->stage), po_r(k9->stage));
-	gpu_op3(g, PTX_SETP, ".eq.b32", po_r(rest), po_r(k9->stage), po_r(k9->stage));
-	for (int el = 0; el < g->row_blocks * GPU_NEL; el++)
-		g->tile[node][el] = gpu_reg(g, PC_F32);
-	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
-	for (int m = 0; m < g->row_blocks; m++)
-		for (long kk = 0; kk < D / 16; kk++) {
-			uint32_t p = (uint32_t)(kk / 4), in = (uint32_t)(kk % 4) * 32;
-			uint32_t qo = q->off + p * q->rows * SM90_PANEL_ROW +
-				      (uint32_t)m * 64 * SM90_PANEL_ROW + in;
-			uint32_t ko = k9->stage0 + kr->off + p * GPU_BN * SM90_PANEL_ROW + in;
-			PtxOpnd o[8] = {po_vec(&g->tile[node][m * GPU_NEL], GPU_NEL),
-					po_r(desc_at(g, qd, qo)),
-					po_r(desc_at(g, kd, ko)),
-					po_r(kk ? rest : first),
-					po_i(1),
-					po_i(1),
-					po_i(0),
-					po_i(0)};
-			ptx_emit(g->f, PTX_WGMMA, mods, 8, o);
-		}
-	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
-	sm90_hand_over(g);
-	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
-	sm90_release_prev(g);
-}
-
 /* Q in registers where they fit beside the tile body's values: one
 ** contraction with a head dim up to 128 (at 256, or with two, ptxas
 ** spilled the consumers' 240 registers). */
@@ -179,12 +95,56 @@ int sm90_q_in_regs(const KernelShape *s)
 	return s->nqk == 1 && s->qk[0].D <= 128;
 }
 
+/* S = Q K^T of GEMM1 node i: D / 16 wgmma m64n64k16, the first
+** overwriting (scale-d false). Q's A operand comes from its fragments in
+** registers where they fit (sm90_q_in_regs: only K is then read from
+** shared memory, half the bytes of both), else from this warpgroup's 64
+** rows of Q in shared memory. A k-step of 16 elements is 32 bytes into a
+** panel's rows, or the next panel. */
 void sm90_contract_qk(KernelGen *g, int node)
 {
-	if (sm90_q_in_regs(g->s))
-		contract_qk_rs(g, node);
-	else
-		contract_qk_ss(g, node);
+	Sm90Kernel *k9 = sm90_of(g);
+	int k = g->s->node[node].gemm, regs = sm90_q_in_regs(g->s);
+	const TmaRead *q = &k9->q[k], *kr = &k9->k[k];
+	long D = g->s->qk[k].D;
+	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%dk16.f32.%s.%s", GPU_BN,
+					elem_type(q->e), elem_type(kr->e));
+	PReg qd = {0};
+	if (!regs) {
+		/* this warpgroup's 64 rows of Q: 64 panel rows in */
+		PReg wg = gpu_reg(g, PC_B32), qa = gpu_reg(g, PC_B32);
+		gpu_op2(g, PTX_CVT, ".u32.u64", po_r(wg), po_r(gpu_tid(g)));
+		gpu_op3(g, PTX_SHR, ".u32", po_r(wg), po_r(wg), po_i(7));
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(qa), po_r(wg), po_i(64 * SM90_PANEL_ROW),
+			po_r(g->sbase));
+		qd = descriptor(g, qa, 0);
+	}
+	PReg kd = descriptor(g, k9->stage_addr, 0);
+	PReg first = gpu_pconst(g, 0), rest = gpu_pconst(g, 1);
+	for (int el = 0; el < GPU_NEL; el++)
+		g->tile[node][el] = gpu_reg(g, PC_F32);
+	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
+	for (long kk = 0; kk < D / 16; kk++) {
+		uint32_t p = (uint32_t)(kk / 4), in = (uint32_t)(kk % 4) * 32;
+		PtxOpnd a = regs ? po_vec(&k9->qf[k][4 * kk], 4)
+				 : po_r(desc_at(g, qd, q->off + p * q->rows * SM90_PANEL_ROW + in));
+		PReg b = desc_at(g, kd, k9->stage0 + kr->off + p * GPU_BN * SM90_PANEL_ROW + in);
+		/* with A in registers, wgmma takes no transpose flag for it: the
+		** first of the two zeros goes */
+		PtxOpnd o[8] = {po_vec(g->tile[node], GPU_NEL),
+				a,
+				po_r(b),
+				po_r(kk ? rest : first),
+				po_i(1),
+				po_i(1),
+				po_i(0),
+				po_i(0)};
+		ptx_emit(g->f, PTX_WGMMA, mods, regs ? 7 : 8, o);
+	}
+	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
+	sm90_hand_over(g);
+	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
+	sm90_release_prev(g);
 }
 
 /* O += P V of GEMM2 node i: P packed to 16-bit pairs (A fragments of each
@@ -210,8 +170,7 @@ void sm90_contract_pv(KernelGen *g, int i, const PReg *x)
 					po_r(x[el]));
 			}
 	PReg vd = descriptor(g, k9->stage_addr, GPU_BN * SM90_PANEL_ROW);
-	PReg one = gpu_reg(g, PC_PRED);
-	gpu_op3(g, PTX_SETP, ".eq.b32", po_r(one), po_r(k9->stage), po_r(k9->stage));
+	PReg one = gpu_pconst(g, 1);
 	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
 	for (int m = 0; m < g->row_blocks; m++)
 		for (int kk = 0; kk < GPU_BN / 16; kk++) {

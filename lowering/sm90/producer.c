@@ -24,6 +24,28 @@ void sm90_wait(KernelGen *g, PReg bar, PReg parity)
 	ptx_guard(g->f, done, 1);
 }
 
+/* The ring's next stage after stage (u32), the phase parity ph flipping
+** where it wraps to 0: the producer and the consumers move alike. */
+void sm90_next_stage(KernelGen *g, PReg stage, PReg ph)
+{
+	PReg wrap = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_ADD, ".u32", po_r(stage), po_r(stage), po_i(1));
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(wrap), po_r(stage), po_i(sm90_of(g)->nstages));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(stage), po_i(0));
+	ptx_guard(g->f, wrap, 0);
+	gpu_op3(g, PTX_XOR, ".b32", po_r(ph), po_r(ph), po_i(1));
+	ptx_guard(g->f, wrap, 0);
+}
+
+/* The shared address of stage's barrier in the array at off (8 bytes each). */
+PReg sm90_stage_bar(KernelGen *g, PReg stage, uint32_t off)
+{
+	PReg b = gpu_reg(g, PC_B32);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(b), po_r(stage), po_i(8), po_r(g->sbase));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(b), po_r(b), po_i(off));
+	return b;
+}
+
 /* The shared address sbase + off (u32). */
 static PReg saddr(KernelGen *g, PReg base, uint32_t off)
 {
@@ -119,7 +141,7 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 	gpu_scan(g, &sc, start, j0, any, all);
 	PReg stage = gpu_reg(g, PC_B32), ph = gpu_reg(g, PC_B32), sa = gpu_reg(g, PC_B32),
 	     fb = gpu_reg(g, PC_B32), eb = gpu_reg(g, PC_B32), eph = gpu_reg(g, PC_B32),
-	     fin = gpu_reg(g, PC_PRED), wrap = gpu_reg(g, PC_PRED);
+	     fin = gpu_reg(g, PC_PRED);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(stage), po_i(0));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(ph), po_i(0));
 	int Lloop = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
@@ -148,12 +170,7 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 			tma_copy(g, &k9->v[v], maps[k9->v[v].map], fv[v], j32, p,
 				 saddr(g, sa, k9->v[v].off + (uint32_t)p * GPU_BN * SM90_PANEL_ROW),
 				 fb);
-	gpu_op3(g, PTX_ADD, ".u32", po_r(stage), po_r(stage), po_i(1));
-	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(wrap), po_r(stage), po_i(k9->nstages));
-	gpu_op2(g, PTX_MOV, ".b32", po_r(stage), po_i(0));
-	ptx_guard(g->f, wrap, 0);
-	gpu_op3(g, PTX_XOR, ".b32", po_r(ph), po_r(ph), po_i(1));
-	ptx_guard(g->f, wrap, 0);
+	sm90_next_stage(g, stage, ph);
 	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt), po_r(j0), po_i(GPU_BN));
 	gpu_scan(g, &sc, nxt, j0, any, all);
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lloop));

@@ -13,13 +13,10 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 {
 	(void)buf, (void)keeps_true_max;
 	Sm90Kernel *k9 = sm90_of(g);
-	PReg fb = gpu_reg(g, PC_B32);
 	k9->stage_addr = gpu_reg(g, PC_B32);
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(k9->stage_addr), po_r(k9->stage), po_i(k9->stage_bytes),
 		po_r(g->sbase));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(fb), po_r(k9->stage), po_i(8), po_r(g->sbase));
-	gpu_op3(g, PTX_ADD, ".u32", po_r(fb), po_r(fb), po_i(k9->full));
-	sm90_wait(g, fb, k9->phase);
+	sm90_wait(g, sm90_stage_bar(g, k9->stage, k9->full), k9->phase);
 	if (k9->turns)
 		gpu_op2(g, PTX_BAR, "", po_r(k9->turn_mine), po_i(gpu_warps(g->t) * 32));
 	k9->release_due = 1, k9->handover_due = k9->turns;
@@ -34,9 +31,7 @@ void sm90_release_prev(KernelGen *g)
 	if (!k9->release_due)
 		return;
 	k9->release_due = 0;
-	PReg eb = gpu_reg(g, PC_B32);
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(eb), po_r(k9->prev_stage), po_i(8), po_r(g->sbase));
-	gpu_op3(g, PTX_ADD, ".u32", po_r(eb), po_r(eb), po_i(k9->empty));
+	PReg eb = sm90_stage_bar(g, k9->prev_stage, k9->empty);
 	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(eb, 0));
 	ptx_guard(g->f, k9->has_prev, 0);
 }
@@ -48,15 +43,9 @@ void sm90_tile_end(KernelGen *g, PReg buf)
 {
 	(void)buf;
 	Sm90Kernel *k9 = sm90_of(g);
-	PReg wrap = gpu_reg(g, PC_PRED);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->prev_stage), po_r(k9->stage));
-	gpu_op3(g, PTX_SETP, ".eq.b32", po_r(k9->has_prev), po_r(k9->stage), po_r(k9->stage));
-	gpu_op3(g, PTX_ADD, ".u32", po_r(k9->stage), po_r(k9->stage), po_i(1));
-	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(wrap), po_r(k9->stage), po_i(k9->nstages));
-	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->stage), po_i(0));
-	ptx_guard(g->f, wrap, 0);
-	gpu_op3(g, PTX_XOR, ".b32", po_r(k9->phase), po_r(k9->phase), po_i(1));
-	ptx_guard(g->f, wrap, 0);
+	gpu_op2(g, PTX_MOV, ".pred", po_r(k9->has_prev), po_r(gpu_pconst(g, 1)));
+	sm90_next_stage(g, k9->stage, k9->phase);
 }
 
 /* Turns pay where a tile's contractions are long enough to cover the other

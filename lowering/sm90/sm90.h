@@ -44,18 +44,17 @@ enum { SM90_BAR_TURN = 3 };
 /* Bytes per panel row: the 128-byte swizzle's width (64 16-bit elements). */
 enum { SM90_PANEL_ROW = 128 };
 
-/* One operand read loaded by TMA: its tensor map (parameter name), the
+/* One operand read loaded by TMA: its tensor map (KernelShape.tmap), the
 ** tensor dimension its tile's rows run along, the node whose variables
 ** its subscripts use, and where its tile lies in shared memory. */
 typedef struct TmaRead {
 	const Expr *e;
 	int node;
-	int rowdim;      /* tensor dimension of the query row or key */
-	int map;         /* index into KernelShape.tmap */
-	const char *par; /* the tensor map's parameter */
-	uint32_t off;    /* byte offset (Q: in shared memory; K, V: in a stage) */
-	int panels;      /* 64-element panels of the contracted or value dim */
-	uint32_t rows;   /* rows of the tile (Q: the CTA's rows; K, V: GPU_BN) */
+	int rowdim;    /* tensor dimension of the query row or key */
+	int map;       /* index into KernelShape.tmap */
+	uint32_t off;  /* byte offset (Q: in shared memory; K, V: in a stage) */
+	int panels;    /* 64-element panels of the contracted or value dim */
+	uint32_t rows; /* rows of the tile (Q: the CTA's rows; K, V: GPU_BN) */
 } TmaRead;
 
 /* The target's state while one kernel is emitted (KernelGen.targ). */
@@ -101,6 +100,8 @@ uint32_t sm90_layout(KernelGen *g, int table);
 /* producer.c */
 void sm90_producer(KernelGen *g);
 void sm90_wait(KernelGen *g, PReg bar, PReg parity);
+PReg sm90_stage_bar(KernelGen *g, PReg stage, uint32_t off);
+void sm90_next_stage(KernelGen *g, PReg stage, PReg ph);
 
 /* mma.c */
 int sm90_q_in_regs(const KernelShape *s);
