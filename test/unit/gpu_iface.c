@@ -84,6 +84,16 @@ static char *slurp(const char *path)
 	return s;
 }
 
+/* gpu_iface_source of images im for p into path (its header gqa.h). */
+static int put_source(const char *path, const Program *p, const GpuImages *im)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	gpu_iface_source(f, p, im, "gqa.h");
+	return fclose(f) ? -1 : 0;
+}
+
 /* gpu_iface_source for p into path, with info[0] as the kernel's. */
 static int write_source(const char *path, const Program *p, GpuKernelInfo *info)
 {
@@ -101,12 +111,7 @@ static int write_source(const char *path, const Program *p, GpuKernelInfo *info)
 	im.cubin[0].code.data = (unsigned char *)cubin;
 	im.cubin[0].code.size = sizeof cubin;
 	im.info = info;
-	FILE *f = fopen(path, "w");
-	int rc = f ? 0 : -1;
-	if (f) {
-		gpu_iface_source(f, p, &im, "gqa.h");
-		rc = fclose(f) ? -1 : 0;
-	}
+	int rc = put_source(path, p, &im);
 	arena_free(&a);
 	return rc;
 }
@@ -140,12 +145,7 @@ static int write_bundle(const char *path, const Program *p, GpuKernelInfo *first
 	alt.info = second;
 	im.alt = &alt;
 	im.alt_index = alt_index;
-	FILE *f = fopen(path, "w");
-	int rc = f ? 0 : -1;
-	if (f) {
-		gpu_iface_source(f, p, &im, "gqa.h");
-		rc = fclose(f) ? -1 : 0;
-	}
+	int rc = put_source(path, p, &im);
 	arena_free(&a);
 	return rc;
 }

@@ -50,6 +50,43 @@ static void *fake_sym(const char *path, const char *name)
 	return h ? dlsym(h, name) : NULL;
 }
 
+/* What the fake driver recorded (rt_fakecuda.h), resolved once. */
+static FakecudaTmapCalls calls;
+static FakecudaTmap tmap;
+static FakecudaRecordParams record;
+static FakecudaLaunchParams params;
+static FakecudaLaunchWords words;
+static FakecudaLaunchGrid grid;
+static int (*block)(void), (*smem)(void);
+
+/* Resolves the records from the fake the runtime loaded; nonzero (after
+** saying so) where one is missing. */
+static int load_records(const char *fake)
+{
+	void *s;
+	if ((s = fake_sym(fake, "fakecuda_tmap_calls")))
+		memcpy(&calls, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_tmap")))
+		memcpy(&tmap, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_record_params")))
+		memcpy(&record, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_launch_params")))
+		memcpy(&params, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_launch_words")))
+		memcpy(&words, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_launch_grid")))
+		memcpy(&grid, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_launch_block")))
+		memcpy(&block, &s, sizeof s);
+	if ((s = fake_sym(fake, "fakecuda_launch_smem")))
+		memcpy(&smem, &s, sizeof s);
+	if (!calls || !tmap || !record || !params || !words || !grid || !block || !smem) {
+		fprintf(stderr, "harness: %s lacks the fakecuda_* records\n", fake);
+		return 1;
+	}
+	return 0;
+}
+
 /* One encoding as the fake recorded it, against what TMA must be given. */
 static void expect_map(const FakeTmap *t, const void *ptr, const unsigned long long *dim,
 		       const unsigned long long *stride, const unsigned *box)
@@ -75,36 +112,8 @@ static void expect_map(const FakeTmap *t, const void *ptr, const unsigned long l
 
 #ifdef BUNDLE
 /* The bundle's launch on a device of compute capability cc (see the top). */
-static int bundle(const char *fake, gqa_gpu_args *a, int cc)
+static int bundle(gqa_gpu_args *a, int cc)
 {
-	FakecudaTmapCalls calls = NULL;
-	FakecudaTmap tmap = NULL;
-	FakecudaRecordParams record = NULL;
-	FakecudaLaunchParams params = NULL;
-	FakecudaLaunchWords words = NULL;
-	FakecudaLaunchGrid grid = NULL;
-	int (*block)(void) = NULL, (*smem)(void) = NULL;
-	void *s;
-	if ((s = fake_sym(fake, "fakecuda_tmap_calls")))
-		memcpy(&calls, &s, sizeof s);
-	if ((s = fake_sym(fake, "fakecuda_tmap")))
-		memcpy(&tmap, &s, sizeof s);
-	if ((s = fake_sym(fake, "fakecuda_record_params")))
-		memcpy(&record, &s, sizeof s);
-	if ((s = fake_sym(fake, "fakecuda_launch_params")))
-		memcpy(&params, &s, sizeof s);
-	if ((s = fake_sym(fake, "fakecuda_launch_words")))
-		memcpy(&words, &s, sizeof s);
-	if ((s = fake_sym(fake, "fakecuda_launch_grid")))
-		memcpy(&grid, &s, sizeof s);
-	if ((s = fake_sym(fake, "fakecuda_launch_block")))
-		memcpy(&block, &s, sizeof s);
-	if ((s = fake_sym(fake, "fakecuda_launch_smem")))
-		memcpy(&smem, &s, sizeof s);
-	if (!calls || !tmap || !record || !params || !words || !grid || !block || !smem) {
-		fprintf(stderr, "harness: %s lacks the fakecuda_* records\n", fake);
-		return 1;
-	}
 	int hopper = cc == 90;
 	attn_gpu_kernel_info ki;
 	memset(&ki, 0, sizeof ki);
@@ -194,10 +203,12 @@ int main(int argc, char **argv)
 	setenv("ATTNRT_CUDA_DRIVER", fake, 1);
 	attnrt_set_driver_for_testing(NULL);
 	CHECK(attnrt_init() == ATTNRT_OK);
+	if (load_records(fake))
+		return 1;
 #ifdef BUNDLE
 	const char *cc = getenv("FAKECUDA_CC");
 	a.N = 300;
-	if (bundle(fake, &a, cc ? atoi(cc) : 90))
+	if (bundle(&a, cc ? atoi(cc) : 90))
 		return 1;
 	attnrt_set_driver_for_testing(NULL);
 	if (failures)
@@ -205,23 +216,6 @@ int main(int argc, char **argv)
 			cc ? cc : "90", failures);
 	return failures ? 1 : 0;
 #endif
-	FakecudaTmapCalls calls = NULL;
-	FakecudaTmap tmap = NULL;
-	FakecudaRecordParams record = NULL;
-	FakecudaLaunchParams params = NULL;
-	void *s;
-	if ((s = fake_sym(fake, "fakecuda_tmap_calls")))
-		memcpy(&calls, &s, sizeof s);
-	if ((s = fake_sym(fake, "fakecuda_tmap")))
-		memcpy(&tmap, &s, sizeof s);
-	if ((s = fake_sym(fake, "fakecuda_record_params")))
-		memcpy(&record, &s, sizeof s);
-	if ((s = fake_sym(fake, "fakecuda_launch_params")))
-		memcpy(&params, &s, sizeof s);
-	if (!calls || !tmap || !record || !params) {
-		fprintf(stderr, "harness: %s lacks the fakecuda_* records\n", fake);
-		return 1;
-	}
 
 	record(PARAMS_BEFORE_MAPS + 2);
 	int rc = gqa_launch(&a, NULL);
