@@ -193,6 +193,35 @@ def rel(a, b):
     return ((a - b).norm() / b.norm()).item()
 
 
+def sdpa_rows(q, k, v, causal, vname, B, H, N, D, gfl):
+    """SDPA's FlashAttention-2 and cuDNN backends on q, k, v, a row each
+    (gfl GFLOPs a call); the output of the last that ran, as the reference
+    (None where neither did)."""
+    ref = None
+    for be, sname in ((SDPBackend.FLASH_ATTENTION, "sdpa_flash2"), (SDPBackend.CUDNN_ATTENTION, "sdpa_cudnn")):
+        try:
+            with sdpa_kernel(be):
+                f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                ref = f()
+                ms = bench(f)
+            rec(sys=sname, variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=gfl / ms)
+        except Exception as e:
+            rec(sys=sname, variant=vname, N=N, D=D, error=str(e)[:200])
+    return ref
+
+
+def ours_row(name, vname, tensors, dims, params, out, ref, B, H, N, D, gfl, fields=lambda ms: {}):
+    """attnc's kernel name on the same tensors: out poisoned, one launch
+    checked against ref, then timed; its row, with fields(ms) added."""
+    run = launcher(name, tensors, dims, params)
+    out.fill_(float("nan"))
+    run()
+    torch.cuda.synchronize()
+    err = rel(out, ref) if ref is not None else None
+    ms = bench(run)
+    rec(sys="attnc", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=gfl / ms, rel_err=err, **fields(ms))
+
+
 def mla_rows(N):
     """Causal attention with Q, K of head dim 192 and V of 128 (MLA after
     the latent is expanded): SDPA's backends and FlexAttention where they
@@ -204,17 +233,7 @@ def mla_rows(N):
     v = torch.randn(B, H, N, DV, device=dev, dtype=dt)
     o = torch.empty(B, H, N, DV, device=dev, dtype=dt)
     gfl = 2 * B * H * N * N * (DQK + DV) * 0.5 / 1e9
-    ref = None
-    for be, sname in ((SDPBackend.FLASH_ATTENTION, "sdpa_flash2"), (SDPBackend.CUDNN_ATTENTION, "sdpa_cudnn")):
-        try:
-            with sdpa_kernel(be):
-                f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                r = f()
-                ms = bench(f)
-            ref = r if ref is None else ref
-            rec(sys=sname, variant="mla_causal", B=B, H=H, N=N, D=DQK, ms=ms, tflops=gfl / ms)
-        except Exception as e:
-            rec(sys=sname, variant="mla_causal", N=N, D=DQK, error=str(e)[:200])
+    ref = sdpa_rows(q, k, v, True, "mla_causal", B, H, N, DQK, gfl)
     try:
         flex = torch.compile(flex_attention, dynamic=False)
         bm = create_block_mask(lambda b, h, i, j: i >= j, B=None, H=None, Q_LEN=N, KV_LEN=N)
@@ -226,13 +245,8 @@ def mla_rows(N):
     except Exception as e:
         rec(sys="flex", variant="mla_causal", N=N, D=DQK, error=str(e)[:200])
     try:
-        run = launcher("mla_causal", [q, k, v, o], [B, H, N, DQK, DV], [DQK ** -0.5])
-        o.fill_(float("nan"))
-        run()
-        torch.cuda.synchronize()
-        err = rel(o, ref) if ref is not None else None
-        ms = bench(run)
-        rec(sys="attnc", variant="mla_causal", B=B, H=H, N=N, D=DQK, ms=ms, tflops=gfl / ms, rel_err=err)
+        ours_row("mla_causal", "mla_causal", [q, k, v, o], [B, H, N, DQK, DV], [DQK ** -0.5], o, ref, B, H, N,
+                 DQK, gfl)
     except Exception as e:
         rec(sys="attnc", variant="mla_causal", N=N, D=DQK, error=str(e)[:200])
     del q, k, v, o
@@ -267,25 +281,10 @@ def main():
             for causal in (False, True):
                 vname = "causal" if causal else "full"
                 fr = 0.5 if causal else 1.0
-                ref = None
-                for be, sname in ((SDPBackend.FLASH_ATTENTION, "sdpa_flash2"), (SDPBackend.CUDNN_ATTENTION, "sdpa_cudnn")):
-                    try:
-                        with sdpa_kernel(be):
-                            f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                            ref = f()
-                            ms = bench(f)
-                        rec(sys=sname, variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms)
-                    except Exception as e:
-                        rec(sys=sname, variant=vname, N=N, D=D, error=str(e)[:200])
+                ref = sdpa_rows(q, k, v, causal, vname, B, H, N, D, fl(fr))
                 name = "%s_d%d" % (vname, D)
-                run = launcher(name, [q, k, v, o], [B, H, N, D], [scale])
-                o.fill_(float("nan"))
-                run()
-                torch.cuda.synchronize()
-                err = rel(o, ref)
-                ms = bench(run)
-                rec(sys="attnc", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms, rel_err=err,
-                    **tile_fields(name, vname, N, fl, ms))
+                ours_row(name, vname, [q, k, v, o], [B, H, N, D], [scale], o, ref, B, H, N, D, fl(fr),
+                         lambda ms: tile_fields(name, vname, N, fl, ms))
             # Flex anchors for the masked and modified variants
             W = 1024
             win = min(1.0, (W * N - W * (W - 1) / 2) / (N * N)) if N > W else 0.5
@@ -303,7 +302,7 @@ def main():
             ]
             for vname, smod, mmod, fr, tens, params in variants:
                 if D not in (64, 128):
-                    continue  # prepare.sh builds full and causal only there
+                    continue  # at other head dims prepare.sh builds full and causal only
                 ref = None
                 try:
                     bm = create_block_mask(mmod, B=None, H=None, Q_LEN=N, KV_LEN=N) if mmod else None
@@ -315,14 +314,8 @@ def main():
                     rec(sys="flex", variant=vname, N=N, D=D, error=str(e)[:200])
                 try:
                     name = "%s_d%d" % (vname, D)
-                    run = launcher(name, tens, [B, H, N, D], params)
-                    o.fill_(float("nan"))
-                    run()
-                    torch.cuda.synchronize()
-                    err = rel(o, ref) if ref is not None else None
-                    ms = bench(run)
-                    rec(sys="attnc", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms, rel_err=err,
-                        **tile_fields(name, vname, N, fl, ms, W))
+                    ours_row(name, vname, tens, [B, H, N, D], params, o, ref, B, H, N, D, fl(fr),
+                             lambda ms: tile_fields(name, vname, N, fl, ms, W))
                 except Exception as e:
                     rec(sys="attnc", variant=vname, N=N, D=D, error=str(e)[:200])
             del q, k, v, o
