@@ -102,6 +102,7 @@ typedef struct GpuOut {
 	const char *const *why;
 	const char *base;
 	int bundle; /* the header declares NAME_kernel_info */
+	int parts;  /* and the functions around NAME_fwd_part (--parts) */
 } GpuOut;
 
 static int put_ptx(FILE *o, void *ctx)
@@ -141,10 +142,7 @@ static int put_blob(FILE *o, void *ctx)
 static int put_h(FILE *o, void *ctx)
 {
 	GpuOut *g = ctx;
-	if (g->bundle)
-		gpu_iface_header_bundle(o, g->p);
-	else
-		gpu_iface_header(o, g->p);
+	gpu_iface_header_parts(o, g->p, g->bundle, g->parts);
 	return 0;
 }
 
@@ -242,13 +240,13 @@ static int settle_round(void *ctx, int final)
 ** (gpu_compile); the machine code of the final PTX in cubin[] (only the
 ** last compute capability's unless all). */
 static int emit_ptx_tuned(const GpuTarget *t, const Program *p, Diag *d, const char *px, char **buf,
-			  size_t *n, GpuKernelInfo *info, GpuCubin *cubin, int all)
+			  size_t *n, GpuKernelInfo *info, GpuCubin *cubin, int all, int parts)
 {
 	Assembly as = {.t = t, .px = px, .cubin = cubin, .all = all};
 	GpuAssembler cb = {assemble_round, settle_round, &as};
 	for (int k = 0; k < t->ncubins; k++)
 		cubin[k].sm = t->cubin_sms[k];
-	int rc = gpu_compile(t, p, d, px ? &cb : NULL, buf, n, info);
+	int rc = gpu_compile(t, p, d, px ? &cb : NULL, buf, n, info, parts);
 	return rc == GPU_ERR_INPUT ? EXIT_INPUT : rc == GPU_ERR_MEMORY ? EXIT_TOOL : rc;
 }
 
@@ -296,7 +294,7 @@ static const char *file_ident(Arena *a, const char *name)
 ** the same files its own compile writes, so that the bundle's files are
 ** the same set whatever t2 refused. */
 static int compile_gpu(const GpuTarget *t, const GpuTarget *t2, const char *outbase,
-		       const Program *p, Diag *d, const char *ptxas_opt)
+		       const Program *p, Diag *d, const char *ptxas_opt, int parts)
 {
 	char *buf = NULL, *buf2 = NULL;
 	size_t n = 0, n2 = 0;
@@ -327,15 +325,15 @@ static int compile_gpu(const GpuTarget *t, const GpuTarget *t2, const char *outb
 	}
 	/* the cubins come from the tuning's last ptxas run */
 	if (!rc)
-		rc = emit_ptx_tuned(t, p, d, px, &buf, &n, im.info, im.cubin, 1);
+		rc = emit_ptx_tuned(t, p, d, px, &buf, &n, im.info, im.cubin, 1, parts);
 	if (!rc && t2)
-		rc = emit_ptx_tuned(t2, &p2, d, px, &buf2, &n2, im2.info, im2.cubin, 1);
+		rc = emit_ptx_tuned(t2, &p2, d, px, &buf2, &n2, im2.info, im2.cubin, 1, parts);
 	im.ptx = buf, im.ptx_size = n;
 	im2.ptx = buf2, im2.ptx_size = n2;
 	if (!rc) {
 		const char *slash = strrchr(outbase, '/');
 		const char *base = slash ? slash + 1 : outbase;
-		GpuOut g = {p, &im, arena_printf(&a, "%s.h", base), why, base, t2 != NULL};
+		GpuOut g = {p, &im, arena_printf(&a, "%s.h", base), why, base, t2 != NULL, parts};
 		Staged st = {0};
 		rc = stage(&st, arena_printf(&a, "%s.ptx", outbase), put_ptx, &g);
 		if (!rc)
@@ -371,7 +369,7 @@ static int compile_gpu(const GpuTarget *t, const GpuTarget *t2, const char *outb
 /* Prints the emitted form to standard output, or writes it whole or not at
 ** all to path (support/atomic_file.h). */
 static int emit_to(const char *path, Emit emit, const Program *p, int f64, const char *target,
-		   Diag *diag, const char *ptxas_opt)
+		   Diag *diag, const char *ptxas_opt, int parts)
 {
 	FILE *out = stdout;
 	AtomicFile af;
@@ -404,7 +402,7 @@ static int emit_to(const char *path, Emit emit, const Program *p, int f64, const
 		if (!info)
 			rc = EXIT_TOOL;
 		else
-			rc = emit_ptx_tuned(t, p, diag, px, &buf, &n, info, cubin, 0);
+			rc = emit_ptx_tuned(t, p, diag, px, &buf, &n, info, cubin, 0, parts);
 		if (!rc && fwrite(buf, 1, n, out) != n)
 			rc = EXIT_TOOL;
 		free(buf), free(info);
@@ -472,9 +470,9 @@ static int emit_c_pair(const char *path, const Program *p, int f64)
 
 /* --emit=header with a GPU target: the generated GPU interface's header,
 ** which needs no ptxas (a bundle's, the same as its OUT.h). */
-static int emit_gpu_header(const char *path, const Program *p, int bundle)
+static int emit_gpu_header(const char *path, const Program *p, int bundle, int parts)
 {
-	GpuOut g = {p, NULL, NULL, NULL, NULL, bundle};
+	GpuOut g = {p, NULL, NULL, NULL, NULL, bundle, parts};
 	if (!path) {
 		put_h(stdout, &g);
 		return fflush(stdout) || ferror(stdout) ? EXIT_TOOL : 0;
@@ -524,15 +522,15 @@ int main(int argc, char **argv)
 			o.file);
 		rc = EXIT_INPUT;
 	} else if (o.emit == EMIT_HEADER && o.target_given && strcmp(o.target, "cpu"))
-		rc = emit_gpu_header(out, p, o.also != NULL);
+		rc = emit_gpu_header(out, p, o.also != NULL, o.parts);
 	else if (o.emit == EMIT_C && out)
 		rc = emit_c_pair(out, p, o.f64);
 	else if (o.emit != EMIT_NONE)
-		rc = emit_to(out, o.emit, p, o.f64, o.target, &d, o.ptxas);
+		rc = emit_to(out, o.emit, p, o.f64, o.target, &d, o.ptxas, o.parts);
 	else if (out)
 		/* options.c lets only a target with code generation get here */
 		rc = compile_gpu(gpu_target(o.target), o.also ? gpu_target(o.also) : NULL, out, p,
-				 &d, o.ptxas);
+				 &d, o.ptxas, o.parts);
 	if (d.suppressed)
 		fprintf(stderr, "attnc: %d more errors not shown (--max-errors=%d)\n", d.suppressed,
 			d.max_errors);

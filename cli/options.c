@@ -44,6 +44,9 @@ static const char usage_text[] =
     "                     then $PATH)\n"
     "  --no-cache         run ptxas even where its result for the same PTX, target and\n"
     "                     ptxas is cached ($XDG_CACHE_HOME/attnc, else ~/.cache/attnc)\n"
+    "  --parts            also build each kernel's entry of partial states,\n"
+    "                     NAME_fwd_part: split-KV decode (NAME_launch_split) and\n"
+    "                     launches over parts of the keys (NAME_launch_part)\n"
     "  --f64              use f64 as the float type of --emit=mlir and --emit=c\n"
     "  --max-errors=N     stop after N errors (default 20)\n"
     "  -h, --help         print this help\n"
@@ -159,6 +162,7 @@ int options_parse(Options *o, int argc, char **argv)
 		OPT_TARGET,
 		OPT_PTXAS,
 		OPT_NOCACHE,
+		OPT_PARTS,
 		OPT_F64,
 		OPT_MAXERR,
 		OPT_VERSION
@@ -169,6 +173,7 @@ int options_parse(Options *o, int argc, char **argv)
 	    {"target", required_argument, NULL, OPT_TARGET},
 	    {"ptxas", required_argument, NULL, OPT_PTXAS},
 	    {"no-cache", no_argument, NULL, OPT_NOCACHE},
+	    {"parts", no_argument, NULL, OPT_PARTS},
 	    {"f64", no_argument, NULL, OPT_F64},
 	    {"max-errors", required_argument, NULL, OPT_MAXERR},
 	    {"output", required_argument, NULL, 'o'},
@@ -218,6 +223,7 @@ int options_parse(Options *o, int argc, char **argv)
 			o->ptxas = v;
 			break;
 		case OPT_NOCACHE: o->no_cache = 1; break;
+		case OPT_PARTS: o->parts = 1; break;
 		case OPT_F64: o->f64 = 1; break;
 		case OPT_MAXERR: {
 			char *end;

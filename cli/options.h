@@ -31,6 +31,7 @@ typedef struct Options {
 	int target_given;  /* --target was given (--emit=c and header default to cpu) */
 	const char *ptxas; /* --ptxas, or NULL: look it up */
 	int no_cache;      /* --no-cache: run ptxas every time */
+	int parts;         /* --parts: every kernel also gets NAME_fwd_part */
 	Emit emit;
 	int f64;
 	int max_errors;

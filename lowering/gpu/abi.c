@@ -125,6 +125,40 @@ PReg gpu_special(KernelGen *g, const char *sreg)
 	return r;
 }
 
+/* The part parameters' names, in ABI order. */
+static const char *const part_param[GPU_PART_NPARAMS] = {"kr0", "kr1",  "kchunk", "qr0",  "qr1",
+							 "pws", "pcnt", "pst",    "pmode"};
+static const char *const part_type[GPU_PART_NPARAMS] = {".s64", ".s64", ".s64", ".s64", ".s64",
+							".u64", ".u64", ".u64", ".u32"};
+
+void gpu_parts_declare(KernelGen *g)
+{
+	for (int i = 0; i < GPU_PART_NPARAMS; i++)
+		g->par.part_names[i] = ptx_param(g->f, part_param[i], part_type[i]);
+}
+
+PReg gpu_part_param(KernelGen *g, int i)
+{
+	int wide = part_type[i][2] == '6';
+	PReg r = gpu_reg(g, wide ? PC_B64 : PC_B32);
+	gpu_op2(g, PTX_LD, arena_printf(g->a, ".param%s", part_type[i]), po_r(r),
+		po_memsym(g->par.part_names[i], 0));
+	return r;
+}
+
+/* The launch's keys and rows, in the grid decode (both roles of a
+** warp-specialised CTA decode it): rows from qr0, keys up to kr1. */
+static void parts_grid(KernelGen *g)
+{
+	PReg qr1 = gpu_part_param(g, GPU_PART_QR1), kr1 = gpu_part_param(g, GPU_PART_KR1);
+	if (!g->s->pack) {
+		PReg qr0 = gpu_part_param(g, GPU_PART_QR0);
+		gpu_op3(g, PTX_ADD, ".s64", po_r(g->q0), po_r(g->q0), po_r(qr0));
+	}
+	gpu_op3(g, PTX_MIN, ".s64", po_r(g->qext), po_r(g->qext), po_r(qr1));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(g->sext), po_r(g->sext), po_r(kr1));
+}
+
 /* Extent of an index class, from the first node variable of that class. */
 static PReg class_extent(KernelGen *g, int cls)
 {
@@ -283,5 +317,7 @@ void gpu_decode_grid(KernelGen *g)
 	if (gend.n) /* the CTA's rows end with its group */
 		gpu_op3(g, PTX_MIN, ".s64", po_r(g->qext), po_r(g->qext), po_r(gend));
 	g->sext = class_extent(g, g->s->scls);
+	if (g->s->parts)
+		parts_grid(g);
 	gpu_lane_ids(g);
 }

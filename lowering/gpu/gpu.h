@@ -75,6 +75,22 @@ enum {
 ** alike). */
 int gpu_magic_params(const Plan *p);
 
+/* The parameters of the entry of partial states, NAME_fwd_part, after the
+** magic ones (parts.c), and its mode bits. */
+enum {
+	GPU_PART_KR0,
+	GPU_PART_KR1,
+	GPU_PART_KCHUNK,
+	GPU_PART_QR0,
+	GPU_PART_QR1,
+	GPU_PART_WS,
+	GPU_PART_CNT,
+	GPU_PART_ST,
+	GPU_PART_MODE,
+	GPU_PART_NPARAMS
+};
+enum { GPU_PART_MERGE_IN = 1, GPU_PART_FINALIZE = 2 };
+
 typedef enum ShapeNodeKind {
 	SN_GEMM1,   /* S[i, j] = sum[d] A[.., i, .., d] * B[.., j, .., d]: tensor cores */
 	SN_MAP,     /* element-wise value of the (i, j) tile */
@@ -131,6 +147,10 @@ typedef struct KernelShape {
 	** ends where it leaves it, with no refill (the tile scan); its entry is
 	** NAME_fwd_short */
 	int one_window;
+	/* the entry of partial states, NAME_fwd_part (parts.c), and the bytes
+	** of one CTA's states (set by the kernel builder) */
+	int parts;
+	unsigned part_cta_bytes;
 	/* set by the target's layout: the TMA tensor maps its kernel takes */
 	int ntmaps;
 	GpuTmap tmap[GPU_MAX_TMAPS];
@@ -181,6 +201,7 @@ typedef struct KernelParams {
 	const char **ptr_names, ***stride_names, **dim_names, **param_names;
 	const char *
 	    *magic_names; /* the grid decode's divisors (GPU_MAGIC_*, then 2 per grid class) */
+	const char *part_names[GPU_PART_NPARAMS]; /* NAME_fwd_part's (parts.c) */
 } KernelParams;
 
 /* The first table window's ids staged through shared memory (ranges.c's
@@ -325,7 +346,11 @@ void gpu_bar(KernelGen *g, int id);
 /* The kernel builder's warps in a CTA of target t (GpuTarget.consumer_warps). */
 int gpu_warps(const GpuTarget *t);
 PReg gpu_u32(KernelGen *g, PReg x); /* the low word of a b64 */
-int gpu_log2(long x);               /* of a power of two */
+/* NAME_fwd_part's parameters (GPU_PART_*): declared after the magic ones,
+** and one loaded (s64 and u64 as b64, the mode as b32) */
+void gpu_parts_declare(KernelGen *g);
+PReg gpu_part_param(KernelGen *g, int i);
+int gpu_log2(long x); /* of a power of two */
 
 /* expr.c */
 void gpu_expr_init(KernelGen *g);
@@ -457,6 +482,9 @@ void gpu_tile_body(KernelGen *g, TileState *t, int masked);
 void gpu_key_bounds_of(KernelGen *g, int i, Expr **lo, Expr **hi, const Expr **rest);
 
 /* online.c */
+/* rho = prod_m exp(k_m (from[ref_m][h] - to[ref_m][h])) of a running
+** state's references (1 where a reference did not move, -inf included). */
+PReg gpu_rho(KernelGen *g, const Running *run, PReg **from, PReg **to, int h);
 PReg gpu_quad_reduce(KernelGen *g, PReg x, int is_max);
 void gpu_rescale_row(KernelGen *g, TileState *t, int i, int rs);
 void gpu_rescale_node(KernelGen *g, TileState *t, int i);
@@ -492,6 +520,14 @@ void gpu_table_first(KernelGen *g, uint32_t off, PReg start);
 int gpu_warp_class_wanted(KernelGen *g, int table);
 void gpu_warp_class(KernelGen *g, PReg any, PReg all);
 
+/* parts.c: the entry of partial states (see the file's head); its
+** parameters are abi.c's, its keys and rows are narrowed in the grid
+** decode (abi.c) and the stream's bounds (scan.c) */
+int gpu_part_regs(const KernelGen *g); /* state registers per consumer thread */
+/* After the stream: the split's parts meet, states merge in, and either
+** the epilogue follows or the states are stored and the thread returns. */
+void gpu_parts_finish(KernelGen *g, TileState *t);
+
 /* epilogue.c */
 void gpu_epilogue(KernelGen *g, TileState *t);
 
@@ -501,6 +537,6 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape *s)
 ** gpu_compile. Nonzero after reporting through d why a cascade cannot be
 ** lowered. */
 int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d,
-		     GpuKernelInfo *info, const int *tiling);
+		     GpuKernelInfo *info, const int *tiling, int parts);
 
 #endif

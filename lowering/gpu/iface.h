@@ -44,6 +44,28 @@ void gpu_iface_header(FILE *out, const Program *prog);
 /* The header of a bundle of two targets: gpu_iface_header's, with
 ** NAME_kernel_info (which image runs, and how) declared too. */
 void gpu_iface_header_bundle(FILE *out, const Program *prog);
+/* Either, with parts: the declarations around NAME_fwd_part (--parts). */
+void gpu_iface_header_parts(FILE *out, const Program *prog, int bundle, int parts);
 void gpu_iface_source(FILE *out, const Program *prog, const GpuImages *im, const char *header_name);
 
+/* Between iface.c and iface_part.c (the launches of NAME_fwd_part): the
+** typed arguments of a cascade's NAME_gpu_args `a` as the arrays ptrs,
+** strides, dims and params of NAME_launch_generic, declared and filled. */
+void iface_unpack_args(FILE *o, const Cascade *c);
+/* Once per header and source: the types and the static helpers. */
+void iface_part_types(FILE *o);
+void iface_part_helpers(FILE *o);
+/* Per cascade: its declarations; in NAME_launch_impl after the magic
+** parameters, the part parameters; after it, the functions around it. */
+void iface_part_decls(FILE *o, const Cascade *c);
+void iface_part_args(FILE *o, const char *name, const GpuImages *im, int idx,
+		     const GpuKernelInfo *ai);
+void iface_part_functions(FILE *o, const Cascade *c, const GpuImages *im, int idx,
+			  const GpuKernelInfo *ai, const Plan *p);
+/* iface_cp.c: the context-parallel launch (ring attention), where the
+** plan's tensors shard along one sequence; else the header says why. */
+void iface_cp_decls(FILE *o, const Cascade *c);
+void iface_cp_functions(FILE *o, const Cascade *c, const Plan *p);
+/* An integer expression over dims as C over `dims[]`. */
+void iface_dim_expr(FILE *o, const Expr *e);
 #endif

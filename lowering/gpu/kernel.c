@@ -45,7 +45,12 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	g->a = a, g->p = p, g->c = p->c, g->s = s, g->t = tg;
 	g->row_blocks = tg->row_blocks(s), g->cta_rows = gpu_warps(tg) * 16 * g->row_blocks;
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);
-	ptx_func_init(f, a, arena_printf(a, s->one_window ? "%s_fwd_short" : "%s_fwd", p->c->name),
+	ptx_func_init(f, a,
+		      arena_printf(a,
+				   s->parts        ? "%s_fwd_part"
+				   : s->one_window ? "%s_fwd_short"
+						   : "%s_fwd",
+				   p->c->name),
 		      tg->threads);
 	f->minnctapersm = tg->min_ctas_per_sm;
 	g->f = f;
@@ -66,6 +71,8 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	gpu_scale_plan(g);
 	gpu_shift_plan(g);
 	gpu_declare_params(g);
+	if (s->parts)
+		gpu_parts_declare(g);
 	gpu_load_params(g);
 	g->grouped = row_masked(g, s);
 	gpu_decode_grid(g);
@@ -237,6 +244,10 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	/* fresh parameters and grid indices: not held across the stream */
 	gpu_load_params(g);
 	gpu_decode_grid(g);
+	if (s->parts) {
+		s->part_cta_bytes = (unsigned)gpu_part_regs(g) * (unsigned)gpu_warps(tg) * 32u * 4u;
+		gpu_parts_finish(g, &t);
+	}
 	gpu_epilogue(g, &t);
 	gpu_op0(g, PTX_RET, "");
 	return f;
@@ -260,18 +271,20 @@ static int entry_text(EntryText *e, const PtxFunc *f)
 
 /* A cascade whose masks keep a tile table may have two entries: NAME_fwd
 ** and NAME_fwd_short, the same kernel for keys that fit the table's first
-** window, without its refill; the module lists every NAME_fwd first. Each
+** window, without its refill; the module lists every NAME_fwd first. With
+** parts, every cascade also has NAME_fwd_part (parts.c), listed last. Each
 ** cascade is planned and built in an arena of its own, freed once its
 ** entries are printed, so that memory does not grow with the number of
 ** blocks in a file (only the text does). */
 int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d,
-		     GpuKernelInfo *info, const int *tiling)
+		     GpuKernelInfo *info, const int *tiling, int parts)
 {
 	int n = prog->cascades.n, rc = 0;
 	EntryText *main = calloc((size_t)n + 1, sizeof *main);
 	EntryText *shortw = calloc((size_t)n + 1, sizeof *shortw);
+	EntryText *partw = calloc((size_t)n + 1, sizeof *partw);
 	uint32_t align = 0;
-	if (!main || !shortw)
+	if (!main || !shortw || !partw)
 		rc = 1;
 	for (int i = 0; i < n && !rc; i++) {
 		Arena a;
@@ -305,6 +318,19 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			align = fa > align ? fa : align;
 			rc = entry_text(&shortw[i], f1);
 		}
+		unsigned part_cta_bytes = 0;
+		if (parts && !rc) {
+			/* the same kernel over a launch's keys and rows, its states
+			** merged and carried (parts.c) */
+			KernelShape s2;
+			gpu_shape(&a, p, &s2);
+			s2.tiling = s.tiling, s2.parts = 1;
+			PtxFunc *f2 = gpu_kernel(&a, t, p, &s2);
+			fa = ptx_smem_align(f2);
+			align = fa > align ? fa : align;
+			rc = entry_text(&partw[i], f2);
+			part_cta_bytes = s2.part_cta_bytes;
+		}
 		if (info) {
 			info[i].smem = f->smem_bytes;
 			info[i].block_m = (unsigned)(gpu_warps(t) * 16 * t->row_blocks(&s));
@@ -317,6 +343,8 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			info[i].window_keys = GPU_WINDOW_KEYS;
 			info[i].threads = (unsigned)t->threads;
 			info[i].ntmaps = s.ntmaps;
+			info[i].parts = parts;
+			info[i].part_cta_bytes = part_cta_bytes;
 			memcpy(info[i].tmap, s.tmap, sizeof s.tmap);
 			if (s.pack && s.pack->kind == EX_INT)
 				info[i].pack = s.pack->ival;
@@ -332,9 +360,12 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		for (int i = 0; i < n; i++)
 			if (shortw[i].text)
 				fprintf(out, "\n%s", shortw[i].text);
+		for (int i = 0; i < n; i++)
+			if (partw[i].text)
+				fprintf(out, "\n%s", partw[i].text);
 	}
-	for (int i = 0; i < n && main && shortw; i++)
-		free(main[i].text), free(shortw[i].text);
-	free(main), free(shortw);
+	for (int i = 0; i < n && main && shortw && partw; i++)
+		free(main[i].text), free(shortw[i].text), free(partw[i].text);
+	free(main), free(shortw), free(partw);
 	return rc;
 }

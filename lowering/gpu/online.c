@@ -8,14 +8,12 @@
 
 #include "gpu.h"
 
-/* rho per row half for a running node rebased on references. */
-static PReg rho(KernelGen *g, TileState *t, int i, int h)
+PReg gpu_rho(KernelGen *g, const Running *run, PReg **from, PReg **to, int h)
 {
-	const Running *run = &g->p->np[i].run;
 	PReg r = gpu_fconst(g, 1.0f);
 	for (int m = 0; m < run->nrefs; m++) {
 		int ref = run->ref[m];
-		PReg a = t->prev[ref][h], b = g->rowv[ref][h];
+		PReg a = from[ref][h], b = to[ref][h];
 		PReg d = gpu_reg(g, PC_F32), x = gpu_reg(g, PC_F32), same = gpu_reg(g, PC_PRED);
 		gpu_op3(g, PTX_SUB, ".f32", po_r(d), po_r(a), po_r(b));
 		gpu_op3(g, PTX_MUL, ".f32", po_r(d), po_r(d),
@@ -26,6 +24,13 @@ static PReg rho(KernelGen *g, TileState *t, int i, int h)
 		gpu_op3(g, PTX_MUL, ".f32", po_r(r), po_r(r), po_r(x));
 	}
 	return r;
+}
+
+/* rho per row half for a running node rebased on references, from the
+** references before this tile to the current ones. */
+static PReg rho(KernelGen *g, TileState *t, int i, int h)
+{
+	return gpu_rho(g, &g->p->np[i].run, t->prev, g->rowv, h);
 }
 
 PReg gpu_quad_reduce(KernelGen *g, PReg x, int is_max)

@@ -436,6 +436,18 @@ void gpu_scan(KernelGen *g, const TileScan *sc, PReg from, PReg out, PReg any, P
 ** there instead of testing every tile from 0 to the end: up to N / 64
 ** class tests per CTA, most of the stream's overhead under short windows.
 ** start = 0 and end = sext where some node has no bound on that side. */
+/* The stream's bounds narrowed to the CTA's part of the launch's keys:
+** [kr0 + z kchunk, kr0 + (z + 1) kchunk). */
+static void parts_bounds(KernelGen *g, PReg start, PReg end)
+{
+	PReg kr0 = gpu_part_param(g, GPU_PART_KR0), ch = gpu_part_param(g, GPU_PART_KCHUNK),
+	     z = gpu_special(g, "%ctaid.z"), lo = gpu_reg(g, PC_B64), hi = gpu_reg(g, PC_B64);
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(lo), po_r(z), po_r(ch), po_r(kr0));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(hi), po_r(lo), po_r(ch));
+	gpu_op3(g, PTX_MAX, ".s64", po_r(start), po_r(start), po_r(lo));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(hi));
+}
+
 void gpu_stream_bounds(KernelGen *g, PReg start, PReg end)
 {
 	const KernelShape *s = g->s;
@@ -469,6 +481,8 @@ void gpu_stream_bounds(KernelGen *g, PReg start, PReg end)
 		}
 		first = 0;
 	}
+	if (s->parts)
+		parts_bounds(g, start, end);
 	/* a union of ranges widened, then clamped into the stream */
 	gpu_op3(g, PTX_MAX, ".s64", po_r(start), po_r(start), po_i(0));
 	gpu_op3(g, PTX_AND, ".b64", po_r(start), po_r(start), po_i(-(int64_t)GPU_BN));

@@ -44,6 +44,8 @@ typedef struct GpuKernelInfo {
 	unsigned window_keys; /* keys one tile-table window covers */
 	int ntmaps;           /* TMA tensor maps the kernel takes (0: none) */
 	GpuTmap tmap[GPU_MAX_TMAPS];
+	int parts;               /* a third entry, NAME_fwd_part: partial states (gpu/parts.c) */
+	unsigned part_cta_bytes; /* the states of one CTA of it, in bytes */
 } GpuKernelInfo;
 
 enum { GPU_MAX_CUBINS = 4 };
@@ -165,9 +167,9 @@ enum { GPU_ERR_INPUT = -1, GPU_ERR_MEMORY = -2 };
 ** filled per cascade. With as (NULL: no ptxas) every round's PTX is
 ** assembled and a kernel that spills over the target's budget is generated
 ** again with its next tile-size choice (GpuTarget.retune); the last round's
-** machine code is kept. */
+** machine code is kept. parts: every kernel also gets NAME_fwd_part. */
 int gpu_compile(const GpuTarget *t, const Program *p, Diag *d, const GpuAssembler *as, char **buf,
-		size_t *n, GpuKernelInfo *info);
+		size_t *n, GpuKernelInfo *info, int parts);
 
 /* tune.c: why t generates no kernel for c (a reason that lives as long as
 ** a), or NULL where it generates one: gpu_emit_program's test, per

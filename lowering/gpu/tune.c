@@ -35,7 +35,7 @@ static char **entry_names(const Program *p)
 }
 
 int gpu_compile(const GpuTarget *t, const Program *p, Diag *d, const GpuAssembler *as, char **buf,
-		size_t *n, GpuKernelInfo *info)
+		size_t *n, GpuKernelInfo *info, int parts)
 {
 	int nc = p->cascades.n, rc = 0;
 	int *tiling = calloc((size_t)nc + 1, sizeof *tiling);
@@ -50,7 +50,7 @@ int gpu_compile(const GpuTarget *t, const Program *p, Diag *d, const GpuAssemble
 			rc = GPU_ERR_MEMORY;
 			break;
 		}
-		rc = gpu_emit_program(t, m, p, d, info, tiling) ? GPU_ERR_INPUT : 0;
+		rc = gpu_emit_program(t, m, p, d, info, tiling, parts) ? GPU_ERR_INPUT : 0;
 		fclose(m);
 		if (rc || !as)
 			break;

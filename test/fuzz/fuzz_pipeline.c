@@ -27,7 +27,7 @@ static void emit_ptx(FILE *out, const Program *p, Diag *d)
 	GpuKernelInfo *info = calloc((size_t)p->cascades.n + 1, sizeof *info);
 	char *buf = NULL;
 	size_t n = 0;
-	if (info && !gpu_compile(gpu_target("sm_80"), p, d, NULL, &buf, &n, info))
+	if (info && !gpu_compile(gpu_target("sm_80"), p, d, NULL, &buf, &n, info, 0))
 		fwrite(buf, 1, n, out);
 	free(buf);
 	free(info);

@@ -1,0 +1,50 @@
+/*
+** lowering/gpu/iface_args.c: C that every generated launcher writes (iface.c,
+** iface_part.c, iface_cp.c): integer expressions over the dims, and a
+** cascade's typed arguments as the arrays of NAME_launch_generic.
+*/
+#include "gpu.h"
+#include "iface.h"
+
+/* Integer expressions over dims, as C over `dims[]`. */
+void iface_dim_expr(FILE *o, const Expr *e)
+{
+	switch (e->kind) {
+	case EX_INT: fprintf(o, "%ldL", e->ival); break;
+	case EX_DIM:
+		if (e->dim->fixed)
+			fprintf(o, "%ldL", e->dim->fixed);
+		else
+			fprintf(o, "dims[%d]", e->dim->id);
+		break;
+	case EX_BINOP:
+		fputc('(', o);
+		iface_dim_expr(o, e->args[0]);
+		fprintf(o, " %s ", op_spelling((Op)e->op));
+		iface_dim_expr(o, e->args[1]);
+		fputc(')', o);
+		break;
+	default: fputs("0L", o); break;
+	}
+}
+
+/* The typed arguments `a` (NAME_gpu_args) as the arrays ptrs, strides, dims
+** and params, declared and filled. */
+void iface_unpack_args(FILE *o, const Cascade *c)
+{
+	fprintf(o,
+		"\tvoid *ptrs[%d] = {0};\n\tconst int64_t *strides[%d] = {0};\n\tlong "
+		"dims[%d];\n\tdouble params[%d];\n",
+		c->tensors.n + 1, c->tensors.n + 1, c->dims.n + 1, c->params.n + 1);
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		if (t->kind != TK_TEMP)
+			fprintf(o, "\tptrs[%d] = (void *)a->%s;\n\tstrides[%d] = a->%s_strides;\n",
+				i, t->name, i, t->name);
+	}
+	for (int i = 0; i < c->dims.n; i++)
+		fprintf(o, "\tdims[%d] = a->%s;\n", i, ((Dim *)c->dims.v[i])->name);
+	for (int i = 0; i < c->params.n; i++)
+		fprintf(o, "\tparams[%d] = a->%s;\n", i, ((Param *)c->params.v[i])->name);
+	fputs("\t(void)params;\n", o);
+}

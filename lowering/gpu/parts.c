@@ -1,0 +1,258 @@
+/*
+** lowering/gpu/parts.c: the entry of partial states, NAME_fwd_part. The
+** same kernel as NAME_fwd, over the keys [kr0, kr1) and the query rows
+** [qr0, qr1) of a launch, whose CTAs may split their keys further along
+** the grid's z (split-KV, Flash-Decoding) and carry their running states
+** across launches (context parallelism: one launch per K/V shard). The
+** plan's merge rule (docs/compiler.md §5) combines the states: maxes by
+** max, sums rebased on references by rho(r_a, r) a + rho(r_b, r) b.
+**
+** Every thread keeps its states in registers in the accumulators' layout,
+** and the same thread of the same CTA holds the same rows in every part
+** and every launch of one grid, so that a state is stored and merged
+** thread by thread with no knowledge of the layout: part z of CTA c keeps
+** state register r of consumer thread t at
+**   ws[((z * ncta + c) * nregs + r) * nthreads + t]   (f32),
+** a coalesced row of nthreads floats per register. The split's parts meet
+** per warp, not per CTA: each warp of each part stores its states,
+** fences, and takes a ticket from its own counter (cnt[c * nwarps + w],
+** u32); the warp that takes the last one resets the counter to zero,
+** merges the others' states and goes on; the others return. No CTA
+** barrier is involved, so the epilogue (which has none) runs per warp.
+** Parameters, after the magic ones (before any tensor map):
+**   kr0, kr1, kchunk (s64): the launch's keys, and keys per part (z);
+**                           kr0 and kchunk multiples of GPU_BN
+**   qr0, qr1 (s64):         the launch's query rows (grid x from qr0)
+**   ws, cnt (u64):          the split's workspace and counters (nz > 1)
+**   st (u64):               the states carried across launches (or 0)
+**   mode (u32):             GPU_PART_MERGE_IN: merge st's states in;
+**                           GPU_PART_FINALIZE: run the epilogue (else
+**                           store the states to st)
+*/
+#include <math.h>
+
+#include "gpu.h"
+
+/* The state registers of a node, or 0: row states per row slot, and the
+** output accumulators (the epilogue's net = DV / 8 n8 tiles per block). */
+static int node_regs(const KernelGen *g, int i)
+{
+	ShapeNodeKind k = g->s->node[i].kind;
+	if (k == SN_RMAX || k == SN_RSUM || k == SN_REF)
+		return 2 * g->row_blocks;
+	if (k == SN_GEMM2)
+		return (int)(g->row_blocks * g->s->DV / 8 * 4);
+	return 0;
+}
+
+int gpu_part_regs(const KernelGen *g)
+{
+	int n = 0;
+	for (int i = 0; i < g->c->nodes.n; i++)
+		n += node_regs(g, i);
+	return n;
+}
+
+/* State register r of node i at element k of that node. */
+static PReg *state_reg(KernelGen *g, int i, int k)
+{
+	return g->s->node[i].kind == SN_GEMM2 ? &g->acc[i][k] : &g->rowv[i][k];
+}
+
+/* The byte address of this thread's first state register in slot `slot`
+** (z * ncta + cta) of the array at base; registers follow nthreads * 4
+** bytes apart. */
+static PReg slot_addr(KernelGen *g, PReg base, PReg slot)
+{
+	int nthr = gpu_warps(g->t) * 32;
+	PReg a = gpu_reg(g, PC_B64), t = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(t), po_r(slot), po_i((int64_t)gpu_part_regs(g) * nthr));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(t), po_r(t), po_r(gpu_tid(g)));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(t), po_i(4), po_r(base));
+	return a;
+}
+
+/* Every state register to the slot at a. */
+static void store_states(KernelGen *g, PReg a)
+{
+	int stride = gpu_warps(g->t) * 32 * 4, r = 0;
+	for (int i = 0; i < g->c->nodes.n; i++)
+		for (int k = 0; k < node_regs(g, i); k++, r++)
+			gpu_op2(g, PTX_ST, ".global.f32", po_mem(a, r * stride),
+				po_r(*state_reg(g, i, k)));
+}
+
+/* The states of the slot at a merged into the registers by the plan's
+** merge rule: maxes first (their old values kept for rho), references
+** built from maxes computed again from the merged ones, then every sum
+** rebased on references scaled from its own references and the loaded
+** ones to the merged ones and added. Accumulators are loaded one at a
+** time, so that no second set of them is live. */
+static void merge_states(KernelGen *g, TileState *t, PReg a)
+{
+	int n = g->c->nodes.n, nrs = 2 * g->row_blocks;
+	int stride = gpu_warps(g->t) * 32 * 4;
+	PReg **old = ARENA_ARRAY(g->a, PReg *, n + 1), **in = ARENA_ARRAY(g->a, PReg *, n + 1);
+	int *at = ARENA_ARRAY(g->a, int, n + 1);
+	int r = 0;
+	for (int i = 0; i < n; i++) {
+		at[i] = r;
+		ShapeNodeKind k = g->s->node[i].kind;
+		if (k == SN_RMAX || k == SN_RSUM || k == SN_REF) {
+			in[i] = ARENA_ARRAY(g->a, PReg, GPU_MAXRS);
+			old[i] = ARENA_ARRAY(g->a, PReg, GPU_MAXRS);
+			for (int h = 0; h < nrs; h++) {
+				in[i][h] = gpu_reg(g, PC_F32), old[i][h] = gpu_reg(g, PC_F32);
+				gpu_op2(g, PTX_LD, ".global.f32", po_r(in[i][h]),
+					po_mem(a, (r + h) * stride));
+				gpu_op2(g, PTX_MOV, ".f32", po_r(old[i][h]), po_r(g->rowv[i][h]));
+			}
+		}
+		r += node_regs(g, i);
+	}
+	for (int i = 0; i < n; i++)
+		if (g->s->node[i].kind == SN_RMAX)
+			for (int h = 0; h < nrs; h++)
+				gpu_op3(g, PTX_MAX, ".f32", po_r(g->rowv[i][h]),
+					po_r(g->rowv[i][h]), po_r(in[i][h]));
+	gpu_expr_forget(g, 1);
+	for (int i = 0; i < n; i++)
+		if (g->s->node[i].kind == SN_REF)
+			for (int h = 0; h < nrs; h++) {
+				g->node = i, g->half = h, g->row = t->crows[h];
+				PReg v = gpu_expr(g, gpu_node(g, i)->body);
+				gpu_op2(g, PTX_MOV, ".f32", po_r(g->rowv[i][h]), po_r(v));
+			}
+	for (int i = 0; i < n; i++) {
+		ShapeNodeKind k = g->s->node[i].kind;
+		if (k != SN_RSUM && k != SN_GEMM2)
+			continue;
+		const Running *run = &g->p->np[i].run;
+		PReg mine[GPU_MAXRS], theirs[GPU_MAXRS];
+		for (int h = 0; h < nrs; h++) {
+			mine[h] = gpu_rho(g, run, old, g->rowv, h);
+			theirs[h] = gpu_rho(g, run, in, g->rowv, h);
+		}
+		int net = (int)(g->s->DV / 8);
+		for (int e = 0; e < node_regs(g, i); e++) {
+			int h = k == SN_RSUM ? e : gpu_acc_rs(net, e);
+			PReg x = k == SN_RSUM ? in[i][e] : gpu_reg(g, PC_F32),
+			     *s = state_reg(g, i, e);
+			if (k == SN_GEMM2)
+				gpu_op2(g, PTX_LD, ".global.f32", po_r(x),
+					po_mem(a, (at[i] + e) * stride));
+			gpu_op3(g, PTX_MUL, ".f32", po_r(*s), po_r(*s), po_r(mine[h]));
+			gpu_op4(g, PTX_FMA, ".rn.f32", po_r(*s), po_r(x), po_r(theirs[h]),
+				po_r(*s));
+		}
+	}
+	gpu_expr_forget(g, 1);
+}
+
+/* The CTA's linear launch position (x + nctaid.x y), b64. */
+static PReg cta_index(KernelGen *g)
+{
+	PReg x = gpu_special(g, "%ctaid.x"), y = gpu_special(g, "%ctaid.y"),
+	     nx = gpu_special(g, "%nctaid.x"), c = gpu_reg(g, PC_B64);
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(c), po_r(y), po_r(nx), po_r(x));
+	return c;
+}
+
+/* The split's meeting, per warp: this part's states to the workspace, a
+** ticket from the warp's counter, and for the last part's warp the others'
+** states merged in (the rest return). */
+static void split_meet(KernelGen *g, TileState *t, PReg cta)
+{
+	PReg nz = gpu_special(g, "%nctaid.z"), z = gpu_special(g, "%ctaid.z"),
+	     ncta = gpu_reg(g, PC_B64), slot = gpu_reg(g, PC_B64);
+	PReg nx = gpu_special(g, "%nctaid.x"), ny = gpu_special(g, "%nctaid.y");
+	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(ncta), po_r(nx), po_r(ny));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(slot), po_r(z), po_r(ncta), po_r(cta));
+	PReg ws = gpu_part_param(g, GPU_PART_WS);
+	store_states(g, slot_addr(g, ws, slot));
+	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
+	gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
+	/* lane 0 takes the ticket; every lane learns it */
+	PReg cnt = gpu_part_param(g, GPU_PART_CNT), ca = gpu_reg(g, PC_B64), w = gpu_reg(g, PC_B64),
+	     tk = gpu_reg(g, PC_B32), lead = gpu_reg(g, PC_PRED);
+	gpu_lane_ids(g);
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(w), po_r(cta), po_i(gpu_warps(g->t)), po_r(g->warp));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(ca), po_r(w), po_i(4), po_r(cnt));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(tk), po_i(0));
+	gpu_op3(g, PTX_SETP, ".eq.s64", po_r(lead), po_r(g->lane), po_i(0));
+	gpu_op3(g, PTX_ATOM, ".acq_rel.gpu.global.add.u32", po_r(tk), po_mem(ca, 0), po_i(1));
+	ptx_guard(g->f, lead, 0);
+	PReg tka = gpu_reg(g, PC_B32), last = gpu_reg(g, PC_PRED), nz1 = gpu_reg(g, PC_B32);
+	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(tka), po_r(tk), po_i(0), po_i(31), po_i(-1));
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(nz1), po_r(nz));
+	gpu_op3(g, PTX_SUB, ".u32", po_r(nz1), po_r(nz1), po_i(1));
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(last), po_r(tka), po_r(nz1));
+	gpu_op0(g, PTX_RET, "");
+	ptx_guard(g->f, last, 1);
+	/* the last: the counter back to zero for the next launch, the others'
+	** states after its acquire */
+	gpu_op2(g, PTX_ST, ".relaxed.gpu.global.u32", po_mem(ca, 0), po_i(0));
+	ptx_guard(g->f, lead, 0);
+	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
+	PReg zz = gpu_reg(g, PC_B64), fin = gpu_reg(g, PC_PRED), same = gpu_reg(g, PC_PRED);
+	int Lloop = ptx_new_label(g->f), Lnext = ptx_new_label(g->f), Lend = ptx_new_label(g->f);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(zz), po_i(0));
+	ptx_label(g->f, Lloop);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(fin), po_r(zz), po_r(nz));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lend));
+	ptx_guard(g->f, fin, 0);
+	gpu_op3(g, PTX_SETP, ".eq.s64", po_r(same), po_r(zz), po_r(z));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lnext));
+	ptx_guard(g->f, same, 0);
+	PReg s2 = gpu_reg(g, PC_B64);
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(s2), po_r(zz), po_r(ncta), po_r(cta));
+	merge_states(g, t, slot_addr(g, ws, s2));
+	ptx_label(g->f, Lnext);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(zz), po_r(zz), po_i(1));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lloop));
+	ptx_label(g->f, Lend);
+}
+
+void gpu_parts_finish(KernelGen *g, TileState *t)
+{
+	gpu_tile_rows(g, t);
+	PReg cta = cta_index(g), mode = gpu_part_param(g, GPU_PART_MODE);
+	PReg nz = gpu_special(g, "%nctaid.z"), one = gpu_reg(g, PC_PRED), mi = gpu_reg(g, PC_PRED),
+	     fz = gpu_reg(g, PC_PRED), b = gpu_reg(g, PC_B32);
+	int Lnosplit = ptx_new_label(g->f), Lnomerge = ptx_new_label(g->f);
+	/* a launch whose stream is empty for this CTA and that only carries
+	** the states on (a K/V shard wholly masked for its rows) leaves them */
+	{
+		PReg start = gpu_reg(g, PC_B64), end = gpu_reg(g, PC_B64), e = gpu_reg(g, PC_PRED),
+		     keep = gpu_reg(g, PC_PRED);
+		gpu_stream_bounds(g, start, end);
+		gpu_op3(g, PTX_SETP, ".ge.s64", po_r(e), po_r(start), po_r(end));
+		gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(mode),
+			po_i(GPU_PART_MERGE_IN | GPU_PART_FINALIZE));
+		gpu_op3(g, PTX_SETP, ".eq.u32", po_r(keep), po_r(b), po_i(GPU_PART_MERGE_IN));
+		gpu_op3(g, PTX_AND, ".pred", po_r(keep), po_r(keep), po_r(e));
+		gpu_op3(g, PTX_SETP, ".eq.s64", po_r(one), po_r(nz), po_i(1));
+		gpu_op3(g, PTX_AND, ".pred", po_r(keep), po_r(keep), po_r(one));
+		gpu_op0(g, PTX_RET, "");
+		ptx_guard(g->f, keep, 0);
+	}
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lnosplit));
+	ptx_guard(g->f, one, 0);
+	split_meet(g, t, cta);
+	ptx_label(g->f, Lnosplit);
+	PReg st = gpu_part_param(g, GPU_PART_ST), sa = slot_addr(g, st, cta);
+	gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(mode), po_i(GPU_PART_MERGE_IN));
+	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(mi), po_r(b), po_i(0));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lnomerge));
+	ptx_guard(g->f, mi, 1);
+	merge_states(g, t, sa);
+	ptx_label(g->f, Lnomerge);
+	gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(mode), po_i(GPU_PART_FINALIZE));
+	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(fz), po_r(b), po_i(0));
+	int Lfinal = ptx_new_label(g->f);
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lfinal));
+	ptx_guard(g->f, fz, 0);
+	store_states(g, sa);
+	gpu_op0(g, PTX_RET, "");
+	ptx_label(g->f, Lfinal);
+}
