@@ -13,7 +13,10 @@ for f in gen/*_cpu.c; do
 	file=$(basename "$f" _cpu.c)
 	casc=$(awk -v f="$file" '$1==f{print $2; exit}' cases.txt)
 	[ -n "$casc" ] || continue
-	gcc -O2 -std=c11 -fopenmp -D_GNU_SOURCE -DNAME="$casc" -Iruntime -Igen harness.c "gen/$file.c" \
+	# kernels with an entry of partial states (attnc --parts) are checked through it too
+	parts=""
+	grep -q "_launch_part_generic" "gen/$file.h" && parts="-DPARTS -DHEADER=\"$file.h\""
+	gcc -O2 -std=c11 -fopenmp -D_GNU_SOURCE -DNAME="$casc" $parts -Iruntime -Igen harness.c "gen/$file.c" \
 		"$f" $RT -ldl -lpthread -lm -o "bin/$file" 2>> "$OUT/build.log" || { echo "build $file FAILED"; fails=1; }
 done
 printf "%-16s %-34s %-10s %-10s %s\n" example shape output rel_l2 result > "$OUT/table.txt"

@@ -25,6 +25,9 @@
 #include <string.h>
 
 #include <attnrt.h>
+#ifdef PARTS
+#include HEADER
+#endif
 
 #define CAT2(a, b) a##b
 #define CAT(a, b)  CAT2(a, b)
@@ -101,6 +104,105 @@ static int check(int rc, const char *what)
 	}
 	return rc;
 }
+
+/* Every output on the device against the C back end's (host_f): relative
+** L2 error, NaNs, infinities in the same places; one line per output,
+** labelled with how the kernel was launched. Returns nonzero on a mismatch. */
+static int compare(int nt, const int *kind, const int *dt, const char *const *name,
+		   const long *numel, void *const *dev, void *const *hraw, void *const *host_f,
+		   const char *how)
+{
+	int fail = 0;
+	for (int i = 0; i < nt; i++) {
+		if (kind[i] != K_OUT)
+			continue;
+		check(attnrt_memcpy_dtoh(hraw[i], dev[i], (size_t)numel[i] * (size_t)esize(dt[i])),
+		      "download");
+		double num = 0, den = 0;
+		long nan = 0, infbad = 0;
+		for (long e = 0; e < numel[i]; e++) {
+			float g = dt[i] == T_BF16  ? from_bf16(((uint16_t *)hraw[i])[e])
+				  : dt[i] == T_F16 ? from_f16(((uint16_t *)hraw[i])[e])
+						   : ((float *)hraw[i])[e];
+			float c = ((float *)host_f[i])[e];
+			if (isnan(g)) {
+				nan++;
+				continue;
+			}
+			if (isinf(c) || isinf(g)) {
+				infbad += !(isinf(c) && isinf(g) && (c > 0) == (g > 0));
+				continue;
+			}
+			num += ((double)g - c) * ((double)g - c), den += (double)c * c;
+		}
+		double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+		double tol = (dt[i] == T_BF16) ? 1e-2 : 5e-3;
+		int ok = nan == 0 && infbad == 0 && rel < tol;
+		fail |= !ok;
+		printf("%s %s%s numel %ld rel_l2 %.3e nan %ld inf_mismatch %ld %s\n", STR(NAME),
+		       name[i], how, numel[i], rel, nan, infbad, ok ? "ok" : "BAD");
+	}
+	return fail;
+}
+
+/* Outputs poisoned again (all-ones: NaN in every float type). */
+static void poison(int nt, const int *kind, const int *dt, const long *numel, void *const *dev,
+		   void *const *hraw)
+{
+	for (int i = 0; i < nt; i++)
+		if (kind[i] == K_OUT) {
+			memset(hraw[i], 0xFF, (size_t)numel[i] * (size_t)esize(dt[i]));
+			check(attnrt_memcpy_htod(dev[i], hraw[i],
+						 (size_t)numel[i] * (size_t)esize(dt[i])),
+			      "poison");
+		}
+}
+
+#ifdef PARTS
+
+/* The kernel of partial states (attnc --parts) on the same inputs: split
+** into 3 parts and into as many as the launcher picks (twice: the split's
+** counters must be left at zero), and as a chain of three launches over
+** parts of the keys whose states are carried from one to the next (the
+** middle one from a key that is not a part boundary of the first). */
+static int check_parts(int nt, const int *kind, const int *dt, const char *const *name,
+		       const long *numel, void *const *dev, void *const *hraw, void *const *host_f,
+		       const long *dims, const double *params)
+{
+	int fail = 0;
+	size_t big = (size_t)1 << 28;
+	void *ws, *st;
+	check(attnrt_malloc(&ws, big), "malloc");
+	check(attnrt_malloc(&st, big), "malloc");
+	check(attnrt_memset(ws, 0, big), "memset");
+	static const int splits[3] = {3, 0, 0};
+	static const char *const how[3] = {"/split3", "/splitauto", "/splitauto2"};
+	for (int r = 0; r < 3; r++) {
+		attn_gpu_part pt = {0, 0, 0, 0, splits[r], ATTN_PART_FINALIZE, ws, big, NULL, 0};
+		poison(nt, kind, dt, numel, dev, hraw);
+		check(F(_launch_part_generic)(dev, NULL, dims, params, &pt, NULL), "launch part");
+		check(attnrt_synchronize(), "kernel part");
+		fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f, how[r]);
+	}
+	/* keys in three launches: [0, a), [a, b), [b, end) */
+	long kext = F(_part_keys)(dims);
+	long a = (kext / 3) / 64 * 64, b = (2 * kext / 3 + 63) / 64 * 64;
+	if (b > kext)
+		b = kext;
+	poison(nt, kind, dt, numel, dev, hraw);
+	attn_gpu_part c1 = {0, 0, 0, a, 2, 0, ws, big, st, big};
+	attn_gpu_part c2 = {0, 0, a, b, 1, ATTN_PART_MERGE_IN, ws, big, st, big};
+	attn_gpu_part c3 = {0,  0,   b,  0,  2, ATTN_PART_MERGE_IN | ATTN_PART_FINALIZE,
+			    ws, big, st, big};
+	check(F(_launch_part_generic)(dev, NULL, dims, params, &c1, NULL), "launch chain 1");
+	check(F(_launch_part_generic)(dev, NULL, dims, params, &c2, NULL), "launch chain 2");
+	check(F(_launch_part_generic)(dev, NULL, dims, params, &c3, NULL), "launch chain 3");
+	check(attnrt_synchronize(), "kernel chain");
+	fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f, "/chain3");
+	attnrt_free(ws), attnrt_free(st);
+	return fail;
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -236,36 +338,10 @@ int main(int argc, char **argv)
 		printf("C back end failed\nFAIL\n");
 		return 1;
 	}
-	int fail = 0;
-	for (int i = 0; i < nt; i++) {
-		if (kind[i] != K_OUT)
-			continue;
-		check(attnrt_memcpy_dtoh(hraw[i], dev[i], (size_t)numel[i] * (size_t)esize(dt[i])),
-		      "download");
-		double num = 0, den = 0;
-		long nan = 0, infbad = 0;
-		for (long e = 0; e < numel[i]; e++) {
-			float g = dt[i] == T_BF16  ? from_bf16(((uint16_t *)hraw[i])[e])
-				  : dt[i] == T_F16 ? from_f16(((uint16_t *)hraw[i])[e])
-						   : ((float *)hraw[i])[e];
-			float c = ((float *)host_f[i])[e];
-			if (isnan(g)) {
-				nan++;
-				continue;
-			}
-			if (isinf(c) || isinf(g)) {
-				infbad += !(isinf(c) && isinf(g) && (c > 0) == (g > 0));
-				continue;
-			}
-			num += ((double)g - c) * ((double)g - c), den += (double)c * c;
-		}
-		double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-		double tol = (dt[i] == T_BF16) ? 1e-2 : 5e-3;
-		int ok = nan == 0 && infbad == 0 && rel < tol;
-		fail |= !ok;
-		printf("%s %s numel %ld rel_l2 %.3e nan %ld inf_mismatch %ld %s\n", STR(NAME),
-		       name[i], numel[i], rel, nan, infbad, ok ? "ok" : "BAD");
-	}
+	int fail = compare(nt, kind, dt, name, numel, dev, hraw, host_f, "");
+#ifdef PARTS
+	fail |= check_parts(nt, kind, dt, name, numel, dev, hraw, host_f, dims, params);
+#endif
 	if (iters > 0) {
 		void *e0, *e1;
 		check(attnrt_event_create(&e0), "event");

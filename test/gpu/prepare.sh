@@ -8,6 +8,11 @@ cd "$(dirname "$0")/../.."
 ATTNC=${ATTNC:-build/bin/attnc}
 # TARGET=sm_90a: the same cases on the sm_90a kernels
 TARGET=${TARGET:-sm_80}
+# PARTS=1 (default): every kernel also gets its entry of partial states
+# (attnc --parts), which the harness checks split and chained too
+PARTS=${PARTS:-1}
+parts_opt=""
+[ "$PARTS" = 1 ] && parts_opt="--parts"
 DIR=${1:-.carry/gpu}
 rm -rf "$DIR" && mkdir -p "$DIR/gen"
 : > "$DIR/cases.txt"
@@ -79,7 +84,7 @@ while read -r file casc rest; do
 			"examples/${file%_d64}.attn" > "$src"
 		;;
 	esac
-	if ! "$ATTNC" --target="$TARGET" "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
+	if ! "$ATTNC" --target="$TARGET" $parts_opt "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
 		echo "skip $file: $(head -1 "$DIR/gen/$file.err")"
 		continue
 	fi
@@ -98,7 +103,7 @@ while read -r file casc rest; do
 		esac
 	done
 done < "$DIR/plan.txt"
-cp test/gpu/harness.c test/gpu/device.sh "$DIR/"
+cp test/gpu/harness.c test/gpu/device.sh test/gpu/ring.c test/gpu/ring.sh "$DIR/"
 cp -r runtime "$DIR/runtime"
 echo "$TARGET" > "$DIR/target.txt"
 echo "prepared $(wc -l < "$DIR/cases.txt") $TARGET cases in $DIR"

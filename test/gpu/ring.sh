@@ -1,0 +1,42 @@
+#!/bin/sh
+# Runs on a GPU machine with P >= 2 GPUs, from the folder test/gpu/prepare.sh
+# filled (gen/causal.c with --parts, runtime/, ring.c): builds the context-
+# parallel test (ring.c) for causal.attn, checks it against one GPU on P
+# ranks (small and 64k keys), runs compute-sanitizer memcheck on a small
+# case, and times causal attention at N = 64k, 128k and 256k (B = 1, H = 16,
+# D = 128) on P GPUs against one. NCCL is the one torch ships
+# (nvidia-nccl-cu12) unless ATTNRT_NCCL names another. Logs and
+# scaling.txt go to $OUT. P defaults to the GPU count.
+set -u
+cd "$(dirname "$0")"
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT" bin
+if [ -z "${ATTNRT_NCCL:-}" ]; then
+	d=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) or list(nvidia.nccl.__path__)[0])' 2> /dev/null)
+	[ -n "$d" ] && [ -f "$d/lib/libnccl.so.2" ] && export ATTNRT_NCCL="$d/lib/libnccl.so.2"
+fi
+echo "ATTNRT_NCCL=${ATTNRT_NCCL:-unset}" > "$OUT/ring.txt"
+P=${P:-$(nvidia-smi -L 2> /dev/null | wc -l)}
+gcc -O2 -std=c11 -D_GNU_SOURCE -DNAME=causal -DHAS_L -DHEADER='"causal.h"' -Iruntime -Igen ring.c gen/causal.c \
+	runtime/*.c -ldl -lpthread -lm -o bin/ring 2>> "$OUT/ring-build.log" || { echo "build ring FAILED"; exit 1; }
+fails=0
+run() {
+	log=$1
+	shift
+	timeout 300 "$@" > "$OUT/$log" 2>&1
+	r=$?
+	echo "$* rc=$r: $(grep -E 'rel_l2|max_abs|scaling|ERROR SUMMARY|FAIL' "$OUT/$log" | tr '\n' ' ')" >> "$OUT/ring.txt"
+	[ $r -ne 0 ] && fails=1
+}
+run ring.p1.log ./bin/ring 1 1 2 4096
+run ring.small.log ./bin/ring "$P" 2 3 4096
+run ring.64k.log ./bin/ring "$P" 1 4 65536
+if command -v compute-sanitizer > /dev/null; then
+	run ring.memcheck.log compute-sanitizer --tool memcheck --target-processes all --error-exitcode 9 ./bin/ring "$P" 1 2 2048
+fi
+for n in 65536 131072 262144; do
+	run "ring.time.$n.log" ./bin/ring "$P" 1 16 "$n" --time 5 --no-check
+done
+grep -h scaling "$OUT"/ring.time.*.log > "$OUT/scaling.txt" 2> /dev/null
+cat "$OUT/ring.txt"
+exit $fails
