@@ -60,7 +60,10 @@ for f in "$DIR"/attn/*.attn; do
 	printf "%-22s %10.3f %10.3f %10.3f\n" "$n" "$(echo "$t2 - $t1" | bc)" "$(echo "$t1 - $t0" | bc)" \
 		"$(echo "($t2 - $t1) - ($t1 - $t0)" | bc)" >> "$ct/compile-time.txt"
 done
-cp bench/anchors.py bench/table.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
+# decode (bench/decode.py): examples/decode.attn with its entry of partial
+# states, for split-KV
+"$ATTNC" --target=$TARGET --parts examples/decode.attn -o "$DIR/gen/decode"
+cp bench/anchors.py bench/decode.py bench/table.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
 cp -r runtime "$DIR/runtime"
 cat "$ct/compile-time.txt"
 echo "compile time in $ct"

@@ -1,0 +1,182 @@
+"""Decode: attnc's split-KV kernel against torch SDPA's backends, in one process.
+
+Runs on the GPU machine from the folder bench/prepare.sh filled (gen/decode.c:
+examples/decode.attn compiled with --parts; runtime sources in runtime/).
+The kernel is examples/decode.attn: one query token per sequence, GQA with HKV
+K/V heads of G query heads each, D = 128, bf16, keys j < kv_len[b] of M slots.
+attnc runs three ways on the same tensors: NAME_launch (one CTA per K/V head
+group: the grid of the prefill kernel), and NAME_launch_part with splits
+chosen by the launcher (split-KV, the parts merged by the plan's merge rule
+in the last CTA of each row), the workspace zero-filled once. SDPA's
+FlashAttention-2 and cuDNN backends run on the same q, K, V (enable_gqa).
+Bandwidth counts the K and V bytes a decode step must read once,
+2 * 2 * sum(kv_len) * HKV * D, over the median time (triton do_bench); the
+copy ceiling is a device-to-device copy of 2 GiB (read + write bytes / time).
+Every attnc output is checked against SDPA's (rel L2 below 1e-2).
+
+usage: python3 decode.py     writes DATE-COMMIT-decode/{meta,decode}.json and
+decode.txt under $OUT (bench/rundir.sh, bench/results/README.md)
+"""
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from triton.testing import do_bench
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.environ.get("OUT", "/tmp/out")
+D = 128
+rows = []
+meta = {}
+
+
+class Part(ctypes.Structure):
+    """attn_gpu_part of the generated header (ATTN_GPU_PART_V1)."""
+    _fields_ = [("q_begin", ctypes.c_long), ("q_end", ctypes.c_long), ("k_begin", ctypes.c_long),
+                ("k_end", ctypes.c_long), ("splits", ctypes.c_int), ("flags", ctypes.c_int),
+                ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_size_t),
+                ("state", ctypes.c_void_p), ("state_bytes", ctypes.c_size_t)]
+
+
+def rec(**kw):
+    if kw.get("sys", "").startswith("attnc"):
+        kw.update(meta)
+    rows.append(kw)
+    print(json.dumps(kw), flush=True)
+
+
+def bench(fn):
+    """do_bench's median after a second of back-to-back calls (anchors.py's
+    soak: the clocks settle under the power cap)."""
+    fn()
+    torch.cuda.synchronize()
+    t = time.time()
+    while time.time() - t < 1.0:
+        for _ in range(10):
+            fn()
+        torch.cuda.synchronize()
+    return do_bench(fn, warmup=50, rep=300, return_mode="median")
+
+
+def library():
+    so = os.path.join(HERE, "lib", "decode.so")
+    os.makedirs(os.path.dirname(so), exist_ok=True)
+    rt = [os.path.join(HERE, "runtime", f) for f in os.listdir(os.path.join(HERE, "runtime"))
+          if f.endswith(".c")]
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-D_GNU_SOURCE", "-I" + os.path.join(HERE, "runtime"),
+                    os.path.join(HERE, "gen", "decode.c")] + rt + ["-ldl", "-lpthread", "-lm", "-o", so],
+                   check=True)
+    lib = ctypes.CDLL(so)
+    lib.decode_launch_generic.restype = ctypes.c_int
+    lib.decode_launch_part_generic.restype = ctypes.c_int
+    lib.attnrt_last_error.restype = ctypes.c_char_p
+    return lib
+
+
+def shapes():
+    # (label, B, HKV, G, M, lengths): the issue's four shapes, a ragged batch
+    # of 16 sequences with lengths uniform in 1..64k and the balanced batch of
+    # the same total length
+    g = torch.Generator().manual_seed(7)
+    ragged = torch.randint(1, 65537, (16,), generator=g).tolist()
+    mean = sum(ragged) // 16
+    return [("1x128k", 1, 8, 4, 131072, [131072]),
+            ("8x8k", 8, 8, 4, 8192, [8192] * 8),
+            ("32x4k", 32, 8, 4, 4096, [4096] * 32),
+            ("1x32k_g8", 1, 8, 8, 32768, [32768]),
+            ("ragged16", 16, 8, 4, 65536, ragged),
+            ("balanced16", 16, 8, 4, mean, [mean] * 16)]
+
+
+def main():
+    env = dict(os.environ, OUT=OUT)
+    env.setdefault("DEVICE", torch.cuda.get_device_name())
+    run = subprocess.run(["sh", os.path.join(HERE, "rundir.sh"), "decode", "bench/decode.py"],
+                         env=env, check=True, capture_output=True, text=True).stdout.strip()
+    m = json.load(open(os.path.join(run, "meta.json")))
+    for k in ("target", "device", "commit", "date"):
+        meta[k] = m.get(k, "unknown")
+    lib = library()
+    stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    big = torch.empty(1 << 30, dtype=torch.int16, device="cuda")
+    dst = torch.empty_like(big)
+    ms = bench(lambda: dst.copy_(big))
+    copy_tbps = 2 * big.numel() * 2 / ms / 1e9
+    rec(kind="copy", sys="torch", bytes=big.numel() * 2, ms=ms, tbps=copy_tbps)
+    del big, dst
+    ws_bytes = 1 << 28
+    ws = torch.zeros(ws_bytes, dtype=torch.uint8, device="cuda")
+    for label, B, HKV, G, M, lens in shapes():
+        H = HKV * G
+        q = torch.randn(B, H, D, device="cuda", dtype=torch.bfloat16)
+        K = torch.randn(B, HKV, M, D, device="cuda", dtype=torch.bfloat16)
+        V = torch.randn(B, HKV, M, D, device="cuda", dtype=torch.bfloat16)
+        kv = torch.tensor(lens, dtype=torch.int32, device="cuda")
+        o = torch.empty(B, H, D, device="cuda", dtype=torch.bfloat16)
+        lse = torch.empty(B, H, device="cuda", dtype=torch.float32)
+        nbytes = 2 * 2 * sum(lens) * HKV * D
+        ptrs = (ctypes.c_void_p * 8)(*[t.data_ptr() for t in (q, K, V, kv, o, lse)])
+        dims = (ctypes.c_long * 5)(B, HKV, G, M, D)
+        params = (ctypes.c_double * 1)(D ** -0.5)
+        part = Part(0, 0, 0, 0, 0, 2, ws.data_ptr(), ws_bytes, None, 0)
+
+        def plain():
+            if lib.decode_launch_generic(ptrs, None, dims, params, stream()):
+                raise RuntimeError(lib.attnrt_last_error().decode())
+
+        def split():
+            if lib.decode_launch_part_generic(ptrs, None, dims, params, ctypes.byref(part), stream()):
+                raise RuntimeError(lib.attnrt_last_error().decode())
+        # the reference: SDPA on the valid keys of each sequence
+        ref = torch.empty_like(o)
+        for b in range(B):
+            qb = q[b:b + 1, :, None, :]
+            kb, vb = K[b:b + 1, :, :lens[b]], V[b:b + 1, :, :lens[b]]
+            ref[b] = F.scaled_dot_product_attention(qb, kb, vb, enable_gqa=True)[0, :, 0]
+        for name, fn in (("attnc", plain), ("attnc_split", split)):
+            o.fill_(float("nan"))
+            fn()
+            torch.cuda.synchronize()
+            err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
+            t = bench(fn)
+            rec(kind="decode", sys=name, shape=label, B=B, HKV=HKV, G=G, M=M, kv_tokens=sum(lens),
+                ms=t, tbps=nbytes / t / 1e9, rel_l2=err, ok=bool(err < 1e-2))
+        if len(set(lens)) == 1:
+            qs = q[:, :, None, :]
+            for be, name in ((SDPBackend.FLASH_ATTENTION, "sdpa_flash2"), (SDPBackend.CUDNN_ATTENTION, "sdpa_cudnn")):
+                try:
+                    with sdpa_kernel(be):
+                        fn = lambda: F.scaled_dot_product_attention(qs, K, V, enable_gqa=True)
+                        t = bench(fn)
+                    rec(kind="decode", sys=name, shape=label, B=B, HKV=HKV, G=G, M=M, kv_tokens=sum(lens),
+                        ms=t, tbps=nbytes / t / 1e9)
+                except Exception as e:
+                    rec(kind="decode", sys=name, shape=label, error=str(e)[:200])
+        del q, K, V, o, lse, ref
+        torch.cuda.empty_cache()
+    json.dump(rows, open(os.path.join(run, "decode.json"), "w"), indent=1)
+    by = {(r.get("shape"), r["sys"]): r for r in rows if r.get("kind") == "decode" and "tbps" in r}
+    lines = ["%-11s %8s %8s %8s %8s %9s %9s %6s" % ("shape", "attnc", "split", "fa2", "cudnn", "split/fa2",
+                                                  "split/cud", "ok")]
+    for label, *_ in shapes():
+        g = lambda s: by.get((label, s), {}).get("tbps")
+        s, f2, cu = g("attnc_split"), g("sdpa_flash2"), g("sdpa_cudnn")
+        fmt = lambda x: "%8.2f" % x if x else "%8s" % "-"
+        lines.append("%-11s %s %s %s %s %9s %9s %6s" % (
+            label, fmt(g("attnc")), fmt(s), fmt(f2), fmt(cu),
+            "%.2f" % (s / f2) if s and f2 else "-", "%.2f" % (s / cu) if s and cu else "-",
+            by.get((label, "attnc_split"), {}).get("ok")))
+    lines.append("TB/s of K+V read; copy ceiling %.2f TB/s; %s %s %s %s" % (
+        copy_tbps, meta.get("target"), meta.get("device"), meta.get("commit"), meta.get("date")))
+    open(os.path.join(run, "decode.txt"), "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
