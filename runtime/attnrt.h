@@ -24,8 +24,12 @@ extern "C" {
 ** (ATTNRT_IMAGE_LAUNCH) and attnrt_kernel_config; AttnrtImage and
 ** AttnrtKernel keep version 1's layout, so version-1 code runs unchanged.
 ** 3: attnrt_tensor_map, the TMA tensor maps that sm_90a kernels take; code
-** for earlier versions is unaffected. */
-#define ATTNRT_API_VERSION 3
+** for earlier versions is unaffected. 4: context parallelism: the device
+** helpers (attnrt_use_device, attnrt_device_sms, attnrt_memset, streams,
+** attnrt_stream_wait_event, attnrt_memcpy_dtod_async), NCCL communicators
+** (AttnrtComm, ATTNRT_ERR_NO_NCCL, ATTNRT_ERR_COMM) and the ring
+** (attnrt_ring_run); nothing earlier changes. */
+#define ATTNRT_API_VERSION 4
 
 #if defined(__GNUC__)
 #define ATTNRT_API __attribute__((visibility("default")))
@@ -42,7 +46,9 @@ enum {
 	ATTNRT_ERR_LOAD = 5,      /* the driver rejected the image (JIT log in the message) */
 	ATTNRT_ERR_RESOURCES = 6, /* the kernel needs more shared memory than the device has */
 	ATTNRT_ERR_ARGUMENT = 7,  /* a bad argument (attnrt_check_tensor and the like) */
-	ATTNRT_ERR_NOMEM = 8      /* a host allocation failed */
+	ATTNRT_ERR_NOMEM = 8,     /* a host allocation failed */
+	ATTNRT_ERR_NO_NCCL = 9,   /* libnccl.so.2 missing, unloadable or too old (< 2.7) */
+	ATTNRT_ERR_COMM = 10      /* an NCCL call failed (ncclGetErrorString in the message) */
 };
 
 /* This thread's message for its last failed call ("" if none yet). */
@@ -64,6 +70,12 @@ ATTNRT_API int attnrt_init(void);
 ATTNRT_API int attnrt_device_count(int *n);
 /* The current device's ordinal and compute capability (major * 10 + minor). */
 ATTNRT_API int attnrt_current_device(int *device, int *sm);
+/* Makes device ordinal's primary context current on the calling thread, so
+** that this thread's later calls (allocations, kernels, attnrt_comm_init)
+** use that device. ATTNRT_ERR_ARGUMENT for an ordinal out of range. */
+ATTNRT_API int attnrt_use_device(int ordinal);
+/* The current device's multiprocessor count. */
+ATTNRT_API int attnrt_device_sms(int *n);
 /* cuDriverGetVersion: 12040 for CUDA 12.4. */
 ATTNRT_API int attnrt_driver_version(int *version);
 
@@ -183,6 +195,23 @@ ATTNRT_API int attnrt_malloc(void **dptr, size_t bytes);
 ATTNRT_API int attnrt_free(void *dptr);
 ATTNRT_API int attnrt_memcpy_htod(void *dst, const void *src, size_t bytes);
 ATTNRT_API int attnrt_memcpy_dtoh(void *dst, const void *src, size_t bytes);
+/* Sets bytes bytes at dptr to value (its low 8 bits) with cuMemsetD8, on
+** the legacy default stream; as CUDA's memsets of device memory go, it may
+** return before the fill is done (a synchronize, or later work on a stream
+** that synchronises with the default one, sees it). _async: cuMemsetD8Async
+** on stream. */
+ATTNRT_API int attnrt_memset(void *dptr, int value, size_t bytes);
+ATTNRT_API int attnrt_memset_async(void *dptr, int value, size_t bytes, void *stream);
+/* Device-to-device copy of bytes bytes on stream, no synchronisation. */
+ATTNRT_API int attnrt_memcpy_dtod_async(void *dst, const void *src, size_t bytes, void *stream);
+/* A stream in the current context that does not synchronise with the legacy
+** default stream (CU_STREAM_NON_BLOCKING). Destroying one with work still
+** queued is allowed: the driver releases it once the work is done. */
+ATTNRT_API int attnrt_stream_create(void **stream);
+ATTNRT_API int attnrt_stream_destroy(void *stream);
+/* Work queued on stream after this waits for event's last record (at the
+** time of this call) to complete; the host does not wait. */
+ATTNRT_API int attnrt_stream_wait_event(void *stream, void *event);
 /* Waits for all work on the current context (cuCtxSynchronize). */
 ATTNRT_API int attnrt_synchronize(void);
 ATTNRT_API int attnrt_stream_synchronize(void *stream);
@@ -193,6 +222,66 @@ ATTNRT_API int attnrt_event_create(void **event);
 ATTNRT_API int attnrt_event_record(void *event, void *stream);
 ATTNRT_API int attnrt_event_elapsed_ms(void *start, void *end, float *ms);
 ATTNRT_API int attnrt_event_destroy(void *event);
+
+/* Communicators for context parallelism, over NCCL (libnccl.so.2 2.7 or
+** later, or the library $ATTNRT_NCCL names), loaded with dlopen on first
+** use: without it these return ATTNRT_ERR_NO_NCCL, except for communicators
+** of one rank, which never call NCCL. Not for concurrent use from several
+** threads (NCCL's communicators are not). */
+typedef struct AttnrtComm AttnrtComm;
+
+#define ATTNRT_COMM_ID_BYTES 128 /* an ncclUniqueId */
+
+/* ncclGetUniqueId into id (ATTNRT_COMM_ID_BYTES bytes): one rank makes it
+** and hands it to the others (by MPI, a file, a socket...). */
+ATTNRT_API int attnrt_comm_unique_id(void *id);
+/* ncclCommInitRank on the current device (attnrt_use_device first): blocks
+** until all nranks ranks have called it with the same id. rank is this
+** process's or thread's place in 0 .. nranks - 1. With nranks 1, id may be
+** NULL and NCCL is not needed. */
+ATTNRT_API int attnrt_comm_init(AttnrtComm **comm, int nranks, int rank, const void *id);
+/* A communicator around an ncclComm_t the caller made (with the libnccl
+** that attnrt loads, the process's libnccl.so.2 or $ATTNRT_NCCL); the
+** caller keeps it: attnrt_comm_destroy leaves it alone. nccl_comm may be
+** NULL when nranks is 1. */
+ATTNRT_API int attnrt_comm_wrap(AttnrtComm **comm, void *nccl_comm, int nranks, int rank);
+ATTNRT_API int attnrt_comm_rank(const AttnrtComm *comm, int *rank, int *nranks);
+/* Frees comm with the ring's stream and events, and its NCCL communicator
+** if attnrt_comm_init made it. Synchronize the streams that the rings ran
+** on first. NULL is a no-op. */
+ATTNRT_API void attnrt_comm_destroy(AttnrtComm *comm);
+
+/* Ring attention's K/V rotation, for any kernel: the ring moves the
+** buffers, a callback launches the compute. Of P ranks, rank r's step s
+** (0 .. P-1) sees rank (r - s + P) % P's shard, in bufs: local for s = 0,
+** then recv0, recv1, recv0... (s odd: recv0, s even: recv1). step returns
+** ATTNRT_OK, or a code that stops the ring and is returned (with the
+** message the step set). */
+typedef int (*AttnrtRingStep)(void *ctx, int step, int src_rank, void *const *bufs, void *stream);
+
+/* Runs the P steps of the ring on comm. nbufs (1..8) device buffers per
+** set: local[i] (this rank's shard, bytes[i] > 0 bytes, read only), and two
+** receive sets recv0[i], recv1[i] of the same sizes, distinct from local
+** and from each other (NULL allowed with one rank). Before step s < P-1,
+** the ring posts, on its own communication stream and in one NCCL group,
+** the sends of step s's set to rank (r + 1) % P and the receives of step
+** s + 1's set from rank (r - 1 + P) % P; so the exchange overlaps step s.
+** Each step is called on the host in order, to queue its work on stream
+** (the caller's; NULL = the legacy default stream), which by then is made
+** to wait (events, not the host) for the receive of that step's set; a
+** receive into a set waits for the step that last read it, and the first
+** sends wait for the work queued on stream before the call (the local
+** shard may be written just before). Nothing waits on the host: on return
+** stream is ordered after all the ring's work, so a synchronize of it sees
+** everything done. The communication stream and events are made on the
+** first call of a communicator of two or more ranks and kept in it. P = 1:
+** step 0 on local, nothing else. If a step fails after its group was
+** posted, the group still completes only when the other ranks post theirs:
+** they must stop at the same step, or the communicator is unusable (abort
+** it with ncclCommAbort; the process should not reuse it). */
+ATTNRT_API int attnrt_ring_run(AttnrtComm *comm, int nbufs, void *const *local, const size_t *bytes,
+			       void *const *recv0, void *const *recv1, AttnrtRingStep step,
+			       void *ctx, void *stream);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,8 @@
 ** cuda.h silently renames symbols (cuMemAlloc -> cuMemAlloc_v2) and a plain
 ** dlsym would return legacy ABIs. The outcome of loading and cuInit is
 ** computed once and kept, failures included, so every later call reports the
-** same one-line message. Also the thread-local error message.
+** same one-line message. Also the thread-local error message, and the
+** choice of device (attnrt_use_device, one primary context per device).
 */
 #define _POSIX_C_SOURCE 200809L
 
@@ -33,7 +34,10 @@ static int g_use_fake;
 static void *g_handle;
 static int g_fail_code;
 static char g_fail_msg[1024];
-static ARcontext g_primary; /* device 0's primary context, retained once */
+/* primary contexts retained so far, by ordinal; those of ordinals past the
+** table are retained on every attnrt_use_device (the driver counts them) */
+#define MAX_CACHED_DEVICES 64
+static ARcontext g_primary[MAX_CACHED_DEVICES];
 
 /* The entries of AttnrtDriver by driver symbol name, for cuGetProcAddress.
 ** cuDriverGetVersion comes first so later failures can quote the version.
@@ -81,6 +85,12 @@ static const struct {
     E(cuEventElapsedTime),
     E(cuEventDestroy),
     OPT(cuTensorMapEncodeTiled),
+    OPT(cuMemsetD8),
+    OPT(cuMemsetD8Async),
+    OPT(cuMemcpyDtoDAsync),
+    OPT(cuStreamCreate),
+    OPT(cuStreamDestroy),
+    OPT(cuStreamWaitEvent),
 #undef E
 #undef OPT
 };
@@ -111,6 +121,8 @@ const char *attnrt_error_name(int code)
 	case ATTNRT_ERR_RESOURCES: return "ATTNRT_ERR_RESOURCES";
 	case ATTNRT_ERR_ARGUMENT: return "ATTNRT_ERR_ARGUMENT";
 	case ATTNRT_ERR_NOMEM: return "ATTNRT_ERR_NOMEM";
+	case ATTNRT_ERR_NO_NCCL: return "ATTNRT_ERR_NO_NCCL";
+	case ATTNRT_ERR_COMM: return "ATTNRT_ERR_COMM";
 	default: return "ATTNRT_ERR_UNKNOWN";
 	}
 }
@@ -310,6 +322,37 @@ int attnrt_driver(const AttnrtDriver **out)
 	return ATTNRT_OK;
 }
 
+/* Retaining is not free and each retain must be balanced to release the
+** context, which libattnrt never does: one retain per device, kept for the
+** life of the process. */
+int attnrt_primary_context(const AttnrtDriver *d, int ordinal, ARcontext *ctx)
+{
+	const char *call = "cuDeviceGet";
+	ARresult r = AR_CUDA_SUCCESS;
+	ARcontext c = NULL;
+	int cached = ordinal >= 0 && ordinal < MAX_CACHED_DEVICES;
+	pthread_mutex_lock(&g_lock);
+	if (cached)
+		c = g_primary[ordinal];
+	if (!c) {
+		ARdevice dev = 0;
+		r = d->cuDeviceGet(&dev, ordinal);
+		if (r == AR_CUDA_SUCCESS) {
+			call = "cuDevicePrimaryCtxRetain";
+			r = d->cuDevicePrimaryCtxRetain(&c, dev);
+		}
+		if (r != AR_CUDA_SUCCESS)
+			c = NULL;
+		else if (cached)
+			g_primary[ordinal] = c;
+	}
+	pthread_mutex_unlock(&g_lock);
+	if (r != AR_CUDA_SUCCESS)
+		return attnrt_fail_cuda(d, r, "%s (device %d)", call, ordinal);
+	*ctx = c;
+	return ATTNRT_OK;
+}
+
 /* The current context, or device 0's primary context made current here. */
 int attnrt_context(const AttnrtDriver **out, ARcontext *ctx_out, ARdevice *dev_out)
 {
@@ -322,22 +365,8 @@ int attnrt_context(const AttnrtDriver **out, ARcontext *ctx_out, ARdevice *dev_o
 	if (r != AR_CUDA_SUCCESS)
 		return attnrt_fail_cuda(d, r, "cuCtxGetCurrent");
 	if (!ctx) {
-		const char *call = "cuDeviceGet";
-		pthread_mutex_lock(&g_lock);
-		if (!g_primary) {
-			ARdevice dev0 = 0;
-			r = d->cuDeviceGet(&dev0, 0);
-			if (r == AR_CUDA_SUCCESS) {
-				call = "cuDevicePrimaryCtxRetain";
-				r = d->cuDevicePrimaryCtxRetain(&g_primary, dev0);
-				if (r != AR_CUDA_SUCCESS)
-					g_primary = NULL;
-			}
-		}
-		ctx = g_primary;
-		pthread_mutex_unlock(&g_lock);
-		if (r != AR_CUDA_SUCCESS)
-			return attnrt_fail_cuda(d, r, "%s (device 0)", call);
+		if ((rc = attnrt_primary_context(d, 0, &ctx)) != 0)
+			return rc;
 		r = d->cuCtxSetCurrent(ctx);
 		if (r != AR_CUDA_SUCCESS)
 			return attnrt_fail_cuda(d, r,
@@ -353,6 +382,45 @@ int attnrt_context(const AttnrtDriver **out, ARcontext *ctx_out, ARdevice *dev_o
 	if (dev_out)
 		*dev_out = dev;
 	return ATTNRT_OK;
+}
+
+/* A program that drives several GPUs (one thread per rank of a ring) picks
+** each thread's device here; without it every thread gets device 0. */
+int attnrt_use_device(int ordinal)
+{
+	const AttnrtDriver *d;
+	int rc = attnrt_driver(&d);
+	if (rc)
+		return rc;
+	int n = 0;
+	ARresult r = d->cuDeviceGetCount(&n);
+	if (r != AR_CUDA_SUCCESS)
+		return attnrt_fail_cuda(d, r, "cuDeviceGetCount");
+	if (ordinal < 0 || ordinal >= n)
+		return attnrt_fail(ATTNRT_ERR_ARGUMENT,
+				   "attnrt_use_device: device %d does not exist (%d device%s)",
+				   ordinal, n, n == 1 ? "" : "s");
+	ARcontext ctx = NULL;
+	if ((rc = attnrt_primary_context(d, ordinal, &ctx)) != 0)
+		return rc;
+	r = d->cuCtxSetCurrent(ctx);
+	if (r != AR_CUDA_SUCCESS)
+		return attnrt_fail_cuda(d, r, "cuCtxSetCurrent (device %d's primary context)",
+					ordinal);
+	return ATTNRT_OK;
+}
+
+/* The driver is there but older than a call needs: say which entry point and
+** which driver, as the loader does for the required ones. */
+int attnrt_fail_missing(const AttnrtDriver *d, const char *entry, const char *call)
+{
+	int v = 0;
+	char vt[32];
+	if (d->cuDriverGetVersion(&v) != AR_CUDA_SUCCESS)
+		v = 0;
+	version_text(v, vt, sizeof vt);
+	return attnrt_fail(ATTNRT_ERR_NO_DRIVER, "%s: the CUDA driver (version %s) lacks %s", call,
+			   vt, entry);
 }
 
 /* Compute capability as one number, the form AttnrtImage.sm uses. */
@@ -409,6 +477,26 @@ int attnrt_current_device(int *device, int *sm)
 	return ATTNRT_OK;
 }
 
+/* Persistent kernels size their grid by it (one CTA per multiprocessor). */
+int attnrt_device_sms(int *n)
+{
+	if (!n)
+		return attnrt_fail(ATTNRT_ERR_ARGUMENT, "attnrt_device_sms: NULL argument");
+	*n = 0;
+	const AttnrtDriver *d;
+	ARdevice dev = 0;
+	int rc = attnrt_context(&d, NULL, &dev);
+	if (rc)
+		return rc;
+	ARresult r = d->cuDeviceGetAttribute(n, AR_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+	if (r != AR_CUDA_SUCCESS) {
+		*n = 0;
+		return attnrt_fail_cuda(
+		    d, r, "cuDeviceGetAttribute(multiprocessor count) of device %d", dev);
+	}
+	return ATTNRT_OK;
+}
+
 /* For messages about PTX versions and for bug reports. */
 int attnrt_driver_version(int *version)
 {
@@ -447,7 +535,7 @@ int attnrt_set_driver_for_testing(const AttnrtDriver *fake)
 	else
 		memset(&g_table, 0, sizeof g_table);
 	g_use_fake = fake != NULL;
-	g_primary = NULL;
+	memset(g_primary, 0, sizeof g_primary);
 	g_fail_code = 0;
 	g_fail_msg[0] = 0;
 	atomic_store_explicit(&g_state, ST_UNTRIED, memory_order_release);

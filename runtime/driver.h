@@ -43,6 +43,7 @@ enum {
 	AR_CUDA_ERROR_NOT_FOUND = 500,
 	AR_CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
 
+	AR_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
 	AR_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
 	AR_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 	AR_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
@@ -58,6 +59,8 @@ enum {
 	AR_CU_GET_PROC_ADDRESS_DEFAULT = 0,
 	AR_CU_GET_PROC_ADDRESS_SUCCESS = 0,
 	AR_CU_EVENT_DEFAULT = 0,
+	AR_CU_EVENT_DISABLE_TIMING = 2,
+	AR_CU_STREAM_NON_BLOCKING = 1,
 
 	/* cuTensorMapEncodeTiled's enums (CUtensorMapDataType and so on) */
 	AR_CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
@@ -116,6 +119,17 @@ typedef struct AttnrtDriver {
 					   const uint32_t *box, const uint32_t *elem_strides,
 					   int interleave, int swizzle, int l2_promotion,
 					   int oob_fill);
+	/* Optional for fakes and tests (every CUDA 12.0 driver has them): the
+	** fills, streams and device-to-device copies that the ring and the
+	** device helpers use; a call that needs a missing one says so. */
+	ARresult (*cuMemsetD8)(ARdeviceptr dptr, unsigned char value, size_t bytes);
+	ARresult (*cuMemsetD8Async)(ARdeviceptr dptr, unsigned char value, size_t bytes,
+				    ARstream stream);
+	ARresult (*cuMemcpyDtoDAsync)(ARdeviceptr dst, ARdeviceptr src, size_t bytes,
+				      ARstream stream);
+	ARresult (*cuStreamCreate)(ARstream *stream, unsigned flags);
+	ARresult (*cuStreamDestroy)(ARstream stream);
+	ARresult (*cuStreamWaitEvent)(ARstream stream, ARevent event, unsigned flags);
 } AttnrtDriver;
 
 /* Installs a fake driver (every required entry non-NULL; an optional one may
@@ -129,6 +143,11 @@ ATTNRT_API int attnrt_set_driver_for_testing(const AttnrtDriver *fake);
 int attnrt_driver(const AttnrtDriver **out);
 /* The driver with a current context on this thread (see attnrt_init). */
 int attnrt_context(const AttnrtDriver **out, ARcontext *ctx, ARdevice *dev);
+/* Device ordinal's primary context, retained once per device and kept. */
+int attnrt_primary_context(const AttnrtDriver *d, int ordinal, ARcontext *ctx);
+/* ATTNRT_ERR_NO_DRIVER naming the driver's version and the optional entry
+** point (a NULL one in the table) that call needs. */
+int attnrt_fail_missing(const AttnrtDriver *d, const char *entry, const char *call);
 /* The compute capability of dev as major * 10 + minor. */
 int attnrt_device_sm(const AttnrtDriver *d, ARdevice dev, int *sm);
 /* k loaded for the current context: its CUfunction, the image's sm and its

@@ -3,11 +3,13 @@
 # fake driver table; rt_dlopen: the real loading path against rt_fakecuda, a
 # stand-in libcuda built here in two variants; rt_abi (where cuda.h exists):
 # the restated CUDA constants; rt_divmagic: the launchers' division by a
-# multiply and a shift; rt_example_nogpu: installs the runtime into a
+# multiply and a shift; rt_ring: communicators and the ring, with ranks as
+# threads over rt_fakecuda_nccl (rt_fakecuda and the stand-in libnccl
+# rt_fakenccl in one module); rt_example_nogpu: installs the runtime into a
 # scratch prefix and builds examples/c against it.
 set(_rt_unit ${CMAKE_CURRENT_SOURCE_DIR}/unit)
 
-foreach(_t nodriver check fake dlopen divmagic)
+foreach(_t nodriver check fake dlopen divmagic ring)
   add_executable(test_rt_${_t} ${_rt_unit}/rt_${_t}.c)
   target_compile_options(test_rt_${_t} PRIVATE ${ATTN_WARNINGS})
   target_include_directories(test_rt_${_t} PRIVATE ${PROJECT_SOURCE_DIR}/runtime)
@@ -28,6 +30,15 @@ endforeach()
 target_compile_definitions(rt_fakecuda_v2 PRIVATE FAKECUDA_V2)
 add_test(NAME rt_dlopen COMMAND test_rt_dlopen $<TARGET_FILE:rt_fakecuda_v2>
          $<TARGET_FILE:rt_fakecuda_v1>)
+
+find_package(Threads REQUIRED)
+add_library(rt_fakecuda_nccl MODULE ${_rt_unit}/rt_fakecuda.c ${_rt_unit}/rt_fakenccl.c)
+target_compile_options(rt_fakecuda_nccl PRIVATE ${ATTN_WARNINGS})
+target_compile_definitions(rt_fakecuda_nccl PRIVATE FAKECUDA_V2)
+target_link_libraries(rt_fakecuda_nccl PRIVATE Threads::Threads)
+set_target_properties(rt_fakecuda_nccl PROPERTIES C_VISIBILITY_PRESET hidden)
+add_dependencies(test_rt_ring rt_fakecuda_nccl)
+add_test(NAME rt_ring COMMAND test_rt_ring $<TARGET_FILE:rt_fakecuda_nccl>)
 
 find_path(ATTN_CUDA_INCLUDE cuda.h PATHS $ENV{CUDA_PATH}/include /usr/local/cuda/include
           NO_DEFAULT_PATH)

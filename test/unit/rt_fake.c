@@ -12,7 +12,10 @@
 ** image with its own shared memory and block size beside sm_80's defaults),
 ** the memory and event wrappers, thread-local messages, and TMA tensor maps
 ** (the driver's argument order, the replaced strides of size-1 dimensions,
-** each refusal, a driver without cuTensorMapEncodeTiled).
+** each refusal, a driver without cuTensorMapEncodeTiled), and the device
+** helpers of context parallelism (attnrt_use_device's one retain per
+** device, the multiprocessor count, fills, streams, waits and copies with
+** what the driver got, and a driver without them).
 */
 #include "rt_testutil.h"
 
@@ -50,6 +53,14 @@ static struct {
 	int t_dtype, t_interleave, t_swizzle, t_l2, t_oob;
 	uint32_t t_rank, t_box[5], t_estride[5];
 	uint64_t t_dim[5], t_stride[4];
+	/* the last fill, copy, stream and wait */
+	ARdeviceptr m_ptr, m_src;
+	int m_value;
+	size_t m_bytes;
+	ARstream m_stream;
+	unsigned m_flags;
+	int streams_live;
+	ARevent w_event;
 } F;
 
 static _Thread_local ARcontext cur;
@@ -138,6 +149,8 @@ static ARresult f_attr(int *v, int attrib, ARdevice d)
 		*v = F.cc[d] % 10;
 	else if (attrib == AR_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
 		*v = F.optin[d];
+	else if (attrib == AR_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+		*v = 100 + d;
 	else
 		return 1;
 	return 0;
@@ -337,6 +350,44 @@ static ARresult f_tmap(void *map, int dtype, uint32_t rank, void *addr, const ui
 	return 0;
 }
 
+static ARresult f_memset(ARdeviceptr p, unsigned char value, size_t n)
+{
+	F.m_ptr = p, F.m_value = value, F.m_bytes = n, F.m_stream = NULL;
+	return 0;
+}
+
+static ARresult f_memset_async(ARdeviceptr p, unsigned char value, size_t n, ARstream s)
+{
+	F.m_ptr = p, F.m_value = value, F.m_bytes = n, F.m_stream = s;
+	return 0;
+}
+
+static ARresult f_dtod_async(ARdeviceptr dst, ARdeviceptr src, size_t n, ARstream s)
+{
+	F.m_ptr = dst, F.m_src = src, F.m_bytes = n, F.m_stream = s;
+	return 0;
+}
+
+static ARresult f_streamcreate(ARstream *s, unsigned flags)
+{
+	F.m_flags = flags;
+	F.streams_live++;
+	*s = (ARstream)(uintptr_t)0x4000;
+	return 0;
+}
+
+static ARresult f_streamdestroy(ARstream s)
+{
+	F.streams_live--;
+	return s ? 0 : 1;
+}
+
+static ARresult f_waitevent(ARstream s, ARevent e, unsigned flags)
+{
+	F.m_stream = s, F.w_event = e, F.m_flags = flags;
+	return e ? 0 : 1;
+}
+
 static const AttnrtDriver fake = {
     .cuInit = f_init,
     .cuDriverGetVersion = f_version,
@@ -367,6 +418,12 @@ static const AttnrtDriver fake = {
     .cuEventElapsedTime = f_elapsed,
     .cuEventDestroy = f_evdestroy,
     .cuTensorMapEncodeTiled = f_tmap,
+    .cuMemsetD8 = f_memset,
+    .cuMemsetD8Async = f_memset_async,
+    .cuMemcpyDtoDAsync = f_dtod_async,
+    .cuStreamCreate = f_streamcreate,
+    .cuStreamDestroy = f_streamdestroy,
+    .cuStreamWaitEvent = f_waitevent,
 };
 
 /* A fresh fake with one device of capability cc, installed. */
@@ -1043,6 +1100,82 @@ static void test_tensor_map(void)
 	CHECK(F.t_calls == 0);
 }
 
+/* What a program that drives one GPU per thread calls besides launches. */
+static void test_device_helpers(void)
+{
+	reset(90);
+	F.ndev = 3;
+	F.cc[1] = F.cc[2] = 90;
+	CHECK(attnrt_use_device(2) == ATTNRT_OK && cur == ctx_of(2) && F.retains == 1);
+	int dev = -1, sms = 0;
+	CHECK(attnrt_current_device(&dev, NULL) == ATTNRT_OK && dev == 2);
+	CHECK(attnrt_device_sms(&sms) == ATTNRT_OK && sms == 102);
+	CHECK(attnrt_use_device(0) == ATTNRT_OK && cur == ctx_of(0) && F.retains == 2);
+	CHECK(attnrt_use_device(2) == ATTNRT_OK && cur == ctx_of(2) && F.retains == 2);
+	CHECK_FAIL(attnrt_use_device(3), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_use_device: device 3 does not exist (3 devices)");
+	CHECK_FAIL(attnrt_use_device(-1), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_use_device: device -1 does not exist (3 devices)");
+	CHECK(cur == ctx_of(2));
+	CHECK_FAIL(attnrt_device_sms(NULL), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_device_sms: NULL argument");
+
+	void *p = (void *)(uintptr_t)0x7f0000002000ull, *q = (void *)(uintptr_t)0x7f0000003000ull;
+	void *st = NULL;
+	CHECK(attnrt_stream_create(&st) == ATTNRT_OK && st == (void *)(uintptr_t)0x4000);
+	CHECK(F.m_flags == AR_CU_STREAM_NON_BLOCKING && F.streams_live == 1);
+	CHECK(attnrt_memset(p, 0x1ff, 96) == ATTNRT_OK);
+	CHECK(F.m_ptr == (uintptr_t)p && F.m_value == 0xff && F.m_bytes == 96 && !F.m_stream);
+	CHECK(attnrt_memset_async(q, 7, 32, st) == ATTNRT_OK);
+	CHECK(F.m_ptr == (uintptr_t)q && F.m_value == 7 && F.m_bytes == 32 && F.m_stream == st);
+	CHECK(attnrt_memcpy_dtod_async(p, q, 64, st) == ATTNRT_OK);
+	CHECK(F.m_ptr == (uintptr_t)p && F.m_src == (uintptr_t)q && F.m_bytes == 64);
+	void *ev = NULL;
+	CHECK(attnrt_event_create(&ev) == ATTNRT_OK);
+	CHECK(attnrt_stream_wait_event(st, ev) == ATTNRT_OK);
+	CHECK(F.m_stream == st && F.w_event == ev && F.m_flags == 0);
+	CHECK_FAIL(attnrt_stream_wait_event(st, NULL), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_stream_wait_event: NULL event");
+	CHECK(attnrt_stream_destroy(st) == ATTNRT_OK && F.streams_live == 0);
+	CHECK(attnrt_stream_destroy(NULL) == ATTNRT_OK && F.streams_live == 0);
+	CHECK(attnrt_event_destroy(ev) == ATTNRT_OK);
+	CHECK_FAIL(attnrt_stream_create(NULL), ATTNRT_ERR_ARGUMENT,
+		   "attnrt: attnrt_stream_create: NULL stream");
+	/* zero bytes: nothing to do, no driver call */
+	F.m_bytes = 5;
+	CHECK(attnrt_memset(p, 0, 0) == ATTNRT_OK && F.m_bytes == 5);
+
+	/* a driver table without them (an in-process fake's): only they fail */
+	reset(90);
+	AttnrtDriver bare = fake;
+	bare.cuMemsetD8 = NULL;
+	bare.cuMemsetD8Async = NULL;
+	bare.cuMemcpyDtoDAsync = NULL;
+	bare.cuStreamCreate = NULL;
+	bare.cuStreamDestroy = NULL;
+	bare.cuStreamWaitEvent = NULL;
+	CHECK(attnrt_set_driver_for_testing(&bare) == ATTNRT_OK);
+	CHECK(attnrt_init() == ATTNRT_OK);
+	CHECK_FAIL(attnrt_memset(p, 0, 8), ATTNRT_ERR_NO_DRIVER,
+		   "attnrt: attnrt_memset: the CUDA driver (version 12.4) lacks cuMemsetD8");
+	CHECK_FAIL(attnrt_memset_async(p, 0, 8, NULL), ATTNRT_ERR_NO_DRIVER,
+		   "attnrt: attnrt_memset_async: the CUDA driver (version 12.4) lacks "
+		   "cuMemsetD8Async");
+	CHECK_FAIL(attnrt_memcpy_dtod_async(p, q, 8, NULL), ATTNRT_ERR_NO_DRIVER,
+		   "attnrt: attnrt_memcpy_dtod_async: the CUDA driver (version 12.4) lacks "
+		   "cuMemcpyDtoDAsync");
+	CHECK_FAIL(attnrt_stream_create(&st), ATTNRT_ERR_NO_DRIVER,
+		   "attnrt: attnrt_stream_create: the CUDA driver (version 12.4) lacks "
+		   "cuStreamCreate");
+	CHECK(st == NULL);
+	CHECK_FAIL(attnrt_stream_destroy(q), ATTNRT_ERR_NO_DRIVER,
+		   "attnrt: attnrt_stream_destroy: the CUDA driver (version 12.4) lacks "
+		   "cuStreamDestroy");
+	CHECK_FAIL(attnrt_stream_wait_event(q, p), ATTNRT_ERR_NO_DRIVER,
+		   "attnrt: attnrt_stream_wait_event: the CUDA driver (version 12.4) lacks "
+		   "cuStreamWaitEvent");
+}
+
 int main(void)
 {
 	test_init();
@@ -1056,6 +1189,7 @@ int main(void)
 	test_thread_local();
 	test_set_error();
 	test_tensor_map();
+	test_device_helpers();
 	attnrt_set_driver_for_testing(NULL);
 	return rt_report("rt_fake");
 }

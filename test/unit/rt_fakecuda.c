@@ -12,12 +12,21 @@
 ** fakecuda_smem_optin give the last launch's block size and dynamic shared
 ** memory and the last MAX_DYNAMIC_SHARED_SIZE_BYTES set; the records of
 ** tensor maps and of the last launch's parameters and grid are in
-** rt_fakecuda.h.
+** rt_fakecuda.h. Streams and events are heap handles with numbers counted
+** per thread (s1, e1, ...; NULL is s0), freed by their destroy, so a leaked
+** one is LeakSanitizer's to see; event records and stream waits are written
+** to the calling thread's trace (fakecuda_trace), where the fake NCCL
+** (rt_fakenccl.c, built into a third variant) and the tests write too. The
+** fills and device-to-device copies write host memory: tests pass host
+** buffers as device pointers.
 */
 #define _POSIX_C_SOURCE 200809L
 
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +46,11 @@ static uintptr_t params[FAKECUDA_MAX_PARAMS];
 static uint32_t words[FAKECUDA_MAX_PARAMS];
 static unsigned grid[3];
 
+static _Thread_local char trace[FAKECUDA_TRACE_BYTES];
+static _Thread_local size_t trace_len;
+static _Thread_local int handle_ids[2]; /* streams, events made by this thread */
+static atomic_int handles_live;
+
 #define API __attribute__((visibility("default")))
 
 API int fakecuda_requests(void);
@@ -50,6 +64,9 @@ API void fakecuda_record_params(int n);
 API const uintptr_t *fakecuda_launch_params(void);
 API const uint32_t *fakecuda_launch_words(void);
 API unsigned fakecuda_launch_grid(int i);
+API const char *fakecuda_trace(void);
+API void fakecuda_trace_clear(void);
+API int fakecuda_handles_live(void);
 API CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags,
 				 int *status);
 API CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
@@ -117,6 +134,65 @@ unsigned fakecuda_launch_grid(int i)
 	return i >= 0 && i < 3 ? grid[i] : 0;
 }
 
+/* This thread's trace: what its streams were asked to do, in order. */
+const char *fakecuda_trace(void)
+{
+	return trace;
+}
+
+void fakecuda_trace_clear(void)
+{
+	trace_len = 0;
+	trace[0] = 0;
+}
+
+/* Appends to this thread's trace; a full trace ends in "...". */
+void fakecuda_trace_add(const char *fmt, ...)
+{
+	size_t room = sizeof trace - trace_len;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(trace + trace_len, room, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= room)
+		snprintf(trace + sizeof trace - 4, 4, "...");
+	else
+		trace_len += (size_t)n;
+}
+
+/* Streams and events not yet destroyed, over all threads. */
+int fakecuda_handles_live(void)
+{
+	return atomic_load(&handles_live);
+}
+
+/* A handle's number in the trace; 0 for NULL (the default stream). */
+int fakecuda_handle_id(const void *h)
+{
+	return h ? ((const FakeHandle *)h)->id : 0;
+}
+
+/* A stream or event, numbered per thread and kind. */
+static FakeHandle *handle_new(int kind)
+{
+	FakeHandle *h = malloc(sizeof *h);
+	if (!h)
+		return NULL;
+	h->kind = kind;
+	h->id = ++handle_ids[kind == 's' ? 0 : 1];
+	atomic_fetch_add(&handles_live, 1);
+	return h;
+}
+
+static CUresult handle_free(void *h, int kind)
+{
+	if (!h || ((FakeHandle *)h)->kind != kind)
+		return 400; /* CUDA_ERROR_INVALID_HANDLE */
+	free(h);
+	atomic_fetch_sub(&handles_live, 1);
+	return 0;
+}
+
 static int ndev(void)
 {
 	const char *e = getenv("FAKECUDA_DEVICES");
@@ -155,7 +231,7 @@ static CUresult f_attr(int *v, int a, int d)
 	const char *e = getenv("FAKECUDA_CC");
 	int cc = e ? atoi(e) : 90;
 	(void)d;
-	*v = a == 75 ? cc / 10 : a == 76 ? cc % 10 : a == 97 ? 232448 : 0;
+	*v = a == 75 ? cc / 10 : a == 76 ? cc % 10 : a == 97 ? 232448 : a == 16 ? 132 : 0;
 	return 0;
 }
 static CUresult f_retain(CUcontext *c, int d)
@@ -244,12 +320,13 @@ static CUresult f_ssync(void *s)
 static CUresult f_evcreate(void **e, unsigned f)
 {
 	(void)f;
-	return *e = (void *)(uintptr_t)0x300, 0;
+	*e = handle_new('e');
+	return *e ? 0 : 2;
 }
 static CUresult f_evrecord(void *e, void *s)
 {
-	(void)e, (void)s;
-	return 0;
+	fakecuda_trace_add("record e%d s%d; ", fakecuda_handle_id(e), fakecuda_handle_id(s));
+	return e ? 0 : 400;
 }
 static CUresult f_evsync(void *e)
 {
@@ -263,8 +340,40 @@ static CUresult f_elapsed(float *ms, void *a, void *b)
 }
 static CUresult f_evdestroy(void *e)
 {
-	(void)e;
+	return handle_free(e, 'e');
+}
+static CUresult f_memset(unsigned long long d, unsigned char v, size_t n)
+{
+	memset((void *)(uintptr_t)d, v, n);
 	return 0;
+}
+static CUresult f_memset_async(unsigned long long d, unsigned char v, size_t n, void *s)
+{
+	(void)s;
+	memset((void *)(uintptr_t)d, v, n);
+	return 0;
+}
+static CUresult f_dtod_async(unsigned long long d, unsigned long long src, size_t n, void *s)
+{
+	(void)s;
+	memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)src, n);
+	return 0;
+}
+static CUresult f_streamcreate(void **s, unsigned flags)
+{
+	if (flags != 1) /* the runtime makes CU_STREAM_NON_BLOCKING ones only */
+		return 1;
+	*s = handle_new('s');
+	return *s ? 0 : 2;
+}
+static CUresult f_streamdestroy(void *s)
+{
+	return handle_free(s, 's');
+}
+static CUresult f_waitevent(void *s, void *e, unsigned flags)
+{
+	fakecuda_trace_add("wait s%d e%d; ", fakecuda_handle_id(s), fakecuda_handle_id(e));
+	return e && flags == 0 ? 0 : 1;
 }
 
 /* Records its arguments; 1 = CUDA_ERROR_INVALID_VALUE for a bad rank. */
@@ -328,6 +437,12 @@ static const struct {
     F("cuEventElapsedTime", f_elapsed),
     F("cuEventDestroy", f_evdestroy),
     F("cuTensorMapEncodeTiled", f_tmap),
+    F("cuMemsetD8", f_memset),
+    F("cuMemsetD8Async", f_memset_async),
+    F("cuMemcpyDtoDAsync", f_dtod_async),
+    F("cuStreamCreate", f_streamcreate),
+    F("cuStreamDestroy", f_streamdestroy),
+    F("cuStreamWaitEvent", f_waitevent),
 };
 
 /* The lookup both exported variants share; 500 = CUDA_ERROR_NOT_FOUND. */

@@ -12,7 +12,19 @@
 
 #include <stdint.h>
 
-enum { FAKECUDA_MAX_TMAPS = 16, FAKECUDA_MAX_PARAMS = 64 };
+enum { FAKECUDA_MAX_TMAPS = 16, FAKECUDA_MAX_PARAMS = 64, FAKECUDA_TRACE_BYTES = 8192 };
+
+/* A stream ('s') or event ('e'): id counts those of its kind that the
+** creating thread made, from 1. */
+typedef struct FakeHandle {
+	int kind, id;
+} FakeHandle;
+
+/* Within the fake module (rt_fakenccl.c writes the same trace); the first
+** is exported for the tests too. */
+__attribute__((visibility("default"))) void fakecuda_trace_add(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+int fakecuda_handle_id(const void *h);
 
 /* One cuTensorMapEncodeTiled, arrays innermost dimension first. Addresses
 ** as integers: the launcher's maps are gone when the test reads them. */
@@ -31,12 +43,21 @@ typedef struct FakeTmap {
 **                                             (<= FAKECUDA_MAX_PARAMS) params
 **   const uintptr_t *fakecuda_launch_params(void)  those of the last launch
 **   const uint32_t *fakecuda_launch_words(void)    the 32 bits each pointed to
-**   unsigned fakecuda_launch_grid(int i)      its grid's x, y or z (i = 0..2) */
+**   unsigned fakecuda_launch_grid(int i)      its grid's x, y or z (i = 0..2)
+**   const char *fakecuda_trace(void)          this thread's trace: "record e1
+**                                             s1; wait s2 e1; group; ..."
+**   void fakecuda_trace_clear(void)           empties it
+**   int fakecuda_handles_live(void)           streams and events not destroyed
+**   void fakecuda_trace_add(const char *fmt, ...)  appends to it */
 typedef int (*FakecudaTmapCalls)(void);
 typedef const FakeTmap *(*FakecudaTmap)(int i);
 typedef void (*FakecudaRecordParams)(int n);
 typedef const uintptr_t *(*FakecudaLaunchParams)(void);
 typedef const uint32_t *(*FakecudaLaunchWords)(void);
 typedef unsigned (*FakecudaLaunchGrid)(int i);
+typedef const char *(*FakecudaTrace)(void);
+typedef void (*FakecudaTraceClear)(void);
+typedef int (*FakecudaHandlesLive)(void);
+typedef void (*FakecudaTraceAdd)(const char *fmt, ...);
 
 #endif
