@@ -121,7 +121,7 @@ void iface_cp_decls(FILE *o, const Cascade *c)
 	Arena a;
 	arena_init(&a);
 	CpRoles r;
-	cp_roles(plan_build(&a, c, "sm_80"), &r);
+	cp_roles(plan_build(&a, c, "cpu"), &r); /* the classes: any target's */
 	arena_free(&a);
 	const char *n = c->name;
 	if (r.why) {
