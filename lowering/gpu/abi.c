@@ -150,13 +150,18 @@ PReg gpu_part_param(KernelGen *g, int i)
 ** warp-specialised CTA decode it): rows from qr0, keys up to kr1. */
 static void parts_grid(KernelGen *g)
 {
-	PReg qr1 = gpu_part_param(g, GPU_PART_QR1), kr1 = gpu_part_param(g, GPU_PART_KR1);
+	/* new registers: qext and sext may be one register (a self-attention's
+	** N, the expression cache's), which must not change in place */
+	PReg qr1 = gpu_part_param(g, GPU_PART_QR1), kr1 = gpu_part_param(g, GPU_PART_KR1),
+	     q0 = gpu_reg(g, PC_B64), qext = gpu_reg(g, PC_B64), sext = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(q0), po_r(g->q0));
 	if (!g->s->pack) {
 		PReg qr0 = gpu_part_param(g, GPU_PART_QR0);
-		gpu_op3(g, PTX_ADD, ".s64", po_r(g->q0), po_r(g->q0), po_r(qr0));
+		gpu_op3(g, PTX_ADD, ".s64", po_r(q0), po_r(g->q0), po_r(qr0));
 	}
-	gpu_op3(g, PTX_MIN, ".s64", po_r(g->qext), po_r(g->qext), po_r(qr1));
-	gpu_op3(g, PTX_MIN, ".s64", po_r(g->sext), po_r(g->sext), po_r(kr1));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(qext), po_r(g->qext), po_r(qr1));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(sext), po_r(g->sext), po_r(kr1));
+	g->q0 = q0, g->qext = qext, g->sext = sext;
 }
 
 /* Extent of an index class, from the first node variable of that class. */
@@ -314,8 +319,11 @@ void gpu_decode_grid(KernelGen *g)
 		rest = r2;
 	}
 	g->qext = class_extent(g, g->s->qcls);
-	if (gend.n) /* the CTA's rows end with its group */
-		gpu_op3(g, PTX_MIN, ".s64", po_r(g->qext), po_r(g->qext), po_r(gend));
+	if (gend.n) { /* the CTA's rows end with its group (a new register: see parts_grid) */
+		PReg q = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_MIN, ".s64", po_r(q), po_r(g->qext), po_r(gend));
+		g->qext = q;
+	}
 	g->sext = class_extent(g, g->s->scls);
 	if (g->s->parts)
 		parts_grid(g);

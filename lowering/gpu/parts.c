@@ -146,7 +146,8 @@ static void merge_states(KernelGen *g, TileState *t, PReg a)
 				po_r(*s));
 		}
 	}
-	gpu_expr_forget(g, 1);
+	/* this code runs on some paths only: nothing it computed may be reused */
+	gpu_expr_forget(g, 0);
 }
 
 /* The CTA's linear launch position (x + nctaid.x y), b64. */
@@ -175,11 +176,15 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta)
 	/* lane 0 takes the ticket; every lane learns it */
 	PReg cnt = gpu_part_param(g, GPU_PART_CNT), ca = gpu_reg(g, PC_B64), w = gpu_reg(g, PC_B64),
 	     tk = gpu_reg(g, PC_B32), lead = gpu_reg(g, PC_PRED);
-	gpu_lane_ids(g);
-	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(w), po_r(cta), po_i(gpu_warps(g->t)), po_r(g->warp));
+	/* lane and warp of our own: g->lane and g->warp, which the epilogue
+	** reads, must keep the values every path gives them */
+	PReg tid = gpu_tid(g), lane = gpu_reg(g, PC_B64), warp = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_AND, ".b64", po_r(lane), po_r(tid), po_i(31));
+	gpu_op3(g, PTX_SHR, ".u64", po_r(warp), po_r(tid), po_i(5));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(w), po_r(cta), po_i(gpu_warps(g->t)), po_r(warp));
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(ca), po_r(w), po_i(4), po_r(cnt));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(tk), po_i(0));
-	gpu_op3(g, PTX_SETP, ".eq.s64", po_r(lead), po_r(g->lane), po_i(0));
+	gpu_op3(g, PTX_SETP, ".eq.s64", po_r(lead), po_r(lane), po_i(0));
 	gpu_op3(g, PTX_ATOM, ".acq_rel.gpu.global.add.u32", po_r(tk), po_mem(ca, 0), po_i(1));
 	ptx_guard(g->f, lead, 0);
 	PReg tka = gpu_reg(g, PC_B32), last = gpu_reg(g, PC_PRED), nz1 = gpu_reg(g, PC_B32);

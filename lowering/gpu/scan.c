@@ -429,13 +429,6 @@ void gpu_scan(KernelGen *g, const TileScan *sc, PReg from, PReg out, PReg any, P
 		scan_tiles(g, s, from, out, any, all);
 }
 
-/* The CTA's key range [start, end): the union, over the nodes whose masks
-** the scan tests, of the key bounds their filters' conjuncts give over the
-** CTA's rows (causal: end = last row + 1; a window of W: start = first row
-** - W + 1), start rounded down to a tile. The stream then starts and stops
-** there instead of testing every tile from 0 to the end: up to N / 64
-** class tests per CTA, most of the stream's overhead under short windows.
-** start = 0 and end = sext where some node has no bound on that side. */
 /* The stream's bounds narrowed to the CTA's part of the launch's keys:
 ** [kr0 + z kchunk, kr0 + (z + 1) kchunk). */
 static void parts_bounds(KernelGen *g, PReg start, PReg end)
@@ -448,6 +441,13 @@ static void parts_bounds(KernelGen *g, PReg start, PReg end)
 	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(hi));
 }
 
+/* The CTA's key range [start, end): the union, over the nodes whose masks
+** the scan tests, of the key bounds their filters' conjuncts give over the
+** CTA's rows (causal: end = last row + 1; a window of W: start = first row
+** - W + 1), start rounded down to a tile. The stream then starts and stops
+** there instead of testing every tile from 0 to the end: up to N / 64
+** class tests per CTA, most of the stream's overhead under short windows.
+** start = 0 and end = sext where some node has no bound on that side. */
 void gpu_stream_bounds(KernelGen *g, PReg start, PReg end)
 {
 	const KernelShape *s = g->s;

@@ -139,6 +139,17 @@ static int compare(int nt, const int *kind, const int *dt, const char *const *na
 		double tol = (dt[i] == T_BF16) ? 1e-2 : 5e-3;
 		int ok = nan == 0 && infbad == 0 && rel < tol;
 		fail |= !ok;
+		/* HARNESS_DEBUG: the first elements that differ, for a failing output */
+		for (long e = 0, shown = 0;
+		     !ok && getenv("HARNESS_DEBUG") && e < numel[i] && shown < 6; e++) {
+			float g = dt[i] == T_BF16  ? from_bf16(((uint16_t *)hraw[i])[e])
+				  : dt[i] == T_F16 ? from_f16(((uint16_t *)hraw[i])[e])
+						   : ((float *)hraw[i])[e];
+			float c = ((float *)host_f[i])[e];
+			if (!(fabsf(g - c) <= 0.05f * (1 + fabsf(c))))
+				printf("  %s%s[%ld] = %g, expected %g\n", name[i], how, e, g, c),
+				    shown++;
+		}
 		printf("%s %s%s numel %ld rel_l2 %.3e nan %ld inf_mismatch %ld %s\n", STR(NAME),
 		       name[i], how, numel[i], rel, nan, infbad, ok ? "ok" : "BAD");
 	}
@@ -162,9 +173,11 @@ static void poison(int nt, const int *kind, const int *dt, const long *numel, vo
 
 /* The kernel of partial states (attnc --parts) on the same inputs: split
 ** into 3 parts and into as many as the launcher picks (twice: the split's
-** counters must be left at zero), and as a chain of three launches over
-** parts of the keys whose states are carried from one to the next (the
-** middle one from a key that is not a part boundary of the first). */
+** counters must be left at zero), as a chain of three launches over parts
+** of the keys whose states are carried from one to the next (split, one
+** part, split), and as two launches in either order. Every launch but the
+** first of a chain merges stored states in, so that states stored from
+** keys that come later are merged too. */
 static int check_parts(int nt, const int *kind, const int *dt, const char *const *name,
 		       const long *numel, void *const *dev, void *const *hraw, void *const *host_f,
 		       const long *dims, const double *params)
@@ -184,11 +197,16 @@ static int check_parts(int nt, const int *kind, const int *dt, const char *const
 		check(attnrt_synchronize(), "kernel part");
 		fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f, how[r]);
 	}
-	/* keys in three launches: [0, a), [a, b), [b, end) */
+	/* keys in three launches: [0, a), [a, b), [b, end), each non-empty
+	** where the keys allow (k_end 0 would mean all of them) */
 	long kext = F(_part_keys)(dims);
-	long a = (kext / 3) / 64 * 64, b = (2 * kext / 3 + 63) / 64 * 64;
-	if (b > kext)
-		b = kext;
+	long a = (kext / 3) / 64 * 64, b = (2 * kext / 3) / 64 * 64;
+	if (a < 64)
+		a = kext < 64 ? kext : 64;
+	if (b <= a)
+		b = a + 64 <= kext ? a + 64 : a;
+	if (kext < 128)
+		a = b = kext; /* one launch over all keys, then two over none */
 	poison(nt, kind, dt, numel, dev, hraw);
 	attn_gpu_part c1 = {0, 0, 0, a, 2, 0, ws, big, st, big};
 	attn_gpu_part c2 = {0, 0, a, b, 1, ATTN_PART_MERGE_IN, ws, big, st, big};
@@ -199,6 +217,20 @@ static int check_parts(int nt, const int *kind, const int *dt, const char *const
 	check(F(_launch_part_generic)(dev, NULL, dims, params, &c3, NULL), "launch chain 3");
 	check(attnrt_synchronize(), "kernel chain");
 	fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f, "/chain3");
+	/* two launches of one part each: [0, a) stored then [a, end) merged
+	** in and finalised, and the other way round */
+	static const char *const dn[2] = {"/fwd2", "/rev2"};
+	for (int v = 0; v < 2; v++) {
+		attn_gpu_part p1 = {0, 0, v ? a : 0, v ? 0 : a, 1, 0, ws, big, st, big};
+		attn_gpu_part p2 = {
+		    0,  0,   v ? 0 : a, v ? a : 0, 1, ATTN_PART_MERGE_IN | ATTN_PART_FINALIZE,
+		    ws, big, st,        big};
+		poison(nt, kind, dt, numel, dev, hraw);
+		check(F(_launch_part_generic)(dev, NULL, dims, params, &p1, NULL), "launch 2a");
+		check(F(_launch_part_generic)(dev, NULL, dims, params, &p2, NULL), "launch 2b");
+		check(attnrt_synchronize(), "kernel chain 2");
+		fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f, dn[v]);
+	}
 	attnrt_free(ws), attnrt_free(st);
 	return fail;
 }

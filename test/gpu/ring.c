@@ -149,6 +149,9 @@ static int rank_main(int P, int r, long B, long H, long N, int iters, int verify
 	check(attnrt_memset(sl, 0xFF, (size_t)(rows * 2 * C) * 4), r, "poison");
 	a.L = dl;
 #endif
+	/* the poison's fills (on the legacy stream) done before the
+	** non-blocking stream's kernels write */
+	check(attnrt_synchronize(), r, "fills");
 	s = a;
 	s.Q = sq, s.K = sk, s.V = sv, s.O = so;
 #ifdef HAS_L
