@@ -21,8 +21,8 @@ void iface_part_types(FILE *o)
 	    "** workspace). flags: ATTN_PART_MERGE_IN merges the states in `state` (of an\n"
 	    "** earlier launch over the same rows) into this one's; ATTN_PART_FINALIZE writes\n"
 	    "** the outputs, else the states are written to `state`. The workspace of a split\n"
-	    "** (NAME_part_bytes) must be zero-filled before its first use; every launch leaves\n"
-	    "** it so. Both are device memory, 16-byte aligned. */\n"
+	    "** (NAME_part_bytes) needs no initialisation: the launch zeroes its counters on\n"
+	    "** the stream. Both are device memory, 16-byte aligned. */\n"
 	    "enum { ATTN_PART_MERGE_IN = 1, ATTN_PART_FINALIZE = 2 };\n"
 	    "typedef struct attn_gpu_part {\n"
 	    "\tlong q_begin, q_end;\n\tlong k_begin, k_end;\n\tint splits;\n\tint flags;\n"
@@ -51,7 +51,7 @@ void iface_part_decls(FILE *o, const Cascade *c)
 	fprintf(o,
 		"/* Split-KV (Flash-Decoding): the keys of every CTA split so that the grid\n"
 		"** fills the device, the parts merged by the plan's merge rule; workspace as\n"
-		"** NAME_split_workspace_bytes says (zero-filled before its first use). */\n"
+		"** NAME_split_workspace_bytes says (a smaller one makes fewer parts). */\n"
 		"int %s_split_workspace_bytes(const %s_gpu_args *a, size_t *bytes);\n"
 		"int %s_launch_split(const %s_gpu_args *a, void *workspace, size_t bytes, void "
 		"*stream);\n",
@@ -166,6 +166,9 @@ void iface_part_args(FILE *o, const char *n, const GpuImages *im, int idx, const
 	per_image(o, ai, ai ? ai->smem : 0, pi->smem);
 	fputs(", sizes, pp, pw, &pmode, &pz);\n"
 	      "\t\tif (rc)\n\t\t\treturn rc < 0 ? 0 : rc;\n"
+	      "\t\t/* the split's counters, zeroed on the stream before each launch */\n"
+	      "\t\tif (pw[1] && (rc = attnrt_memset_async((void *)(uintptr_t)pw[1], 0, "
+	      "(size_t)(pw[0] - pw[1]), stream)))\n\t\t\treturn rc;\n"
 	      "\t\tfor (int i = 0; i < 5; i++)\n\t\t\targs[k++] = &pp[i];\n"
 	      "\t\tfor (int i = 0; i < 3; i++)\n\t\t\targs[k++] = &pw[i];\n"
 	      "\t\targs[k++] = &pmode;\n\t}\n",

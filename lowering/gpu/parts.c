@@ -16,8 +16,8 @@
 ** a coalesced row of nthreads floats per register. The split's parts meet
 ** per warp, not per CTA: each warp of each part stores its states,
 ** fences, and takes a ticket from its own counter (cnt[c * nwarps + w],
-** u32); the warp that takes the last one resets the counter to zero,
-** merges the others' states and goes on; the others return. No CTA
+** u32, zeroed by the launcher before each launch); the warp that takes the
+** last one merges the others' states and goes on; the others return. No CTA
 ** barrier is involved, so the epilogue (which has none) runs per warp.
 ** Parameters, after the magic ones (before any tensor map):
 **   kr0, kr1, kchunk (s64): the launch's keys, and keys per part (z);
@@ -194,10 +194,7 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta)
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(last), po_r(tka), po_r(nz1));
 	gpu_op0(g, PTX_RET, "");
 	ptx_guard(g->f, last, 1);
-	/* the last: the counter back to zero for the next launch, the others'
-	** states after its acquire */
-	gpu_op2(g, PTX_ST, ".relaxed.gpu.global.u32", po_mem(ca, 0), po_i(0));
-	ptx_guard(g->f, lead, 0);
+	/* the last: the others' states after its acquire */
 	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
 	PReg zz = gpu_reg(g, PC_B64), fin = gpu_reg(g, PC_PRED), same = gpu_reg(g, PC_PRED);
 	int Lloop = ptx_new_label(g->f), Lnext = ptx_new_label(g->f), Lend = ptx_new_label(g->f);
