@@ -64,13 +64,14 @@ def bench(fn):
     return do_bench(fn, warmup=50, rep=300, return_mode="median")
 
 
-def library():
-    so = os.path.join(HERE, "lib", "decode.so")
+def library(name="decode"):
+    """gen/NAME.c (the cascade `decode`) built with the runtime into lib/NAME.so."""
+    so = os.path.join(HERE, "lib", name + ".so")
     os.makedirs(os.path.dirname(so), exist_ok=True)
     rt = [os.path.join(HERE, "runtime", f) for f in os.listdir(os.path.join(HERE, "runtime"))
           if f.endswith(".c")]
     subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-D_GNU_SOURCE", "-I" + os.path.join(HERE, "runtime"),
-                    os.path.join(HERE, "gen", "decode.c")] + rt + ["-ldl", "-lpthread", "-lm", "-o", so],
+                    os.path.join(HERE, "gen", name + ".c")] + rt + ["-ldl", "-lpthread", "-lm", "-o", so],
                    check=True)
     lib = ctypes.CDLL(so)
     lib.decode_launch_generic.restype = ctypes.c_int
@@ -102,7 +103,11 @@ def main():
     m = json.load(open(os.path.join(run, "meta.json")))
     for k in ("target", "device", "commit", "date"):
         meta[k] = m.get(k, "unknown")
-    lib = library()
+    libs = [("attnc", library())]
+    # the same cascade compiled for sm_80 alone (gen/decode80.c), where present:
+    # which of the bundle's images decodes faster
+    if os.path.exists(os.path.join(HERE, "gen", "decode80.c")):
+        libs.append(("attnc_sm80", library("decode80")))
     stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     big = torch.empty(1 << 30, dtype=torch.int16, device="cuda")
     dst = torch.empty_like(big)
@@ -126,20 +131,27 @@ def main():
         params = (ctypes.c_double * 1)(D ** -0.5)
         part = Part(0, 0, 0, 0, 0, 2, ws.data_ptr(), ws_bytes, None, 0)
 
-        def plain():
-            if lib.decode_launch_generic(ptrs, None, dims, params, stream()):
-                raise RuntimeError(lib.attnrt_last_error().decode())
+        def plain_of(lib):
+            def run():
+                if lib.decode_launch_generic(ptrs, None, dims, params, stream()):
+                    raise RuntimeError(lib.attnrt_last_error().decode())
+            return run
 
-        def split():
-            if lib.decode_launch_part_generic(ptrs, None, dims, params, ctypes.byref(part), stream()):
-                raise RuntimeError(lib.attnrt_last_error().decode())
+        def split_of(lib):
+            def run():
+                if lib.decode_launch_part_generic(ptrs, None, dims, params, ctypes.byref(part), stream()):
+                    raise RuntimeError(lib.attnrt_last_error().decode())
+            return run
         # the reference: SDPA on the valid keys of each sequence
         ref = torch.empty_like(o)
         for b in range(B):
             qb = q[b:b + 1, :, None, :]
             kb, vb = K[b:b + 1, :, :lens[b]], V[b:b + 1, :, :lens[b]]
             ref[b] = F.scaled_dot_product_attention(qb, kb, vb, enable_gqa=True)[0, :, 0]
-        for name, fn in (("attnc", plain), ("attnc_split", split)):
+        runs = []
+        for tag, lib in libs:
+            runs += [(tag, plain_of(lib)), (tag + "_split", split_of(lib))]
+        for name, fn in runs:
             o.fill_(float("nan"))
             fn()
             torch.cuda.synchronize()
@@ -162,14 +174,14 @@ def main():
         torch.cuda.empty_cache()
     json.dump(rows, open(os.path.join(run, "decode.json"), "w"), indent=1)
     by = {(r.get("shape"), r["sys"]): r for r in rows if r.get("kind") == "decode" and "tbps" in r}
-    lines = ["%-11s %8s %8s %8s %8s %9s %9s %6s" % ("shape", "attnc", "split", "fa2", "cudnn", "split/fa2",
-                                                  "split/cud", "ok")]
+    lines = ["%-11s %8s %8s %8s %8s %8s %9s %9s %6s" % ("shape", "attnc", "split", "split80", "fa2", "cudnn",
+                                                       "split/fa2", "split/cud", "ok")]
     for label, *_ in shapes():
         g = lambda s: by.get((label, s), {}).get("tbps")
         s, f2, cu = g("attnc_split"), g("sdpa_flash2"), g("sdpa_cudnn")
         fmt = lambda x: "%8.2f" % x if x else "%8s" % "-"
-        lines.append("%-11s %s %s %s %s %9s %9s %6s" % (
-            label, fmt(g("attnc")), fmt(s), fmt(f2), fmt(cu),
+        lines.append("%-11s %s %s %s %s %s %9s %9s %6s" % (
+            label, fmt(g("attnc")), fmt(s), fmt(g("attnc_sm80_split")), fmt(f2), fmt(cu),
             "%.2f" % (s / f2) if s and f2 else "-", "%.2f" % (s / cu) if s and cu else "-",
             by.get((label, "attnc_split"), {}).get("ok")))
     lines.append("TB/s of K+V read; copy ceiling %.2f TB/s; %s %s %s %s" % (

@@ -63,6 +63,7 @@ done
 # decode (bench/decode.py): examples/decode.attn with its entry of partial
 # states, for split-KV
 "$ATTNC" --target=$TARGET --parts examples/decode.attn -o "$DIR/gen/decode"
+"$ATTNC" --target=sm_80 --parts examples/decode.attn -o "$DIR/gen/decode80"
 cp bench/anchors.py bench/decode.py bench/table.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
 cp -r runtime "$DIR/runtime"
 cat "$ct/compile-time.txt"
