@@ -50,6 +50,7 @@ document_d64 document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 B=3,H=1,N=4001 
 document_o document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 B=2,H=2,N=180,param0=-0.1 B=3,H=2,N=181 --int doc=0:40:1500
 full_o full B=2,H=3,N=200,M=333,param0=-0.09 B=1,H=2,N=300,M=900,ramp=8 B=1,H=2,N=70,M=130,param0=0
 alibi_o alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6 B=1,H=2,N=3000 B=2,H=2,N=300,param0=-0.1
+selfattn selfattn B=2,H=3,N=200 B=1,H=1,N=1 B=1,H=2,N=300,ramp=8
 tc_not causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 tc_mix causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 CASES
@@ -73,6 +74,13 @@ while read -r file casc rest; do
 		# ALiBi's bias at one row per thread, lowering/gpu/shift.c)
 		src="$DIR/src/$file.attn"
 		sed -e '/^  out L\[/d' -e '/^  L\[b, h, i\]/d' "examples/${file%_o}.attn" > "$src"
+		;;
+	selfattn)
+		# causal.attn without its mask: full attention over one sequence,
+		# which has a context-parallel launch (ring.sh)
+		src="$DIR/src/$file.attn"
+		sed -e 's# where j <= i;#;#' -e 's/^attention causal /attention selfattn /' \
+			examples/causal.attn > "$src"
 		;;
 	tc_*)
 		src="$DIR/src/$file.attn"

@@ -1,13 +1,14 @@
 #!/bin/sh
 # Runs on a GPU machine with P >= 2 GPUs, from the folder test/gpu/prepare.sh
-# filled (gen/causal.c with --parts, runtime/, ring.c): builds the context-
-# parallel test (ring.c) for causal.attn, checks it against one GPU on P
-# ranks (small and 64k keys), runs compute-sanitizer memcheck on a small
-# case, and times causal attention at N = 64k, 128k and 256k (B = 1, H = 16,
-# D = 128) on P GPUs against one. (NCCL probes kernels its build lacks for
-# the device: the API errors it hits are not reported.) NCCL is the one torch ships
-# (nvidia-nccl-cu12) unless ATTNRT_NCCL names another. Logs and
-# scaling.txt go to $OUT. P defaults to the GPU count.
+# filled (gen/causal.c and gen/selfattn.c with --parts, runtime/, ring.c):
+# builds the context-parallel test (ring.c) for causal.attn and for selfattn
+# (the same without its mask), checks each against one GPU on P ranks (4k,
+# 64k and 256k keys), runs compute-sanitizer memcheck on a small case (the
+# API errors NCCL's own probing hits are not reported), and times causal
+# attention at N = 64k, 128k and 256k and selfattn at 128k (B = 1, H = 16,
+# D = 128) on P GPUs against one. NCCL is the one torch ships
+# (nvidia-nccl-cu12), else the system's, unless ATTNRT_NCCL names another.
+# Logs and scaling.txt go to $OUT. P defaults to the GPU count.
 set -u
 cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/out}
@@ -18,8 +19,11 @@ if [ -z "${ATTNRT_NCCL:-}" ]; then
 fi
 echo "ATTNRT_NCCL=${ATTNRT_NCCL:-unset}" > "$OUT/ring.txt"
 P=${P:-$(nvidia-smi -L 2> /dev/null | wc -l)}
-gcc -O2 -std=c11 -D_GNU_SOURCE -DNAME=causal -DHAS_L -DHEADER='"causal.h"' -Iruntime -Igen ring.c gen/causal.c \
-	runtime/*.c -ldl -lpthread -lm -o bin/ring 2>> "$OUT/ring-build.log" || { echo "build ring FAILED"; exit 1; }
+# causal.attn, and selfattn (the same without its mask, prepare.sh)
+for k in causal selfattn; do
+	gcc -O2 -std=c11 -D_GNU_SOURCE -DNAME=$k -DHAS_L -DHEADER="\"$k.h\"" -Iruntime -Igen ring.c gen/$k.c \
+		runtime/*.c -ldl -lpthread -lm -o bin/ring_$k 2>> "$OUT/ring-build.log" || { echo "build ring_$k FAILED"; exit 1; }
+done
 fails=0
 run() {
 	log=$1
@@ -29,15 +33,19 @@ run() {
 	echo "$* rc=$r: $(grep -E 'rel_l2|max_abs|scaling|ERROR SUMMARY|FAIL' "$OUT/$log" | tr '\n' ' ')" >> "$OUT/ring.txt"
 	[ $r -ne 0 ] && fails=1
 }
-run ring.p1.log ./bin/ring 1 1 2 4096
-run ring.small.log ./bin/ring "$P" 2 3 4096
-run ring.64k.log ./bin/ring "$P" 1 4 65536
+for k in causal selfattn; do
+	run ring.$k.p1.log ./bin/ring_$k 1 1 2 4096
+	run ring.$k.small.log ./bin/ring_$k "$P" 2 3 4096
+	run ring.$k.64k.log ./bin/ring_$k "$P" 1 4 65536
+	run ring.$k.256k.log ./bin/ring_$k "$P" 1 2 262144
+done
 if command -v compute-sanitizer > /dev/null; then
-	run ring.memcheck.log compute-sanitizer --tool memcheck --report-api-errors no --target-processes all --error-exitcode 9 ./bin/ring "$P" 1 2 2048
+	run ring.memcheck.log compute-sanitizer --tool memcheck --report-api-errors no --target-processes all --error-exitcode 9 ./bin/ring_causal "$P" 1 2 2048
 fi
 for n in 65536 131072 262144; do
-	run "ring.time.$n.log" ./bin/ring "$P" 1 16 "$n" --time 5 --no-check
+	run "ring.time.$n.log" ./bin/ring_causal "$P" 1 16 "$n" --time 5 --no-check
 done
+run ring.time.selfattn.log ./bin/ring_selfattn "$P" 1 16 131072 --time 3 --no-check
 grep -h scaling "$OUT"/ring.time.*.log > "$OUT/scaling.txt" 2> /dev/null
 cat "$OUT/ring.txt"
 exit $fails
