@@ -193,7 +193,8 @@ static void expect_memset(int line, int i, const void *dst, size_t bytes, const 
 	}
 }
 
-/* 16-byte... 256-byte aligned host memory, filled with 0xab. */
+/* 256-byte aligned host memory (the fake fills and copies host memory),
+** filled with 0xab. */
 static void *buffer(size_t n)
 {
 	void *p = aligned_alloc(256, align256(n ? n : 1));
@@ -469,6 +470,138 @@ static void cp_cases(void *stream)
 	a.K_strides = NULL;
 	attnrt_comm_destroy(comm);
 }
+
+/* The ring of two ranks: B = 1, H = 2, N = 512, so chunks of C = 128 rows
+** (one CTA of rows per head); each rank's K and V shards (2C rows, real
+** memory, which the stand-in NCCL copies) are filled with its number. */
+enum { RB = 1, RH = 2, RN = 512, RC = RN / 4, RKV = RB * RH * 2 * RC * 128 * 2 };
+
+typedef struct Rank {
+	int rank, rc;
+	const void *id;
+	void *stream;
+	unsigned char *k, *v, *ws;
+	causal_gpu_args a;
+	char msg[256];
+} Rank;
+
+static void *rank_main(void *arg)
+{
+	Rank *r = arg;
+	AttnrtComm *comm = NULL;
+	r->k = buffer(RKV), r->v = buffer(RKV);
+	memset(r->k, 0x10 + r->rank, RKV), memset(r->v, 0x20 + r->rank, RKV);
+	causal_args(&r->a, RB, RH, RN, r->k, r->v);
+	/* the query shards at addresses of the rank's own */
+	r->a.Q = (const char *)r->a.Q + ((size_t)r->rank << 32);
+	r->a.O = (char *)r->a.O + ((size_t)r->rank << 32);
+	r->a.L = (char *)r->a.L + ((size_t)r->rank << 32);
+	size_t need = 0;
+	r->rc = attnrt_comm_init(&comm, 2, r->rank, r->id);
+	if (!r->rc)
+		r->rc = attnrt_stream_create(&r->stream);
+	if (!r->rc)
+		r->rc = causal_cp_workspace_bytes(&r->a, 2, &need);
+	if (!r->rc && !(r->ws = buffer(need)))
+		r->rc = ATTNRT_ERR_NOMEM;
+	if (!r->rc)
+		r->rc = causal_launch_cp(&r->a, comm, r->ws, need, r->stream);
+	if (r->rc)
+		snprintf(r->msg, sizeof r->msg, "%s", attnrt_last_error());
+	if (r->stream)
+		attnrt_stream_synchronize(r->stream);
+	attnrt_comm_destroy(comm);
+	return NULL;
+}
+
+/* Rank r's launches, in order: steps 0 and 1 (K/V of ranks r, then 1 - r,
+** the second from recv0), each query chunk against each K/V chunk held. */
+static void expect_rank(const Rank *r)
+{
+	size_t sb = cp_state_bytes(RC, RB * RH), row = 128 * 2;
+	uintptr_t recv0k = (uintptr_t)r->ws + 2 * sb, recv0v = recv0k + RKV;
+	int seen = 0;
+	for (int i = 0; i < ncalls(); i++) {
+		const FakeCall *l = call(i);
+		if (!l || l->stream != (uintptr_t)r->stream)
+			continue;
+		int step = seen / 4, qa = seen / 2 % 2, kb = seen % 2;
+		seen++;
+		if (step > 1)
+			continue;
+		long src = (r->rank - step + 2) % 2, ga = qa ? 3 - r->rank : r->rank,
+		     gb = kb ? 3 - src : src;
+		unsigned mode = step || kb ? MERGE : 0;
+		if (step == 1 && kb == 1)
+			mode |= FIN;
+		Launch e = {1,
+			    RB * RH,
+			    1,
+			    gb * RC,
+			    gb * RC + RC,
+			    RC,
+			    ga * RC,
+			    ga * RC + RC,
+			    0,
+			    0,
+			    (uintptr_t)r->ws + (size_t)qa * sb,
+			    mode};
+		expect_launch(__LINE__, i, "causal_fwd_part", r->stream, &e);
+		/* global row g of a chunk at its local row: the bases moved by
+		** (local - global chunk) x C rows */
+		intptr_t dq = (intptr_t)(qa - ga) * RC, dk = (intptr_t)(kb - gb) * RC;
+		uintptr_t k = step ? recv0k : (uintptr_t)r->k, v = step ? recv0v : (uintptr_t)r->v;
+		uintptr_t want[5] = {(uintptr_t)r->a.Q + (uintptr_t)(dq * (intptr_t)row),
+				     k + (uintptr_t)(dk * (intptr_t)row),
+				     v + (uintptr_t)(dk * (intptr_t)row),
+				     (uintptr_t)r->a.O + (uintptr_t)(dq * (intptr_t)row),
+				     (uintptr_t)r->a.L + (uintptr_t)(dq * 4)};
+		for (int t = 0; t < 5; t++)
+			if (l->param[t] != want[t]) {
+				fprintf(stderr,
+					"rank %d, step %d, query chunk %d, K/V chunk %d: tensor %d "
+					"at %#llx, expected %#lx\n",
+					r->rank, step, qa, kb, t, (unsigned long long)l->param[t],
+					(unsigned long)want[t]);
+				failures++;
+			}
+	}
+	if (seen != 8) {
+		fprintf(stderr, "rank %d: %d launches, expected 8\n", r->rank, seen);
+		failures++;
+	}
+	/* step 1 read the other rank's shards, received into recv0 */
+	CHECK(((unsigned char *)recv0k)[0] == 0x10 + (1 - r->rank) &&
+	      ((unsigned char *)recv0v)[RKV - 1] == 0x20 + (1 - r->rank));
+}
+
+static void ring_cases(void)
+{
+	for (int i = 0; i < 5; i++)
+		param_bytes(i, 8);
+	unsigned char id[ATTNRT_COMM_ID_BYTES];
+	CHECK(attnrt_comm_unique_id(id) == ATTNRT_OK);
+	Rank ranks[2];
+	pthread_t threads[2];
+	memset(ranks, 0, sizeof ranks);
+	for (int i = 0; i < 2; i++) {
+		ranks[i].rank = i, ranks[i].id = id;
+		CHECK(pthread_create(&threads[i], NULL, rank_main, &ranks[i]) == 0);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(threads[i], NULL);
+	for (int i = 0; i < 2; i++) {
+		if (ranks[i].rc)
+			fprintf(stderr, "rank %d: %s\n", i, ranks[i].msg);
+		CHECK(ranks[i].rc == ATTNRT_OK);
+		if (!ranks[i].rc)
+			expect_rank(&ranks[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		attnrt_stream_destroy(ranks[i].stream);
+		free(ranks[i].k), free(ranks[i].v), free(ranks[i].ws);
+	}
+}
 #endif
 
 #ifdef CASE_DECODE
@@ -564,10 +697,20 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setenv("ATTNRT_CUDA_DRIVER", argv[1], 1);
+	setenv("ATTNRT_NCCL", argv[1], 1);
 	setenv("FAKECUDA_SMS", "100", 1);
 	CHECK(attnrt_init() == ATTNRT_OK);
 	if (load_records(argv[1]))
 		return 1;
+#ifdef CASE_CAUSAL
+	if (argc == 3 && !strcmp(argv[2], "ring")) {
+		ring_cases();
+		if (failures)
+			fprintf(stderr, "gpu_iface_parts harness (ring): %d check(s) failed\n",
+				failures);
+		return failures ? 1 : 0;
+	}
+#endif
 	void *stream = NULL;
 	CHECK(attnrt_stream_create(&stream) == ATTNRT_OK && stream);
 #ifdef CASE_CAUSAL
