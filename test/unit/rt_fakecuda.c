@@ -5,14 +5,17 @@
 ** cuGetProcAddress_v2 (CUDA 12+ drivers), without it only the 4-argument
 ** cuGetProcAddress of 11.3+ drivers. Environment: FAKECUDA_DEVICES (default
 ** 1; 0 makes cuInit fail with CUDA_ERROR_NO_DEVICE), FAKECUDA_HIDE=cuXxx (that
-** entry point is "not found"), FAKECUDA_CC (compute capability, default 90).
+** entry point is "not found"), FAKECUDA_CC (compute capability, default 90),
+** FAKECUDA_SMS (multiprocessor count, default 132).
 ** fakecuda_requests and fakecuda_bad_requests count lookups, bad ones being
 ** for another cudaVersion than 12000, with flags, or by a versioned name
 ** (cuMemAlloc_v2); fakecuda_launch_block, fakecuda_launch_smem and
 ** fakecuda_smem_optin give the last launch's block size and dynamic shared
 ** memory and the last MAX_DYNAMIC_SHARED_SIZE_BYTES set; the records of
-** tensor maps and of the last launch's parameters and grid are in
-** rt_fakecuda.h. Streams and events are heap handles with numbers counted
+** tensor maps and of the last launch's parameters and grid, and the log of
+** launches and async memsets (fakecuda_call), are in rt_fakecuda.h: a
+** function is a name that cuModuleGetFunction interned, so that the log
+** says which entry ran. Streams and events are heap handles with numbers counted
 ** per thread (s1, e1, ...; NULL is s0), freed by their destroy, so a leaked
 ** one is LeakSanitizer's to see; event records and stream waits are written
 ** to the calling thread's trace (fakecuda_trace), where the fake NCCL
@@ -45,6 +48,14 @@ static int tmap_calls, nparams;
 static uintptr_t params[FAKECUDA_MAX_PARAMS];
 static uint32_t words[FAKECUDA_MAX_PARAMS];
 static unsigned grid[3];
+static unsigned char param_bytes[FAKECUDA_MAX_PARAMS];
+static FakeCall calls[FAKECUDA_MAX_CALLS];
+static atomic_int ncalls;
+/* the functions' names (cuModuleGetFunction is called under the runtime's
+** lock of its modules; the flag keeps the table whole regardless) */
+static char fn_names[32][FAKECUDA_NAME_BYTES];
+static int nfn;
+static atomic_flag fn_lock = ATOMIC_FLAG_INIT;
 
 static _Thread_local char trace[FAKECUDA_TRACE_BYTES];
 static _Thread_local size_t trace_len;
@@ -67,6 +78,9 @@ API unsigned fakecuda_launch_grid(int i);
 API const char *fakecuda_trace(void);
 API void fakecuda_trace_clear(void);
 API int fakecuda_handles_live(void);
+API int fakecuda_calls(void);
+API const FakeCall *fakecuda_call(int i);
+API void fakecuda_param_bytes(int i, int n);
 API CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags,
 				 int *status);
 API CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
@@ -132,6 +146,37 @@ const uint32_t *fakecuda_launch_words(void)
 unsigned fakecuda_launch_grid(int i)
 {
 	return i >= 0 && i < 3 ? grid[i] : 0;
+}
+
+/* The log of launches and async memsets, over all threads. */
+int fakecuda_calls(void)
+{
+	return atomic_load(&ncalls);
+}
+
+const FakeCall *fakecuda_call(int i)
+{
+	return i >= 0 && i < atomic_load(&ncalls) && i < FAKECUDA_MAX_CALLS ? &calls[i] : NULL;
+}
+
+/* A parameter of 64 bits (pointers, s64) is logged whole where the test
+** says so; the others are read as 32 bits, no more than they hold. */
+void fakecuda_param_bytes(int i, int n)
+{
+	if (i >= 0 && i < FAKECUDA_MAX_PARAMS)
+		param_bytes[i] = n == 8 ? 8 : 4;
+}
+
+/* The next entry of the log, NULL once it is full. */
+static FakeCall *call_new(int kind, void *stream)
+{
+	int i = atomic_fetch_add(&ncalls, 1);
+	if (i >= FAKECUDA_MAX_CALLS)
+		return NULL;
+	FakeCall *c = &calls[i];
+	memset(c, 0, sizeof *c);
+	c->kind = kind, c->stream = (uintptr_t)stream;
+	return c;
 }
 
 /* This thread's trace: what its streams were asked to do, in order. */
@@ -231,7 +276,9 @@ static CUresult f_attr(int *v, int a, int d)
 	const char *e = getenv("FAKECUDA_CC");
 	int cc = e ? atoi(e) : 90;
 	(void)d;
-	*v = a == 75 ? cc / 10 : a == 76 ? cc % 10 : a == 97 ? 232448 : a == 16 ? 132 : 0;
+	const char *s = getenv("FAKECUDA_SMS");
+	int sms = s ? atoi(s) : 132;
+	*v = a == 75 ? cc / 10 : a == 76 ? cc % 10 : a == 97 ? 232448 : a == 16 ? sms : 0;
 	return 0;
 }
 static CUresult f_retain(CUcontext *c, int d)
@@ -259,10 +306,22 @@ static CUresult f_load(void **m, const void *img, unsigned n, int *o, void **v)
 	(void)img, (void)n, (void)o, (void)v;
 	return *m = (void *)(uintptr_t)0x200, 0;
 }
+/* A function is its interned name (500 = CUDA_ERROR_NOT_FOUND when the
+** table is full). */
 static CUresult f_getfn(void **f, void *m, const char *name)
 {
-	(void)name;
-	return *f = (char *)m + 1, 0;
+	if (!m)
+		return 1;
+	while (atomic_flag_test_and_set(&fn_lock))
+		;
+	int i = 0;
+	while (i < nfn && strcmp(fn_names[i], name))
+		i++;
+	if (i == nfn && nfn < 32)
+		snprintf(fn_names[nfn++], FAKECUDA_NAME_BYTES, "%s", name);
+	*f = i < nfn ? fn_names[i] : NULL;
+	atomic_flag_clear(&fn_lock);
+	return *f ? 0 : 500;
 }
 static CUresult f_unload(void *m)
 {
@@ -283,13 +342,22 @@ static CUresult f_getattr(int *v, int a, void *f)
 static CUresult f_launch(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e,
 			 unsigned g, unsigned s, void *st, void **p, void **x)
 {
-	(void)e, (void)g, (void)st, (void)x;
+	(void)e, (void)g, (void)x;
 	launch_block = d, launch_smem = s;
 	grid[0] = a, grid[1] = b, grid[2] = c;
+	FakeCall *log = call_new('l', st);
+	if (log && f)
+		snprintf(log->name, sizeof log->name, "%s", (const char *)f);
 	for (int i = 0; i < nparams; i++) {
 		params[i] = (uintptr_t)p[i];
 		memcpy(&words[i], p[i], sizeof words[i]);
+		if (log && param_bytes[i] == 8)
+			memcpy(&log->param[i], p[i], 8);
+		else if (log)
+			log->param[i] = words[i];
 	}
+	if (log)
+		memcpy(log->grid, grid, sizeof grid);
 	return f ? 0 : 1;
 }
 static CUresult f_malloc(unsigned long long *p, size_t n)
@@ -349,7 +417,9 @@ static CUresult f_memset(unsigned long long d, unsigned char v, size_t n)
 }
 static CUresult f_memset_async(unsigned long long d, unsigned char v, size_t n, void *s)
 {
-	(void)s;
+	FakeCall *log = call_new('m', s);
+	if (log)
+		log->dst = (uintptr_t)d, log->bytes = n, log->value = v;
 	memset((void *)(uintptr_t)d, v, n);
 	return 0;
 }
