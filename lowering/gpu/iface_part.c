@@ -36,7 +36,8 @@ void iface_part_decls(FILE *o, const Cascade *c)
 	const char *n = c->name;
 	fprintf(o,
 		"/* %s's kernel of partial states (attn_gpu_part). NAME_part_bytes gives the\n"
-		"** bytes of its states and of a split's workspace on the current device. */\n"
+		"** bytes of its states and of a split's workspace on the current device; it\n"
+		"** checks the arguments as a launch does (the tensors' pointers too). */\n"
 		"int %s_launch_part(const %s_gpu_args *a, const attn_gpu_part *part, void "
 		"*stream);\n"
 		"int %s_part_bytes(const %s_gpu_args *a, const attn_gpu_part *part, size_t "
