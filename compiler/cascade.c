@@ -46,8 +46,9 @@ const char *op_spelling(Op op)
 	return op < OP_COUNT ? op_tab[op].s : "?";
 }
 
-static const char *fn_names[FN_COUNT] = {"exp",     "exp2", "log",   "log2", "tanh",
-					 "sigmoid", "sqrt", "rsqrt", "abs",  "relu"};
+static const char *fn_names[FN_COUNT] = {
+    "exp",   "exp2",  "log", "log2",  "tanh", "sigmoid", "sqrt", "rsqrt", "abs",     "relu",
+    "log1p", "expm1", "erf", "floor", "ceil", "round",   "sign", "elu",   "softplus"};
 
 const char *fn_name(Fn f)
 {
@@ -293,6 +294,15 @@ double fn_apply(Fn f, double x)
 	case FN_RSQRT: return 1.0 / sqrt(x);
 	case FN_ABS: return fabs(x);
 	case FN_RELU: return isnan(x) ? x : x > 0 ? x : 0.0;
+	case FN_LOG1P: return log1p(x);
+	case FN_EXPM1: return expm1(x);
+	case FN_ERF: return erf(x);
+	case FN_FLOOR: return floor(x);
+	case FN_CEIL: return ceil(x);
+	case FN_ROUND: return nearbyint(x); /* ties to even in the default rounding mode */
+	case FN_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+	case FN_ELU: return x > 0 ? x : expm1(x);
+	case FN_SOFTPLUS: return (x > 0 ? x : 0.0) + log1p(exp(-fabs(x)));
 	default: return NAN;
 	}
 }

@@ -114,6 +114,15 @@ typedef enum Fn {
 	FN_RSQRT,
 	FN_ABS,
 	FN_RELU,
+	FN_LOG1P, /* log(1 + x), accurate near 0 */
+	FN_EXPM1, /* exp(x) - 1, accurate near 0 */
+	FN_ERF,
+	FN_FLOOR,
+	FN_CEIL,
+	FN_ROUND,    /* to the nearest integer, ties to even */
+	FN_SIGN,     /* -1, 0 or 1 (NaN and -0 kept) */
+	FN_ELU,      /* x > 0 ? x : exp(x) - 1 */
+	FN_SOFTPLUS, /* log(1 + exp(x)) */
 	FN_COUNT
 } Fn;
 

@@ -168,9 +168,11 @@ static const struct {
 	const char *name;
 	Fn fn;
 } fn_table[] = {
-    {"exp", FN_EXP},   {"exp2", FN_EXP2},       {"log", FN_LOG},   {"log2", FN_LOG2},
-    {"tanh", FN_TANH}, {"sigmoid", FN_SIGMOID}, {"sqrt", FN_SQRT}, {"rsqrt", FN_RSQRT},
-    {"abs", FN_ABS},   {"relu", FN_RELU},
+    {"exp", FN_EXP},   {"exp2", FN_EXP2},       {"log", FN_LOG},           {"log2", FN_LOG2},
+    {"tanh", FN_TANH}, {"sigmoid", FN_SIGMOID}, {"sqrt", FN_SQRT},         {"rsqrt", FN_RSQRT},
+    {"abs", FN_ABS},   {"relu", FN_RELU},       {"log1p", FN_LOG1P},       {"expm1", FN_EXPM1},
+    {"erf", FN_ERF},   {"floor", FN_FLOOR},     {"ceil", FN_CEIL},         {"round", FN_ROUND},
+    {"sign", FN_SIGN}, {"elu", FN_ELU},         {"softplus", FN_SOFTPLUS},
 };
 
 /* Functions have fixed arity; the message counts what was given. */
@@ -198,7 +200,7 @@ static int same_type(Sema *s, AstExpr *src, const char *what, Expr *l, Expr *r)
 	return 0;
 }
 
-/* name(args): float(), max/min of two numbers, select, and the math
+/* name(args): float(), max/min of two numbers, clamp, select, and the math
 ** functions of fn_table; reductions written as calls get a hint. */
 static Expr *call_expr(Sema *s, AstExpr *e)
 {
@@ -226,6 +228,23 @@ static Expr *call_expr(Sema *s, AstExpr *e)
 		}
 		Expr *r = expr_binop(s->a, e->name[1] == 'a' ? OP_MAX : OP_MIN, a[0], a[1]);
 		r->loc = e->loc;
+		return r;
+	}
+	/* clamp(x, lo, hi) = min(max(x, lo), hi), of numbers of one type */
+	if (!strcmp(e->name, "clamp")) {
+		if (!want_args(s, e, 3))
+			return NULL;
+		for (int k = 0; k < 3; k++)
+			if (!(a[k] = sema_expr(s, e->args[k])))
+				return NULL;
+		if (!same_type(s, e, "clamp", a[0], a[1]) || !same_type(s, e, "clamp", a[0], a[2]))
+			return NULL;
+		if (a[0]->type == VT_BOOL) {
+			diag_error(s->d, e->loc, "'clamp' needs numbers, not bool");
+			return NULL;
+		}
+		Expr *r = expr_binop(s->a, OP_MIN, expr_binop(s->a, OP_MAX, a[0], a[1]), a[2]);
+		r->loc = r->args[0]->loc = e->loc;
 		return r;
 	}
 	if (!strcmp(e->name, "select")) {

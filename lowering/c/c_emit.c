@@ -30,7 +30,11 @@ static const char *helpers =
     "? a : b); }\n"
     "static inline real attn_sigmoid(real x) { return (real)1 / ((real)1 + R_EXP(-x)); }\n"
     "static inline real attn_rsqrt(real x) { return (real)1 / R_SQRT(x); }\n"
-    "static inline real attn_relu(real x) { return x > 0 ? x : (real)0; }\n";
+    "static inline real attn_relu(real x) { return x > 0 ? x : (real)0; }\n"
+    "static inline real attn_sign(real x) { return x > 0 ? (real)1 : x < 0 ? (real)-1 : x; }\n"
+    "static inline real attn_elu(real x) { return x > 0 ? x : R_EXPM1(x); }\n"
+    "static inline real attn_softplus(real x) { return (x > 0 ? x : (real)0) + "
+    "R_LOG1P(R_EXP(-R_FABS(x))); }\n";
 
 static const char *elem_type(const Tensor *t, int f64)
 {
@@ -368,13 +372,16 @@ static void emit_prelude(FILE *o, int f64)
 		fputs("typedef double real;\n#define R_EXP exp\n#define R_EXP2 exp2\n#define R_LOG "
 		      "log\n"
 		      "#define R_LOG2 log2\n#define R_TANH tanh\n#define R_SQRT sqrt\n#define "
-		      "R_FABS fabs\n",
+		      "R_FABS fabs\n#define R_LOG1P log1p\n#define R_EXPM1 expm1\n#define R_ERF "
+		      "erf\n#define R_FLOOR floor\n#define R_CEIL ceil\n#define R_RINT nearbyint\n",
 		      o);
 	else
 		fputs("typedef float real;\n#define R_EXP expf\n#define R_EXP2 exp2f\n#define "
 		      "R_LOG logf\n"
 		      "#define R_LOG2 log2f\n#define R_TANH tanhf\n#define R_SQRT sqrtf\n#define "
-		      "R_FABS fabsf\n",
+		      "R_FABS fabsf\n#define R_LOG1P log1pf\n#define R_EXPM1 expm1f\n#define R_ERF "
+		      "erff\n#define R_FLOOR floorf\n#define R_CEIL ceilf\n#define R_RINT "
+		      "nearbyintf\n",
 		      o);
 	fputs(helpers, o);
 }

@@ -118,10 +118,25 @@ static void literal(CGen *g, double v)
 }
 
 static const char *fn_c[FN_COUNT] = {
-    [FN_EXP] = "R_EXP",      [FN_EXP2] = "R_EXP2",      [FN_LOG] = "R_LOG",
-    [FN_LOG2] = "R_LOG2",    [FN_TANH] = "R_TANH",      [FN_SIGMOID] = "attn_sigmoid",
-    [FN_SQRT] = "R_SQRT",    [FN_RSQRT] = "attn_rsqrt", [FN_ABS] = "R_FABS",
+    [FN_EXP] = "R_EXP",
+    [FN_EXP2] = "R_EXP2",
+    [FN_LOG] = "R_LOG",
+    [FN_LOG2] = "R_LOG2",
+    [FN_TANH] = "R_TANH",
+    [FN_SIGMOID] = "attn_sigmoid",
+    [FN_SQRT] = "R_SQRT",
+    [FN_RSQRT] = "attn_rsqrt",
+    [FN_ABS] = "R_FABS",
     [FN_RELU] = "attn_relu",
+    [FN_LOG1P] = "R_LOG1P",
+    [FN_EXPM1] = "R_EXPM1",
+    [FN_ERF] = "R_ERF",
+    [FN_FLOOR] = "R_FLOOR",
+    [FN_CEIL] = "R_CEIL",
+    [FN_ROUND] = "R_RINT",
+    [FN_SIGN] = "attn_sign",
+    [FN_ELU] = "attn_elu",
+    [FN_SOFTPLUS] = "attn_softplus",
 };
 
 static void binop(CGen *g, const Expr *e)

@@ -364,6 +364,83 @@ static PReg binop(KernelGen *g, const Expr *e)
 	return d;
 }
 
+/* A predicate: x compared (cmp: ".gt.f32" ...) with the constant c. */
+static PReg fcmp(KernelGen *g, const char *cmp, PReg x, float c)
+{
+	PReg p = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_SETP, cmp, po_r(p), po_r(x), po_f(c));
+	return p;
+}
+
+/* d = p ? a : d. */
+static void fpick(KernelGen *g, PReg d, PReg a, PReg p)
+{
+	gpu_op4(g, PTX_SELP, ".f32", po_r(d), po_r(a), po_r(d), po_r(p));
+}
+
+/* log(1 + x) by Kahan's trick: with u = 1 + x rounded, log(u) x / (u - 1)
+** cancels u's rounding error (and lg2.approx's relative error stays), so
+** that small x keep their digits; u = 1 gives x, u = inf gives inf. */
+static PReg f_log1p(KernelGen *g, PReg x)
+{
+	PReg u = gpu_reg(g, PC_F32), l = gpu_reg(g, PC_F32), m = gpu_reg(g, PC_F32),
+	     d = gpu_reg(g, PC_F32);
+	gpu_op3(g, PTX_ADD, ".rn.f32", po_r(u), po_r(x), po_f(1.0f));
+	gpu_op2(g, PTX_LG2, ".approx.f32", po_r(l), po_r(u));
+	gpu_op3(g, PTX_MUL, ".f32", po_r(l), po_r(l), po_f(LN2));
+	gpu_op3(g, PTX_SUB, ".rn.f32", po_r(m), po_r(u), po_f(1.0f));
+	gpu_op3(g, PTX_DIV, ".rn.f32", po_r(d), po_r(x), po_r(m));
+	gpu_op3(g, PTX_MUL, ".f32", po_r(d), po_r(d), po_r(l));
+	fpick(g, d, u, fcmp(g, ".eq.f32", u, INFINITY));
+	fpick(g, d, x, fcmp(g, ".eq.f32", u, 1.0f));
+	return d;
+}
+
+/* exp(x) - 1 by Kahan's trick: with u = exp(x), (u - 1) x / log(u); u = 1
+** gives x, u - 1 = -1 gives -1, u = inf gives inf. */
+static PReg f_expm1(KernelGen *g, PReg x)
+{
+	PReg t = gpu_reg(g, PC_F32), u = gpu_reg(g, PC_F32), l = gpu_reg(g, PC_F32),
+	     m = gpu_reg(g, PC_F32), d = gpu_reg(g, PC_F32);
+	gpu_op3(g, PTX_MUL, ".f32", po_r(t), po_r(x), po_f(LOG2E));
+	gpu_op2(g, PTX_EX2, ".approx.f32", po_r(u), po_r(t));
+	gpu_op2(g, PTX_LG2, ".approx.f32", po_r(l), po_r(u));
+	gpu_op3(g, PTX_MUL, ".f32", po_r(l), po_r(l), po_f(LN2));
+	gpu_op3(g, PTX_SUB, ".rn.f32", po_r(m), po_r(u), po_f(1.0f));
+	gpu_op3(g, PTX_DIV, ".rn.f32", po_r(d), po_r(x), po_r(l));
+	gpu_op3(g, PTX_MUL, ".f32", po_r(d), po_r(d), po_r(m));
+	fpick(g, d, m, fcmp(g, ".eq.f32", m, -1.0f));
+	fpick(g, d, u, fcmp(g, ".eq.f32", u, INFINITY));
+	fpick(g, d, x, fcmp(g, ".eq.f32", u, 1.0f));
+	return d;
+}
+
+/* erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7):
+** 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-x^2), t = 1 / (1 +
+** p |x|), with the sign of x. */
+static PReg f_erf(KernelGen *g, PReg x)
+{
+	static const float a[5] = {0.254829592f, -0.284496736f, 1.421413741f, -1.453152027f,
+				   1.061405429f};
+	PReg ax = gpu_reg(g, PC_F32), t = gpu_reg(g, PC_F32), p = gpu_reg(g, PC_F32),
+	     e = gpu_reg(g, PC_F32), d = gpu_reg(g, PC_F32), n = gpu_reg(g, PC_F32);
+	gpu_op2(g, PTX_ABS, ".f32", po_r(ax), po_r(x));
+	gpu_op4(g, PTX_FMA, ".rn.f32", po_r(t), po_r(ax), po_f(0.3275911f), po_f(1.0f));
+	gpu_op2(g, PTX_RCP, ".rn.f32", po_r(t), po_r(t));
+	gpu_op2(g, PTX_MOV, ".f32", po_r(p), po_f(a[4]));
+	for (int k = 3; k >= 0; k--)
+		gpu_op4(g, PTX_FMA, ".rn.f32", po_r(p), po_r(p), po_r(t), po_f(a[k]));
+	gpu_op3(g, PTX_MUL, ".f32", po_r(p), po_r(p), po_r(t));
+	gpu_op3(g, PTX_MUL, ".f32", po_r(e), po_r(ax), po_r(ax));
+	gpu_op3(g, PTX_MUL, ".f32", po_r(e), po_r(e), po_f(-LOG2E));
+	gpu_op2(g, PTX_EX2, ".approx.ftz.f32", po_r(e), po_r(e));
+	gpu_op4(g, PTX_FMA, ".rn.f32", po_r(d), po_r(p), po_r(e), po_f(-1.0f));
+	gpu_op2(g, PTX_NEG, ".f32", po_r(d), po_r(d));
+	gpu_op2(g, PTX_NEG, ".f32", po_r(n), po_r(d));
+	fpick(g, d, n, fcmp(g, ".lt.f32", x, 0.0f));
+	return d;
+}
+
 static PReg call(KernelGen *g, const Expr *e)
 {
 	const Expr *a0 = e->args[0];
@@ -413,6 +490,31 @@ static PReg call(KernelGen *g, const Expr *e)
 	case FN_RSQRT: gpu_op2(g, PTX_RSQRT, ".approx.ftz.f32", po_r(d), po_r(x)); break;
 	case FN_ABS: gpu_op2(g, PTX_ABS, ".f32", po_r(d), po_r(x)); break;
 	case FN_RELU: gpu_op3(g, PTX_MAX, ".f32", po_r(d), po_r(x), po_f(0.0f)); break;
+	case FN_LOG1P: return f_log1p(g, x);
+	case FN_EXPM1: return f_expm1(g, x);
+	case FN_ERF: return f_erf(g, x);
+	case FN_FLOOR: gpu_op2(g, PTX_CVT, ".rmi.f32.f32", po_r(d), po_r(x)); break;
+	case FN_CEIL: gpu_op2(g, PTX_CVT, ".rpi.f32.f32", po_r(d), po_r(x)); break;
+	case FN_ROUND: gpu_op2(g, PTX_CVT, ".rni.f32.f32", po_r(d), po_r(x)); break;
+	case FN_SIGN:
+		gpu_op2(g, PTX_MOV, ".f32", po_r(d), po_r(x));
+		fpick(g, d, gpu_fconst(g, -1.0f), fcmp(g, ".lt.f32", x, 0.0f));
+		fpick(g, d, gpu_fconst(g, 1.0f), fcmp(g, ".gt.f32", x, 0.0f));
+		break;
+	case FN_ELU:
+		d = f_expm1(g, x);
+		fpick(g, d, x, fcmp(g, ".gt.f32", x, 0.0f));
+		break;
+	case FN_SOFTPLUS: {
+		/* max(x, 0) + log1p(exp(-|x|)), as in cascade.c */
+		PReg a = gpu_reg(g, PC_F32), r = gpu_reg(g, PC_F32);
+		gpu_op2(g, PTX_ABS, ".f32", po_r(a), po_r(x));
+		gpu_op3(g, PTX_MUL, ".f32", po_r(a), po_r(a), po_f(-LOG2E));
+		gpu_op2(g, PTX_EX2, ".approx.ftz.f32", po_r(a), po_r(a));
+		gpu_op3(g, PTX_MAX, ".f32", po_r(r), po_r(x), po_f(0.0f));
+		gpu_op3(g, PTX_ADD, ".f32", po_r(d), po_r(r), po_r(f_log1p(g, a)));
+		break;
+	}
 	default: break;
 	}
 	return d;

@@ -128,8 +128,9 @@ static int value_at_masked(KernelGen *g, const Expr *e, const MaskOnce *m)
 		a = value_at_masked(g, x, m);
 		if (a == AT_MASKED_SAME)
 			return AT_MASKED_SAME;
-		if (a == AT_MASKED_NINF && (e->op == FN_EXP || e->op == FN_EXP2 ||
-					    e->op == FN_SIGMOID || e->op == FN_RELU))
+		if (a == AT_MASKED_NINF &&
+		    (e->op == FN_EXP || e->op == FN_EXP2 || e->op == FN_SIGMOID ||
+		     e->op == FN_RELU || e->op == FN_SOFTPLUS))
 			return AT_MASKED_ZERO;
 		return AT_MASKED_UNKNOWN;
 	}

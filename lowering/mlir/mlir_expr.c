@@ -252,14 +252,17 @@ static MlirValue to_float(MlirEm *em, const Expr *e, MlirValue v)
 	return v;
 }
 
-/* relu is x > 0 ? x : 0 and sigmoid 1 / (1 + exp(-x)), as in cascade.c. */
+/* relu is x > 0 ? x : 0, sigmoid 1 / (1 + exp(-x)), sign, elu and softplus
+** as in cascade.c; the others are math dialect ops. */
 static MlirValue call(MlirEm *em, const Expr *e)
 {
 	MlirValue x = to_float(em, e->args[0], mlir_expr(em, e->args[0]));
 	static const char *const direct[FN_COUNT] = {
-	    [FN_EXP] = "math.exp",     [FN_EXP2] = "math.exp2", [FN_LOG] = "math.log",
-	    [FN_LOG2] = "math.log2",   [FN_TANH] = "math.tanh", [FN_SQRT] = "math.sqrt",
-	    [FN_RSQRT] = "math.rsqrt", [FN_ABS] = "math.absf",
+	    [FN_EXP] = "math.exp",     [FN_EXP2] = "math.exp2",       [FN_LOG] = "math.log",
+	    [FN_LOG2] = "math.log2",   [FN_TANH] = "math.tanh",       [FN_SQRT] = "math.sqrt",
+	    [FN_RSQRT] = "math.rsqrt", [FN_ABS] = "math.absf",        [FN_LOG1P] = "math.log1p",
+	    [FN_EXPM1] = "math.expm1", [FN_ERF] = "math.erf",         [FN_FLOOR] = "math.floor",
+	    [FN_CEIL] = "math.ceil",   [FN_ROUND] = "math.roundeven",
 	};
 	if (e->op >= 0 && e->op < FN_COUNT && direct[e->op])
 		return mlir_cast(em, direct[e->op], x, em->ft);
@@ -271,6 +274,24 @@ static MlirValue call(MlirEm *em, const Expr *e)
 		MlirValue neg = mlir_cast(em, "arith.negf", x, em->ft);
 		MlirValue ex = mlir_cast(em, "math.exp", neg, em->ft);
 		return mlir_binary(em, "arith.divf", one, mlir_binary(em, "arith.addf", one, ex));
+	}
+	if (e->op == FN_SIGN) {
+		MlirValue one = mlir_const_float(em, em->ft, 1.0),
+			  m1 = mlir_const_float(em, em->ft, -1.0);
+		MlirValue neg = mlir_select(em, mlir_cmpf(em, MLIR_CMPF_OLT, x, zero), m1, x);
+		return mlir_select(em, mlir_cmpf(em, MLIR_CMPF_OGT, x, zero), one, neg);
+	}
+	if (e->op == FN_ELU)
+		return mlir_select(em, mlir_cmpf(em, MLIR_CMPF_OGT, x, zero), x,
+				   mlir_cast(em, "math.expm1", x, em->ft));
+	if (e->op == FN_SOFTPLUS) {
+		/* max(x, 0) + log1p(exp(-|x|)), as in cascade.c */
+		MlirValue pos = mlir_select(em, mlir_cmpf(em, MLIR_CMPF_OGT, x, zero), x, zero);
+		MlirValue na =
+		    mlir_cast(em, "arith.negf", mlir_cast(em, "math.absf", x, em->ft), em->ft);
+		MlirValue l =
+		    mlir_cast(em, "math.log1p", mlir_cast(em, "math.exp", na, em->ft), em->ft);
+		return mlir_binary(em, "arith.addf", pos, l);
 	}
 	mlir_fail(em, "unknown function %d", e->op);
 	return x;

@@ -36,7 +36,7 @@
 ** dialect to LLVM. convert-math-to-llvm takes what LLVM has intrinsics for
 ** (exp, exp2, log, log2, sqrt, absf; rsqrt as 1 / sqrt), and x86 codegen
 ** turns the transcendental ones into libm calls; what is left (tanh) goes
-** to libm through convert-math-to-libm, which must run second because it
+** (and erf) to libm through convert-math-to-libm, which must run second because it
 ** rejects the math ops it has no libm name for. arith-expand expands
 ** floordivsi.
 */

@@ -51,6 +51,7 @@ document_o document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 B=2,H=2,N=180,par
 full_o full B=2,H=3,N=200,M=333,param0=-0.09 B=1,H=2,N=300,M=900,ramp=8 B=1,H=2,N=70,M=130,param0=0
 alibi_o alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6 B=1,H=2,N=3000 B=2,H=2,N=300,param0=-0.1
 selfattn selfattn B=2,H=3,N=200 B=1,H=1,N=1 B=1,H=2,N=300,ramp=8
+mathfns sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1 B=1,H=2,N=300,ramp=4
 tc_not causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 tc_mix causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 CASES
@@ -74,6 +75,14 @@ while read -r file casc rest; do
 		# ALiBi's bias at one row per thread, lowering/gpu/shift.c)
 		src="$DIR/src/$file.attn"
 		sed -e '/^  out L\[/d' -e '/^  L\[b, h, i\]/d' "examples/${file%_o}.attn" > "$src"
+		;;
+	mathfns)
+		# sigmoid.attn with every math function of the language on the
+		# scores (their PTX sequences: floor/ceil/round conversions, log1p,
+		# expm1 and erf approximations, sign, elu, softplus, clamp)
+		src="$DIR/src/$file.attn"
+		sed -e 's#sigmoid(S\[b, h, i, j\] + b0)#sigmoid(softplus(S[b, h, i, j]) * 0.5 + elu(S[b, h, i, j]) * 0.25 + erf(S[b, h, i, j]) * 0.5 + log1p(abs(S[b, h, i, j])) * 0.25 + expm1(-abs(S[b, h, i, j])) * 0.25 + sign(S[b, h, i, j]) * 0.125 + (floor(S[b, h, i, j] * 4.0) + ceil(S[b, h, i, j] * 4.0) + round(S[b, h, i, j] * 4.0)) * 0.0625 + clamp(S[b, h, i, j], -1.0, 1.0) + b0)#' \
+			examples/sigmoid.attn > "$src"
 		;;
 	selfattn)
 		# causal.attn without its mask: full attention over one sequence,

@@ -84,6 +84,15 @@ static double fn_ref(int f, double x)
 	case FN_SQRT: return sqrt(x);
 	case FN_RSQRT: return 1 / sqrt(x);
 	case FN_ABS: return fabs(x);
+	case FN_LOG1P: return log1p(x);
+	case FN_EXPM1: return expm1(x);
+	case FN_ERF: return erf(x);
+	case FN_FLOOR: return floor(x);
+	case FN_CEIL: return ceil(x);
+	case FN_ROUND: return nearbyint(x);
+	case FN_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+	case FN_ELU: return x > 0 ? x : expm1(x);
+	case FN_SOFTPLUS: return (x > 0 ? x : 0.0) + log1p(exp(-fabs(x)));
 	default: return x > 0 ? x : 0;
 	}
 }

@@ -406,8 +406,9 @@ static inline Cascade *tb_ops(Arena *a)
 #undef OUT
 	Expr *xi = tb_at(a, x, IX(0)), *ki = tb_at(a, k, IX(0)), *mi = tb_at(a, m, IX(0));
 
-	/* F[f, i] = select(f == 0, exp(x[i]), select(f == 1, exp2(x[i]), ...)) */
-	Expr *chain = tb_call(a, FN_RELU, tb_at(a, x, IX(1)));
+	/* F[f, i] = select(f == 0, exp(x[i]), select(f == 1, exp2(x[i]), ...)), the
+	** last function in the innermost branch */
+	Expr *chain = tb_call(a, (Fn)(FN_COUNT - 1), tb_at(a, x, IX(1)));
 	for (int f = FN_COUNT - 2; f >= 0; f--)
 		chain = tb_select(a, BIN(OP_EQ, IX(0), expr_int(a, f)),
 				  tb_call(a, (Fn)f, tb_at(a, x, IX(1))), chain);

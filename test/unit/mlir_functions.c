@@ -23,10 +23,13 @@ static const struct {
 	Fn fn;
 	int arg; /* X (positive) or Y (signed) */
 } fns[FN_COUNT] = {
-    {"F_exp", FN_EXP, Y},   {"F_exp2", FN_EXP2, Y},   {"F_log", FN_LOG, X},
-    {"F_log2", FN_LOG2, X}, {"F_tanh", FN_TANH, Y},   {"F_sigmoid", FN_SIGMOID, Y},
-    {"F_sqrt", FN_SQRT, X}, {"F_rsqrt", FN_RSQRT, X}, {"F_abs", FN_ABS, Y},
-    {"F_relu", FN_RELU, Y},
+    {"F_exp", FN_EXP, Y},           {"F_exp2", FN_EXP2, Y},   {"F_log", FN_LOG, X},
+    {"F_log2", FN_LOG2, X},         {"F_tanh", FN_TANH, Y},   {"F_sigmoid", FN_SIGMOID, Y},
+    {"F_sqrt", FN_SQRT, X},         {"F_rsqrt", FN_RSQRT, X}, {"F_abs", FN_ABS, Y},
+    {"F_relu", FN_RELU, Y},         {"F_log1p", FN_LOG1P, X}, {"F_expm1", FN_EXPM1, Y},
+    {"F_erf", FN_ERF, Y},           {"F_floor", FN_FLOOR, Y}, {"F_ceil", FN_CEIL, Y},
+    {"F_round", FN_ROUND, Y},       {"F_sign", FN_SIGN, Y},   {"F_elu", FN_ELU, Y},
+    {"F_softplus", FN_SOFTPLUS, Y},
 };
 
 /* Other outputs, in tensor-id order after the functions. */
@@ -44,6 +47,15 @@ static double c_fn(Fn f, double x)
 	case FN_SQRT: return sqrt(x);
 	case FN_RSQRT: return 1 / sqrt(x);
 	case FN_ABS: return fabs(x);
+	case FN_LOG1P: return log1p(x);
+	case FN_EXPM1: return expm1(x);
+	case FN_ERF: return erf(x);
+	case FN_FLOOR: return floor(x);
+	case FN_CEIL: return ceil(x);
+	case FN_ROUND: return nearbyint(x);
+	case FN_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+	case FN_ELU: return x > 0 ? x : expm1(x);
+	case FN_SOFTPLUS: return (x > 0 ? x : 0.0) + log1p(exp(-fabs(x)));
 	default: return x > 0 ? x : 0;
 	}
 }
