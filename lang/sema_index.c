@@ -388,10 +388,11 @@ int sema_index_statement(Sema *s, Stmt *st)
 }
 
 /* Quasi-affine: sums of index names times constants or dims, index
-** expressions divided or reduced modulo a constant or dim, and offsets built
-** from dims, consts and integer params. Anything reading tensor data or
-** multiplying two indices is not. Returns a mask: bit 0 set when e
-** mentions an index, bit 1 set on error (already reported). */
+** expressions divided or reduced modulo a constant or dim, offsets built
+** from dims, consts and integer params, and gathers (reads of i32 inputs,
+** counted as mentioning an index). Multiplying two index expressions is
+** not. Returns a mask: bit 0 set when e mentions an index, bit 1 set on
+** error (already reported). */
 static int affine(Sema *s, AstExpr *e)
 {
 	switch (e->kind) {
@@ -401,12 +402,20 @@ static int affine(Sema *s, AstExpr *e)
 		diag_error(s->d, e->loc, "a subscript must be an integer, not a floating value");
 		return 2;
 	case A_NAME: return scope_sym(s, e->name) ? 0 : 1;
-	case A_ACCESS:
-		diag_error(s->d, e->loc,
-			   "subscript is not affine: it reads tensor '%s' (indirect indexing is "
-			   "not supported)",
-			   e->name);
-		return 2;
+	case A_ACCESS: {
+		/* a gather: an i32 input read at (affine, already checked)
+		** subscripts, such as a page table's block[b, j / P] */
+		Sym *y = scope_sym(s, e->name);
+		const Tensor *t = y && y->kind == SYM_TENSOR ? y->tensor : NULL;
+		if (!t || t->kind != TK_IN || t->dtype != DT_I32) {
+			diag_error(s->d, e->loc,
+				   "a subscript may read only an i32 input tensor (a gather); '%s' "
+				   "is not one",
+				   e->name);
+			return 2;
+		}
+		return 1;
+	}
 	case A_UNARY: return affine(s, e->args[0]);
 	case A_BINARY: {
 		int l = affine(s, e->args[0]);

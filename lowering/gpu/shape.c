@@ -168,9 +168,38 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 			    n->out->name);
 }
 
+/* e reads some tensor. */
+static int reads_any(const Expr *e)
+{
+	if (e->kind == EX_ACCESS)
+		return 1;
+	for (int k = 0; k < e->nargs; k++)
+		if (reads_any(e->args[k]))
+			return 1;
+	return 0;
+}
+
+/* e has an access whose subscripts read a tensor (a gather: a page table). */
+static int gathers(const Expr *e)
+{
+	if (!e)
+		return 0;
+	for (int k = 0; k < e->nargs; k++)
+		if (e->kind == EX_ACCESS ? reads_any(e->args[k]) : gathers(e->args[k]))
+			return 1;
+	return 0;
+}
+
 static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 {
 	const Node *n = p->c->nodes.v[i];
+	if (gathers(n->body))
+		return arena_printf(
+		    a,
+		    "%s: an operand is read through a gather (a page table, "
+		    "K[block[b, j / P], j %% P, ..]); the GPU kernels do not gather "
+		    "yet (--target=cpu runs it)",
+		    n->out->name);
 	if (n->red != RED_SUM || n->nred != 1)
 		return arena_printf(a, "%s: a reduction inside a tile must be one sum (Q K^T)",
 				    n->out->name);

@@ -115,6 +115,15 @@ static long shape_work(const Cascade *c, const long *dims)
 	return w;
 }
 
+/* The size of runtime dim name, else of fallback (decode has no N). */
+static long size_of(const Cascade *c, const long *dims, const char *name, const char *fallback)
+{
+	int i = dim_index(c, name);
+	if (i < 0)
+		i = dim_index(c, fallback);
+	return i >= 0 ? dims[i] : 1;
+}
+
 /* Draws every runtime dim of c for one shape set and writes "B=2 H=3 ..."
 ** into desc. Known dims: B, H, HKV in [1, 3], G cycling through 1, 4, 8
 ** with gi, N and M by kind (M != N). Returns -1 for a dim it does not know,
@@ -145,12 +154,27 @@ static int draw_shape(const Cascade *c, InputsRng *r, SetKind kind, int gi, long
 			dims[k] = gsizes[gi % 3];
 		else if (!strcmp(d->name, "N") || !strcmp(d->name, "M"))
 			dims[k] = draw_len(r, lo, hi);
+		/* a paged cache (paged_decode.attn): pages of P slots, MAXP
+		** pages per sequence covering a drawn length, a pool of NP
+		** pages with some to spare; dims come in declaration order,
+		** B before them */
+		else if (!strcmp(d->name, "P"))
+			dims[k] = (long[]){1, 4, 16}[gi % 3];
+		else if (!strcmp(d->name, "MAXP")) {
+			long p = size_of(c, dims, "P", "P");
+			dims[k] = (draw_len(r, lo, hi) + p - 1) / p;
+		} else if (!strcmp(d->name, "NP"))
+			dims[k] = -1; /* after B and MAXP, below */
 		else {
 			fprintf(stderr, "%s: no rule for runtime dim %s; extend draw_shape\n",
 				c->name, d->name);
 			return -1;
 		}
 	}
+	int iNP = dim_index(c, "NP");
+	if (iNP >= 0)
+		dims[iNP] = size_of(c, dims, "B", "B") * size_of(c, dims, "MAXP", "MAXP") +
+			    inputs_rng_int(r, 0, 3);
 	int one = kind == SET_TINY || kind == SET_SMALL1 ? (iN >= 0 ? iN : iM)
 		  : kind == SET_M1 && iN >= 0            ? iM
 							 : -1;
@@ -178,15 +202,6 @@ static int draw_shape(const Cascade *c, InputsRng *r, SetKind kind, int gi, long
 
 /* ---- inputs ------------------------------------------------------------- */
 
-/* The size of runtime dim name, else of fallback (decode has no N). */
-static long size_of(const Cascade *c, const long *dims, const char *name, const char *fallback)
-{
-	int i = dim_index(c, name);
-	if (i < 0)
-		i = dim_index(c, fallback);
-	return i >= 0 ? dims[i] : 1;
-}
-
 /* Fills an i32 input so that its mask is exercised: kv_len and prefix_len
 ** take the full length, a random length, 0, full - 1 and 1, batch b of set
 ** s getting pattern (s + b) mod 5 (so 5 sets cover all with B = 1, and set
@@ -201,11 +216,33 @@ static int fill_i32(const Binding *b, const Tensor *t, double *buf, int set, uin
 	int kv = !strcmp(t->name, "kv_len"), pre = !strcmp(t->name, "prefix_len");
 	if ((kv || pre) && t->rank == 1) {
 		long full = kv ? size_of(c, b->dims, "M", "N") : size_of(c, b->dims, "N", "M");
+		if (kv && dim_index(c, "MAXP") >= 0) /* a paged cache: its pages' slots */
+			full = size_of(c, b->dims, "MAXP", "MAXP") * size_of(c, b->dims, "P", "P");
 		for (long i = 0; i < tensor_dim_size(t, 0, b->dims); i++) {
 			long pat[5] = {full, inputs_rng_int(&r, 0, full), 0, full - 1,
 				       1 < full ? 1 : full};
 			buf[i] = (double)pat[(set + i) % 5];
 		}
+		return 0;
+	}
+	/* a page table: each sequence's pages, distinct, from a shuffled pool */
+	if (!strcmp(t->name, "block") && t->rank == 2) {
+		long rows = tensor_dim_size(t, 0, b->dims), n = tensor_dim_size(t, 1, b->dims);
+		long np = size_of(c, b->dims, "NP", "NP");
+		if (np < rows * n)
+			return -1;
+		long *pool = malloc((size_t)np * sizeof *pool);
+		if (!pool)
+			return -1;
+		for (long i = 0; i < np; i++)
+			pool[i] = i;
+		for (long i = np - 1; i > 0; i--) {
+			long k = inputs_rng_int(&r, 0, i), x = pool[i];
+			pool[i] = pool[k], pool[k] = x;
+		}
+		for (long i = 0; i < rows * n; i++)
+			buf[i] = (double)pool[i];
+		free(pool);
 		return 0;
 	}
 	if (!strcmp(t->name, "doc") && t->rank == 2) {
