@@ -123,6 +123,11 @@ static int run_block(const Cascade *c, RunEngine eng, const char *dir, int set)
 	RunConfig cfg;
 	run_config_init(&cfg);
 	cfg.sizes = sizes, cfg.nsizes = ns, cfg.seed = 7, cfg.use_f64 = 1, cfg.engine = eng;
+	/* a page table (paged_decode.attn) indexes the pool's NP pages */
+	RunRange pages = {"block", 0, 0};
+	for (int i = 0; i < ns; i++)
+		if (!strcmp(sizes[i].name, "NP") && cascade_tensor(c, "block"))
+			pages.hi = sizes[i].value - 1, cfg.ranges = &pages, cfg.nranges = 1;
 	cfg.out_dir = dir, cfg.quiet = 1;
 	return run_cascade(c, &cfg);
 }

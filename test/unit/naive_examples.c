@@ -49,6 +49,10 @@ struct Naive {
 	double scale, cap, b0;
 	const double *Q, *K, *V, *Q2, *K2;
 	const double *slope, *bias, *sink, *lam, *kv_len, *prefix_len, *doc;
+	/* a paged cache (paged_decode.attn): K[NP, P, HKV, D], key j of sequence
+	** b in page block[b, j / P] at slot j % P; NULL: contiguous */
+	const double *block;
+	long NP, P, MAXP;
 	VisibleFn visible;
 	ScoreFn score; /* NULL: the score is s */
 	double *O, *L; /* L may be NULL */
@@ -73,6 +77,10 @@ static const double *q_row(const Naive *a, const double *Q, long b, long h, long
 static const double *kv_row(const Naive *a, const double *X, long width, long b, long h, long j)
 {
 	long hk = h / (a->H / a->HKV);
+	if (a->block) {
+		long page = (long)a->block[b * a->MAXP + j / a->P];
+		return X + ((page * a->P + j % a->P) * a->HKV + hk) * width;
+	}
 	return X + ((b * a->HKV + hk) * a->M + j) * width;
 }
 
@@ -511,6 +519,23 @@ static Spec specs[] = {
      "lse",
      {"B=5 HKV=3 G=2 M=7", "B=5 HKV=2 G=3 M=1", "B=6 HKV=1 G=4 M=9"},
      0},
+    {"paged_decode.attn",
+     "paged_decode",
+     F_SOFTMAX,
+     HEADS_GQA,
+     vis_kv_len,
+     NULL,
+     128,
+     128,
+     0,
+     "q",
+     "Kc",
+     "Vc",
+     "o",
+     "lse",
+     {"B=2 HKV=3 G=4 NP=13 P=5 MAXP=6", "B=3 HKV=1 G=2 NP=16 P=4 MAXP=5",
+      "B=1 HKV=2 G=3 NP=7 P=16 MAXP=4"},
+     0},
     {"sigmoid.attn",
      "sigmoid_attn",
      F_SIGMOID,
@@ -613,6 +638,23 @@ static int fill_i32(const Tensor *t, double *buf, long n, const Naive *a, uint64
 			buf[b] = (double)(pat[b % 5] < a->N ? pat[b % 5] : a->N);
 		return 0;
 	}
+	if (!strcmp(t->name, "block") && a->NP >= n) {
+		/* each sequence's pages, distinct, from a shuffled pool */
+		InputsRng r;
+		inputs_rng_init(&r, seed, t->name);
+		long pool[256];
+		if (a->NP > 256)
+			return -1;
+		for (long i = 0; i < a->NP; i++)
+			pool[i] = i;
+		for (long i = a->NP - 1; i > 0; i--) {
+			long k = inputs_rng_int(&r, 0, i), x = pool[i];
+			pool[i] = pool[k], pool[k] = x;
+		}
+		for (long i = 0; i < n; i++)
+			buf[i] = (double)pool[i];
+		return 0;
+	}
 	if (!strcmp(t->name, "doc")) {
 		InputsRng r;
 		inputs_rng_init(&r, seed, t->name);
@@ -639,6 +681,9 @@ static void naive_setup(Naive *a, const Spec *sp, const Named *nm)
 	a->HKV = sp->heads == HEADS_GQA ? hkv : sp->heads == HEADS_MQA ? 1 : a->H;
 	a->N = named(nm, "N", 1);
 	a->M = named(nm, "M", a->N);
+	a->NP = named(nm, "NP", 0), a->P = named(nm, "P", 0), a->MAXP = named(nm, "MAXP", 0);
+	if (a->MAXP) /* paged: the keys are the pages' slots */
+		a->M = a->MAXP * a->P;
 	a->D = sp->d, a->DV = sp->dv, a->W = sp->w;
 	a->visible = sp->visible, a->score = sp->score;
 }
@@ -766,6 +811,7 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->slope = opt_buf(b, "slope"), a->bias = opt_buf(b, "bias"), a->sink = opt_buf(b, "sink");
 	a->lam = opt_buf(b, "lam"), a->kv_len = opt_buf(b, "kv_len");
 	a->prefix_len = opt_buf(b, "prefix_len"), a->doc = opt_buf(b, "doc");
+	a->block = opt_buf(b, "block");
 	a->O = O, a->L = sp->l ? L : NULL;
 	a->scale = param_value(b, "scale", 1.0 / sqrt((double)sp->d), what);
 	a->cap = param_value(b, "cap", 50.0, what);
