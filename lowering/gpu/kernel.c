@@ -269,6 +269,29 @@ static int entry_text(EntryText *e, const PtxFunc *f)
 	return fclose(m) != 0;
 }
 
+/* The kernel of shape s as an entry's text; the module's shared-memory
+** alignment grows to what the entry needs. Nonzero when out of memory. */
+static int build_entry(Arena *a, const GpuTarget *t, const Plan *p, KernelShape *s, EntryText *e,
+		       uint32_t *align, unsigned *smem)
+{
+	PtxFunc *f = gpu_kernel(a, t, p, s);
+	uint32_t fa = ptx_smem_align(f);
+	*align = fa > *align ? fa : *align;
+	if (smem)
+		*smem = f->smem_bytes;
+	return entry_text(e, f);
+}
+
+/* Another entry of the same kernel (s's tiling): one_window (NAME_fwd_short)
+** or parts (NAME_fwd_part) set in its shape, returned in v. */
+static int variant_entry(Arena *a, const GpuTarget *t, const Plan *p, const KernelShape *s,
+			 int one_window, int parts, EntryText *e, uint32_t *align, KernelShape *v)
+{
+	gpu_shape(a, p, v);
+	v->tiling = s->tiling, v->one_window = one_window, v->parts = parts;
+	return build_entry(a, t, p, v, e, align, NULL);
+}
+
 /* A cascade whose masks keep a tile table may have two entries: NAME_fwd
 ** and NAME_fwd_short, the same kernel for keys that fit the table's first
 ** window, without its refill; the module lists every NAME_fwd first. With
@@ -303,36 +326,22 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			break;
 		}
 		s.tiling = tiling ? tiling[i] : 0;
-		PtxFunc *f = gpu_kernel(&a, t, p, &s);
-		uint32_t fa = ptx_smem_align(f);
-		align = fa > align ? fa : align;
-		rc = entry_text(&main[i], f);
+		unsigned smem = 0;
+		rc = build_entry(&a, t, p, &s, &main[i], &align, &smem);
+		/* the same kernel without the table's refill (KernelShape.one_window) */
 		int one_window = t->one_window_wanted(&s);
-		if (one_window && !rc) {
-			/* the same kernel without the table's refill (KernelShape.one_window) */
-			KernelShape s1;
-			gpu_shape(&a, p, &s1);
-			s1.tiling = s.tiling, s1.one_window = 1;
-			PtxFunc *f1 = gpu_kernel(&a, t, p, &s1);
-			fa = ptx_smem_align(f1);
-			align = fa > align ? fa : align;
-			rc = entry_text(&shortw[i], f1);
-		}
+		KernelShape v;
+		if (one_window && !rc)
+			rc = variant_entry(&a, t, p, &s, 1, 0, &shortw[i], &align, &v);
+		/* the same kernel over a launch's keys and rows, its states merged
+		** and carried (parts.c) */
 		unsigned part_cta_bytes = 0;
 		if (parts && !rc) {
-			/* the same kernel over a launch's keys and rows, its states
-			** merged and carried (parts.c) */
-			KernelShape s2;
-			gpu_shape(&a, p, &s2);
-			s2.tiling = s.tiling, s2.parts = 1;
-			PtxFunc *f2 = gpu_kernel(&a, t, p, &s2);
-			fa = ptx_smem_align(f2);
-			align = fa > align ? fa : align;
-			rc = entry_text(&partw[i], f2);
-			part_cta_bytes = s2.part_cta_bytes;
+			rc = variant_entry(&a, t, p, &s, 0, 1, &partw[i], &align, &v);
+			part_cta_bytes = v.part_cta_bytes;
 		}
 		if (info) {
-			info[i].smem = f->smem_bytes;
+			info[i].smem = smem;
 			info[i].block_m = (unsigned)(gpu_warps(t) * 16 * t->row_blocks(&s));
 			info[i].block_n = GPU_BN;
 			info[i].data_masks = gpu_data_masks(p);
