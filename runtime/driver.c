@@ -207,19 +207,31 @@ static void version_text(int v, char *buf, size_t size)
 		snprintf(buf, size, "unknown");
 }
 
+/* One rule for the libraries named by an environment variable (the driver,
+** NCCL): which file, and whether a failure means it is missing. */
+void *attnrt_dlopen(const char *env, const char *soname, AttnrtLib *lib)
+{
+	const char *named = getenv(env);
+	lib->named = named && *named;
+	lib->path = lib->named ? named : soname;
+	dlerror();
+	void *h = dlopen(lib->path, RTLD_NOW | RTLD_LOCAL);
+	lib->why = h ? NULL : dlerror();
+	lib->missing = !h && (strchr(lib->path, '/')
+				  ? access(lib->path, F_OK) != 0
+				  : (!lib->why || strstr(lib->why, "No such file") != NULL));
+	return h;
+}
+
 /* dlopen + cuGetProcAddress into g_table; under g_lock. Returns 0 or fails. */
 static int load_library(void)
 {
-	const char *env = getenv("ATTNRT_CUDA_DRIVER");
-	if (env && !*env)
-		env = NULL;
-	const char *path = env ? env : "libcuda.so.1";
-	dlerror();
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	AttnrtLib lib;
+	void *h = attnrt_dlopen("ATTNRT_CUDA_DRIVER", "libcuda.so.1", &lib);
+	const char *path = lib.path, *env = lib.named ? path : NULL;
 	if (!h) {
-		const char *why = dlerror();
-		int missing = strchr(path, '/') ? access(path, F_OK) != 0
-						: (!why || strstr(why, "No such file") != NULL);
+		const char *why = lib.why;
+		int missing = lib.missing;
 		if (missing && !env)
 			fail_global(ATTNRT_ERR_NO_DRIVER,
 				    "no CUDA driver: libcuda.so.1 not found (set "

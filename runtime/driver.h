@@ -156,6 +156,18 @@ int attnrt_device_sm(const AttnrtDriver *d, ARdevice dev, int *sm);
 int attnrt_kernel_resolve(AttnrtKernel *k, void **fn, int *sm, unsigned *smem_bytes,
 			  unsigned *threads);
 
+/* A library libattnrt loads at run time: the file the environment variable
+** env names (when set and not empty), else soname. NULL when dlopen fails,
+** with missing set where the file does not exist (rather than failing to
+** load) and why to dlerror's text (or NULL). *path is what was tried, *named
+** whether env gave it. */
+typedef struct AttnrtLib {
+	const char *path;
+	int named, missing;
+	const char *why;
+} AttnrtLib;
+void *attnrt_dlopen(const char *env, const char *soname, AttnrtLib *lib);
+
 /* Sets this thread's message ("attnrt: " is prepended; newlines become
 ** spaces) and returns code. */
 int attnrt_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -13,9 +13,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "nccl.h"
 
@@ -47,22 +45,16 @@ _Static_assert(sizeof(AttnrtNccl) == NENTRIES * sizeof(void (*)(void)),
 /* dlopen + dlsym into g_table; under g_lock. 0, or g_fail_msg is set. */
 static int load_library(void)
 {
-	const char *env = getenv("ATTNRT_NCCL");
-	if (env && !*env)
-		env = NULL;
-	const char *path = env ? env : "libnccl.so.2";
-	dlerror();
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	AttnrtLib lib;
+	void *h = attnrt_dlopen("ATTNRT_NCCL", "libnccl.so.2", &lib);
+	const char *path = lib.path;
 	if (!h) {
-		const char *why = dlerror();
-		int missing = strchr(path, '/') ? access(path, F_OK) != 0
-						: (!why || strstr(why, "No such file") != NULL);
 		snprintf(g_fail_msg, sizeof g_fail_msg, "no NCCL: %s could not be loaded (%s; %s)",
 			 path,
-			 missing ? "not found"
-			 : why   ? why
-				 : "unknown dlopen error",
-			 env ? "named by ATTNRT_NCCL" : "ATTNRT_NCCL may name it");
+			 lib.missing ? "not found"
+			 : lib.why   ? lib.why
+				     : "unknown dlopen error",
+			 lib.named ? "named by ATTNRT_NCCL" : "ATTNRT_NCCL may name it");
 		return -1;
 	}
 	AttnrtNccl t;
