@@ -5,6 +5,8 @@
 ** from its launch position (the launch order, the grid classes by magic
 ** division), with the lane and warp ids.
 */
+#include <string.h>
+
 #include "gpu.h"
 
 /* How many magic parameters a plan's kernels take (GPU_MAGIC_*, then two
@@ -139,7 +141,7 @@ void gpu_parts_declare(KernelGen *g)
 
 PReg gpu_part_param(KernelGen *g, int i)
 {
-	int wide = part_type[i][2] == '6';
+	int wide = strcmp(part_type[i], ".u32") != 0; /* the mode is the one u32 */
 	PReg r = gpu_reg(g, wide ? PC_B64 : PC_B32);
 	gpu_op2(g, PTX_LD, arena_printf(g->a, ".param%s", part_type[i]), po_r(r),
 		po_memsym(g->par.part_names[i], 0));

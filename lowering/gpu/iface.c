@@ -633,7 +633,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		fputs("\treturn attnrt_launch(kern, (unsigned)gx, (unsigned)gy, 1, stream, "
 		      "args);\n}\n",
 		      o);
-		iface_part_functions(o, c, im, idx, ai, p);
+		iface_part_functions(o, c, p);
 		iface_cp_functions(o, c, p);
 	} else {
 		fputs("\treturn attnrt_launch(kern, (unsigned)gx, (unsigned)gy, 1, stream, "

@@ -60,8 +60,7 @@ void iface_part_helpers(FILE *o);
 void iface_part_decls(FILE *o, const Cascade *c);
 void iface_part_args(FILE *o, const char *name, const GpuImages *im, int idx,
 		     const GpuKernelInfo *ai);
-void iface_part_functions(FILE *o, const Cascade *c, const GpuImages *im, int idx,
-			  const GpuKernelInfo *ai, const Plan *p);
+void iface_part_functions(FILE *o, const Cascade *c, const Plan *p);
 /* iface_cp.c: the context-parallel launch (ring attention), where the
 ** plan's tensors shard along one sequence; else the header says why. */
 void iface_cp_decls(FILE *o, const Cascade *c);

@@ -176,10 +176,8 @@ void iface_part_args(FILE *o, const char *n, const GpuImages *im, int idx, const
 	      o);
 }
 
-void iface_part_functions(FILE *o, const Cascade *c, const GpuImages *im, int idx,
-			  const GpuKernelInfo *ai, const Plan *p)
+void iface_part_functions(FILE *o, const Cascade *c, const Plan *p)
 {
-	(void)im, (void)idx, (void)ai;
 	const char *n = c->name;
 	fprintf(o, "\nlong %s_part_keys(const long *dims)\n{\n\t(void)dims;\n\treturn ", n);
 	if (p->stream >= 0)
