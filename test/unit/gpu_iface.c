@@ -33,56 +33,7 @@
 #include "../../lang/front.h"
 #include "../../lowering/gpu/gpu.h"
 #include "../../lowering/gpu/iface.h"
-#include "../../support/spawn.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
-
-/* The generated text must hold want; says which when it does not. */
-static const char *expect_text(const char *text, const char *want)
-{
-	const char *at = strstr(text, want);
-	if (!at) {
-		fprintf(stderr, "the generated C lacks: %s\n", want);
-		failures++;
-	}
-	return at;
-}
-
-/* The index of the tensor called name in c, or -1. */
-static int tensor_index(const Cascade *c, const char *name)
-{
-	for (int i = 0; i < c->tensors.n; i++)
-		if (!strcmp(((const Tensor *)c->tensors.v[i])->name, name))
-			return i;
-	return -1;
-}
-
-/* The whole file at path, NUL-terminated (NULL: unreadable). */
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 1 << 16, n = 0, got;
-	char *s = malloc(cap);
-	while (s && (got = fread(s + n, 1, cap - n - 1, f)) > 0) {
-		n += got;
-		if (n + 1 == cap)
-			s = realloc(s, cap *= 2);
-	}
-	fclose(f);
-	if (s)
-		s[n] = 0;
-	return s;
-}
+#include "iface_testutil.h"
 
 /* gpu_iface_source of images im for p into path (its header gqa.h). */
 static int put_source(const char *path, const Program *p, const GpuImages *im)
@@ -148,36 +99,6 @@ static int write_bundle(const char *path, const Program *p, GpuKernelInfo *first
 	int rc = put_source(path, p, &im);
 	arena_free(&a);
 	return rc;
-}
-
-/* Runs argv (argv[0] a path) with its output into log; 0 when it exits 0,
-** else prints the log. */
-static int run(char *const argv[], const char *log)
-{
-	pid_t pid;
-	int status = 0, e = spawn_logged(argv[0], argv, log, &pid);
-	if (!e)
-		e = spawn_wait(pid, &status);
-	if (!e && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
-	fprintf(stderr, "%s failed (%s):\n", argv[0], e ? strerror(e) : "nonzero exit");
-	char *out = slurp(log);
-	fprintf(stderr, "%s\n", out ? out : "(no log)");
-	free(out);
-	return -1;
-}
-
-/* argv of fixed then the space-separated words of flags, NULL-terminated. */
-static char **command(char *const *fixed, int nfixed, char *flags)
-{
-	char **argv = calloc((size_t)nfixed + strlen(flags) / 2 + 2, sizeof *argv);
-	int n = 0;
-	for (int i = 0; i < nfixed; i++)
-		argv[n++] = fixed[i];
-	for (char *w = strtok(flags, " "); w; w = strtok(NULL, " "))
-		argv[n++] = w;
-	argv[n] = NULL;
-	return argv;
 }
 
 int main(int argc, char **argv)
@@ -250,30 +171,32 @@ int main(int argc, char **argv)
 	if (!text || !plain_text)
 		return 1;
 	char want[512];
-	expect_text(text, "#if !defined(ATTNRT_API_VERSION) || ATTNRT_API_VERSION < 3\n#error");
-	expect_text(text, "\t_Alignas(64) unsigned char tmaps[2][128];\n");
+	expect_text("the generated C", text,
+		    "#if !defined(ATTNRT_API_VERSION) || ATTNRT_API_VERSION < 3\n#error");
+	expect_text("the generated C", text, "\t_Alignas(64) unsigned char tmaps[2][128];\n");
 	snprintf(want, sizeof want,
 		 "\t\tstatic const uint32_t box0[4] = {1u, 1u, %du, %du};\n"
 		 "\t\tif ((rc = attnrt_tensor_map(tmaps[0], ptrs[%d], 4, shape, s, 2, box0))) "
 		 "return rc;\n",
 		 GPU_BN, GPU_TMAP_INNER, k);
-	const char *enc_k = expect_text(text, want);
+	const char *enc_k = expect_text("the generated C", text, want);
 	snprintf(want, sizeof want,
 		 "\t\tstatic const uint32_t box1[4] = {1u, 1u, 128u, %du};\n"
 		 "\t\tif ((rc = attnrt_tensor_map(tmaps[1], ptrs[%d], 4, shape, s, 2, box1))) "
 		 "return rc;\n",
 		 GPU_TMAP_INNER, q);
-	const char *enc_q = expect_text(text, want);
+	const char *enc_q = expect_text("the generated C", text, want);
 	/* each after its tensor's check */
 	snprintf(want, sizeof want, "\"%s\", \"K\", ptrs[%d], 4, shape, shape, s, 2, 16, names)",
 		 c->name, k);
-	const char *chk_k = expect_text(text, want);
+	const char *chk_k = expect_text("the generated C", text, want);
 	CHECK(!chk_k || !enc_k || chk_k < enc_k);
 	CHECK(!enc_q || !enc_k || enc_q < enc_k);
-	const char *magic = expect_text(text, "\t\targs[k++] = &gm[i];\n");
-	const char *maps = expect_text(
-	    text, "\tfor (int i = 0; i < 2; i++)\n\t\targs[k++] = (void *)&tmaps[i];\n");
-	const char *launch = expect_text(text, "\treturn attnrt_launch(kern,");
+	const char *magic = expect_text("the generated C", text, "\t\targs[k++] = &gm[i];\n");
+	const char *maps =
+	    expect_text("the generated C", text,
+			"\tfor (int i = 0; i < 2; i++)\n\t\targs[k++] = (void *)&tmaps[i];\n");
+	const char *launch = expect_text("the generated C", text, "\treturn attnrt_launch(kern,");
 	CHECK(!magic || !maps || !launch || (magic < maps && maps < launch));
 	CHECK(strstr(text, "#error \"attnc") == NULL);
 	/* without maps, nothing of them */
@@ -292,7 +215,7 @@ int main(int argc, char **argv)
 	free(bad_text);
 
 	/* it builds as it is, then runs against the stand-in driver */
-	char log[1024], obj[1024], exe[1024], inc[1024], def[64], flags[512];
+	char log[1024], obj[1024], exe[1024], inc[1024], def[64];
 	snprintf(log, sizeof log, "%s/cc.log", scratch);
 	snprintf(obj, sizeof obj, "%s/gqa.o", scratch);
 	snprintf(exe, sizeof exe, "%s/harness", scratch);
@@ -300,21 +223,20 @@ int main(int argc, char **argv)
 	snprintf(def, sizeof def, "-DPARAMS_BEFORE_MAPS=%d", base);
 	char rtinc[1024];
 	snprintf(rtinc, sizeof rtinc, "-I%s", rtdir);
-	snprintf(flags, sizeof flags, "%s", argv[8]);
+	char *copy;
 	char *compile[] = {cc,  "-std=c11", "-Wall", "-Wextra", "-Werror", rtinc,
 			   inc, "-c",       src,     "-o",      obj};
-	char **cv = command(compile, 11, flags);
+	char **cv = command(compile, 11, argv[8], &copy);
 	int built = run(cv, log) == 0;
 	char **lv;
 	CHECK(built);
-	free(cv);
-	snprintf(flags, sizeof flags, "%s", argv[8]);
+	free(cv), free(copy);
 	char *link[] = {cc,  "-std=c11", "-Wall", "-Wextra", "-Werror", rtinc,  inc,         def,
 			obj, harness,    lib,     "-o",      exe,       "-ldl", "-lpthread", "-lm"};
-	lv = command(link, 16, flags);
+	lv = command(link, 16, argv[8], &copy);
 	built = built && run(lv, log) == 0;
 	CHECK(built);
-	free(lv);
+	free(lv), free(copy);
 	if (built) {
 		char *hv[] = {exe, (char *)fake, NULL};
 		snprintf(log, sizeof log, "%s/harness.log", scratch);
@@ -350,31 +272,37 @@ int main(int argc, char **argv)
 	CHECK(bt != NULL);
 	if (!bt)
 		return 1;
-	expect_text(bt,
+	expect_text("the generated C", bt,
 		    "static const AttnrtImageLaunch gqa_launch_values[] = {{90, 100000u, "
 		    "384u}};\nstatic const AttnrtImage gqa_images[] = {\n"
 		    "\t{80, attn_sm80, sizeof attn_sm80},\n\t{90, attn_sm90a, sizeof attn_sm90a},\n"
 		    "\t{0, attn_ptx, sizeof attn_ptx},\n"
 		    "\t{ATTNRT_IMAGE_LAUNCH, gqa_launch_values, sizeof gqa_launch_values},\n};\n");
-	expect_text(bt, "static AttnrtKernel gqa_kernel = {\"gqa_fwd\", gqa_images, sizeof "
-			"gqa_images / sizeof gqa_images[0], 50000u, 128, NULL};\n");
-	expect_text(bt, "static AttnrtKernel gqa_kernel_short = {\"gqa_fwd_short\", gqa_images, ");
+	expect_text("the generated C", bt,
+		    "static AttnrtKernel gqa_kernel = {\"gqa_fwd\", gqa_images, sizeof "
+		    "gqa_images / sizeof gqa_images[0], 50000u, 128, NULL};\n");
+	expect_text("the generated C", bt,
+		    "static AttnrtKernel gqa_kernel_short = {\"gqa_fwd_short\", gqa_images, ");
 	/* every block runs from the sm_90a cubin on 9.0: no sm_90 one, no
 	** shared image list */
 	CHECK(!strstr(bt, "attn_sm90[") && !strstr(bt, "attn_images"));
-	const char *ask =
-	    expect_text(bt, "attnrt_kernel_config(&gqa_kernel, &image_sm, NULL, NULL)");
+	const char *ask = expect_text("the generated C", bt,
+				      "attnrt_kernel_config(&gqa_kernel, &image_sm, NULL, NULL)");
 	const char *enc = strstr(bt, "attnrt_tensor_map(");
 	CHECK(!ask || !enc || ask < enc);
 	CHECK(!ask || !strstr(ask + 1, "attnrt_kernel_config(&gqa_kernel, &image_sm"));
-	expect_text(bt, "\tif (alt_image) {\n");
-	expect_text(bt, "\tlong bm = alt_image ? 128L : 64L;\n\tlong gx = (qext + bm - 1) / bm;\n");
-	expect_text(bt, "\tif (alt_image)\n\t\tfor (int i = 0; i < 2; i++)\n\t\t\targs[k++] = "
-			"(void *)&tmaps[i];\n");
+	expect_text("the generated C", bt, "\tif (alt_image) {\n");
+	expect_text("the generated C", bt,
+		    "\tlong bm = alt_image ? 128L : 64L;\n\tlong gx = (qext + bm - 1) / bm;\n");
+	expect_text("the generated C", bt,
+		    "\tif (alt_image)\n\t\tfor (int i = 0; i < 2; i++)\n\t\t\targs[k++] = "
+		    "(void *)&tmaps[i];\n");
 	/* the short entry is sm_80's alone */
-	expect_text(bt, "\tif (!alt_image && dims[4] <= 8192)\n\t\tkern = &gqa_kernel_short;\n");
-	expect_text(bt, "\tinfo->target = alt_image ? \"sm_90a\" : \"sm_80\";\n"
-			"\tinfo->block_m = alt_image ? 128u : 64u;\n");
+	expect_text("the generated C", bt,
+		    "\tif (!alt_image && dims[4] <= 8192)\n\t\tkern = &gqa_kernel_short;\n");
+	expect_text("the generated C", bt,
+		    "\tinfo->target = alt_image ? \"sm_90a\" : \"sm_80\";\n"
+		    "\tinfo->block_m = alt_image ? 128u : 64u;\n");
 	CHECK(!strstr(bt, "CTA tile:"));
 	free(bt);
 	/* a short entry in both modules, with other windows; in the second's only */
@@ -399,21 +327,19 @@ int main(int argc, char **argv)
 	snprintf(bexe, sizeof bexe, "%s/harness", bdir);
 	snprintf(binc, sizeof binc, "-I%s", bdir);
 	snprintf(mdef, sizeof mdef, "-DMAGIC_PARAMS=%d", nmagic);
-	snprintf(flags, sizeof flags, "%s", argv[8]);
 	char *bcompile[] = {cc,   "-std=c11", "-Wall", "-Wextra", "-Werror", rtinc,
 			    binc, "-c",       bsrc,    "-o",      bobj};
-	cv = command(bcompile, 11, flags);
+	cv = command(bcompile, 11, argv[8], &copy);
 	built = run(cv, log) == 0;
 	CHECK(built);
-	free(cv);
-	snprintf(flags, sizeof flags, "%s", argv[8]);
+	free(cv), free(copy);
 	char *blink[] = {cc,   "-std=c11", "-Wall", "-Wextra",  "-Werror",   rtinc,
 			 binc, def,        mdef,    "-DBUNDLE", bobj,        harness,
 			 lib,  "-o",       bexe,    "-ldl",     "-lpthread", "-lm"};
-	lv = command(blink, 18, flags);
+	lv = command(blink, 18, argv[8], &copy);
 	built = built && run(lv, log) == 0;
 	CHECK(built);
-	free(lv);
+	free(lv), free(copy);
 	for (int dev = 0; built && dev < 2; dev++) {
 		char *hv[] = {bexe, (char *)fake, NULL};
 		setenv("FAKECUDA_CC", dev ? "80" : "90", 1);

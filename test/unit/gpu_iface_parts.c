@@ -31,65 +31,7 @@
 #include "../../lang/front.h"
 #include "../../lowering/gpu/gpu.h"
 #include "../../lowering/gpu/iface.h"
-#include "../../support/spawn.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
-
-/* The generated text (what: which file) must hold want; says which when
-** it does not. */
-static const char *expect_text(const char *what, const char *text, const char *want)
-{
-	const char *at = strstr(text, want);
-	if (!at) {
-		fprintf(stderr, "%s lacks: %s\n", what, want);
-		failures++;
-	}
-	return at;
-}
-
-/* The index of the tensor or dim called name in c, or -1. */
-static int tensor_index(const Cascade *c, const char *name)
-{
-	for (int i = 0; i < c->tensors.n; i++)
-		if (!strcmp(((const Tensor *)c->tensors.v[i])->name, name))
-			return i;
-	return -1;
-}
-
-static int dim_index(const Cascade *c, const char *name)
-{
-	for (int i = 0; i < c->dims.n; i++)
-		if (!strcmp(((const Dim *)c->dims.v[i])->name, name))
-			return i;
-	return -1;
-}
-
-/* The whole file at path, NUL-terminated (NULL: unreadable). */
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 1 << 16, n = 0, got;
-	char *s = malloc(cap);
-	while (s && (got = fread(s + n, 1, cap - n - 1, f)) > 0) {
-		n += got;
-		if (n + 1 == cap)
-			s = realloc(s, cap *= 2);
-	}
-	fclose(f);
-	if (s)
-		s[n] = 0;
-	return s;
-}
+#include "iface_testutil.h"
 
 /* The header (with the part declarations) and the source of p, one
 ** sm_90 cubin and the PTX, with info as the kernel's, into dir/NAME.h and
@@ -128,38 +70,6 @@ static int write_files(const char *dir, const char *name, const Program *p, GpuK
 	}
 	arena_free(&a);
 	return rc;
-}
-
-/* Runs argv (argv[0] a path) with its output into log; 0 when it exits 0,
-** else prints the log. */
-static int run(char *const argv[], const char *log)
-{
-	pid_t pid;
-	int status = 0, e = spawn_logged(argv[0], argv, log, &pid);
-	if (!e)
-		e = spawn_wait(pid, &status);
-	if (!e && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
-	fprintf(stderr, "%s failed (%s):\n", argv[0], e ? strerror(e) : "nonzero exit");
-	char *out = slurp(log);
-	fprintf(stderr, "%s\n", out ? out : "(no log)");
-	free(out);
-	return -1;
-}
-
-/* argv of fixed then the space-separated words of flags (copied), NULL
-** last; free both. */
-static char **command(char *const *fixed, int nfixed, const char *flags, char **copy)
-{
-	*copy = strdup(flags);
-	char **argv = calloc((size_t)nfixed + strlen(flags) / 2 + 2, sizeof *argv);
-	int n = 0;
-	for (int i = 0; i < nfixed; i++)
-		argv[n++] = fixed[i];
-	for (char *w = strtok(*copy, " "); w; w = strtok(NULL, " "))
-		argv[n++] = w;
-	argv[n] = NULL;
-	return argv;
 }
 
 /* The parameters of NAME_fwd_part before its part parameters: pointers,
@@ -405,8 +315,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	c = p->cascades.v[0];
-	int g = dim_index(c, "G");
-	CHECK(g >= 0);
+	const Dim *gd = cascade_dim(c, "G");
+	CHECK(gd != NULL);
+	int g = gd ? gd->id : 0;
 	memset(info, 0, sizeof info);
 	info[0] = (GpuKernelInfo){.smem = 50000, .threads = 128, .block_m = 64, .block_n = 64};
 	info[0].parts = 1, info[0].part_cta_bytes = 34816, info[0].pack = -(g + 1);
