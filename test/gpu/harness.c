@@ -29,11 +29,7 @@
 #include HEADER
 #endif
 
-#define CAT2(a, b) a##b
-#define CAT(a, b)  CAT2(a, b)
-#define F(x)       CAT(NAME, x)
-#define STR2(x)    #x
-#define STR(x)     STR2(x)
+#include "gpu_testutil.h"
 
 void F(_counts)(int *, int *, int *);
 const char *F(_tensor_info)(int, int *, int *, int *);
@@ -62,20 +58,6 @@ static double normal(void)
 	return sqrt(-2 * log(unit())) * cos(6.283185307179586 * unit());
 }
 
-static uint16_t to_bf16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	u += 0x7FFF + ((u >> 16) & 1);
-	return (uint16_t)(u >> 16);
-}
-static float from_bf16(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
 static uint16_t to_f16(float f)
 {
 	/* round to nearest even through the hardware-free path: use _Float16 if the compiler has it */

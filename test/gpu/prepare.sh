@@ -120,7 +120,7 @@ while read -r file casc rest; do
 		esac
 	done
 done < "$DIR/plan.txt"
-cp test/gpu/harness.c test/gpu/device.sh test/gpu/ring.c test/gpu/ring.sh "$DIR/"
+cp test/gpu/harness.c test/gpu/gpu_testutil.h test/gpu/device.sh test/gpu/ring.c test/gpu/ring.sh "$DIR/"
 cp -r runtime "$DIR/runtime"
 echo "$TARGET" > "$DIR/target.txt"
 echo "prepared $(wc -l < "$DIR/cases.txt") $TARGET cases in $DIR"

@@ -31,11 +31,7 @@
 #include <attnrt.h>
 #include HEADER
 
-#define CAT2(a, b) a##b
-#define CAT(a, b)  CAT2(a, b)
-#define F(x)       CAT(NAME, x)
-#define STR2(x)    #x
-#define STR(x)     STR2(x)
+#include "gpu_testutil.h"
 
 typedef F(_gpu_args) Args;
 
@@ -56,22 +52,6 @@ static float value(uint64_t t, uint64_t e)
 	uint64_t x = (e + 1) * 0x9E3779B97F4A7C15ull ^ (t + 1) * 0xD1B54A32D192ED03ull;
 	x ^= x >> 31, x *= 0xBF58476D1CE4E5B9ull, x ^= x >> 29;
 	return (float)((double)(x >> 40) / (double)(1ull << 24) * 4.0 - 2.0);
-}
-
-static uint16_t to_bf16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	u += 0x7FFF + ((u >> 16) & 1);
-	return (uint16_t)(u >> 16);
-}
-
-static float from_bf16(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
 }
 
 /* Global row g of the sequence as local row of rank r's zig-zag shard, or -1. */
