@@ -3,10 +3,10 @@
 # filled (gen/causal.c and gen/selfattn.c with --parts, runtime/, ring.c):
 # builds the context-parallel test (ring.c) for causal.attn and for selfattn
 # (the same without its mask), checks each against one GPU on P ranks (4k,
-# 64k and 256k keys), runs compute-sanitizer memcheck on a small case (the
-# API errors NCCL's own probing hits are not reported), and times causal
-# attention at N = 64k, 128k and 256k and selfattn at 128k (B = 1, H = 16,
-# D = 128) on P GPUs against one. NCCL is the one torch ships
+# 64k, 256k and 512k keys), runs compute-sanitizer memcheck on a small case
+# (the API errors NCCL's own probing hits are not reported), and times causal
+# attention at N = 64k to 512k and selfattn at 128k to 512k (B = 1, H = 16,
+# D = 128) on P GPUs against one, and the K/V rotation alone. NCCL is the one torch ships
 # (nvidia-nccl-cu12), else the system's, unless ATTNRT_NCCL names another.
 # Logs and scaling.txt go to $OUT. P defaults to the GPU count.
 set -u
@@ -38,14 +38,17 @@ for k in causal selfattn; do
 	run ring.$k.small.log ./bin/ring_$k "$P" 2 3 4096
 	run ring.$k.64k.log ./bin/ring_$k "$P" 1 4 65536
 	run ring.$k.256k.log ./bin/ring_$k "$P" 1 2 262144
+	run ring.$k.512k.log ./bin/ring_$k "$P" 1 1 524288
 done
 if command -v compute-sanitizer > /dev/null; then
 	run ring.memcheck.log compute-sanitizer --tool memcheck --report-api-errors no --target-processes all --error-exitcode 9 ./bin/ring_causal "$P" 1 2 2048
 fi
-for n in 65536 131072 262144; do
+for n in 65536 131072 262144 524288; do
 	run "ring.time.$n.log" ./bin/ring_causal "$P" 1 16 "$n" --time 5 --no-check
 done
-run ring.time.selfattn.log ./bin/ring_selfattn "$P" 1 16 131072 --time 3 --no-check
+for n in 131072 262144 524288; do
+	run "ring.time.selfattn.$n.log" ./bin/ring_selfattn "$P" 1 16 "$n" --time 3 --no-check
+done
 grep -h scaling "$OUT"/ring.time.*.log > "$OUT/scaling.txt" 2> /dev/null
 cat "$OUT/ring.txt"
 exit $fails
