@@ -94,12 +94,12 @@ static int rank_main(int p, int r, const void *id, long h, long n, float *const 
 		if (report(r, attnrt_memcpy_htod(d[t], hx, nx * 2)))
 			goto done;
 	}
-	/* the shard's arguments: the local row count and the shard's tensors;
-	** causal_launch_cp moves them to their global positions itself */
+	/* the shard's tensors with the whole sequence's dims (N is the global
+	** length); causal_launch_cp moves each chunk to its global rows itself */
 	causal_gpu_args a;
 	memset(&a, 0, sizeof a);
 	a.Q = d[0], a.K = d[1], a.V = d[2], a.O = d[3], a.L = d[4];
-	a.B = 1, a.H = h, a.N = 2 * c;
+	a.B = 1, a.H = h, a.N = n;
 	causal_gpu_defaults(&a);
 	size_t bytes = 0;
 	if (report(r, causal_cp_workspace_bytes(&a, p, &bytes)) ||
@@ -119,6 +119,7 @@ static int rank_main(int p, int r, const void *id, long h, long n, float *const 
 	       r, p, r * c, (r + 1) * c - 1, (2L * p - 1 - r) * c, (2L * p - r) * c - 1, eo, el,
 	       rc ? "FAIL" : "PASS");
 done:
+	fflush(stdout); /* the rank ends in _exit, which does not flush */
 	if (stream)
 		attnrt_stream_destroy(stream);
 	attnrt_comm_destroy(comm);
