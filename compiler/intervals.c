@@ -22,10 +22,22 @@ static Iv span(IvVal lo, IvVal hi)
 }
 
 /* Floor division and modulo are monotone in the dividend only for a
-** divisor known positive: a positive literal or a dim. */
+** divisor known positive: a positive literal, a dim, and sums, products,
+** minima of those (a video's i / (H * W)), or a maximum with one. */
 static int positive(const Expr *e)
 {
+	if (e->kind == EX_BINOP && (e->op == OP_ADD || e->op == OP_MUL || e->op == OP_MIN))
+		return positive(e->args[0]) && positive(e->args[1]);
+	if (e->kind == EX_BINOP && e->op == OP_MAX)
+		return positive(e->args[0]) || positive(e->args[1]);
 	return (e->kind == EX_INT && e->ival > 0) || e->kind == EX_DIM;
+}
+
+/* floor x / y, y the value of a positive divisor: the back end's own way
+** where it has one. */
+static IvVal divide(const IvOps *o, void *ctx, IvVal x, IvVal y, const Expr *divisor)
+{
+	return o->divide ? o->divide(ctx, x, y, divisor) : o->arith(ctx, OP_DIV, x, y);
 }
 
 /* Operands of arithmetic in the back end's arithmetic width. */
@@ -113,9 +125,9 @@ static Iv binop_bound(const IvOps *o, void *ctx, const Plan *p, int node, const 
 		if (!positive(e->args[1]))
 			return none;
 		if (l.point)
-			return point(o->arith(ctx, OP_DIV, l.lo, r.lo));
-		IvVal dlo = o->arith(ctx, OP_DIV, l.lo, r.lo);
-		return span(dlo, o->arith(ctx, OP_DIV, l.hi, r.lo));
+			return point(divide(o, ctx, l.lo, r.lo, e->args[1]));
+		IvVal dlo = divide(o, ctx, l.lo, r.lo, e->args[1]);
+		return span(dlo, divide(o, ctx, l.hi, r.lo, e->args[1]));
 	case OP_MOD:
 		if (!positive(e->args[1]))
 			return none;

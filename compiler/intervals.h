@@ -54,6 +54,9 @@ typedef struct IvOps {
 	IvVal (*neg)(void *ctx, IvVal x);
 	/* OP_ADD, OP_SUB, OP_MUL, OP_MIN, OP_MAX, OP_DIV (floor, by a positive y) */
 	IvVal (*arith)(void *ctx, Op op, IvVal x, IvVal y);
+	/* floor x / y where the back end divides by divisor's value in its
+	** own way (the GPU's magic triples); NULL: arith's OP_DIV */
+	IvVal (*divide)(void *ctx, IvVal x, IvVal y, const Expr *divisor);
 	IvVal (*min4)(void *ctx, const IvVal v[4]);
 	IvVal (*max4)(void *ctx, const IvVal v[4]);
 	/* booleans: a comparison of two values (OP_LT .. OP_NE; narrow: both

@@ -10,13 +10,15 @@
 #include "gpu.h"
 
 /* How many magic parameters a plan's kernels take (GPU_MAGIC_*, then two
-** per grid class that is not the query tile). */
+** per grid class that is not the query tile, then three per divisor with
+** a magic triple: gpu_divisors). */
 int gpu_magic_params(const Plan *p)
 {
 	int n = GPU_MAGIC_FIXED;
 	for (int k = 0; k < p->nclasses; k++)
 		n += 2 * (p->classes[k].grid && !p->classes[k].qtile);
-	return n;
+	const Expr *div[GPU_MAX_DIVISORS];
+	return n + 3 * gpu_divisors(p, div);
 }
 
 /* Magic parameter i (GPU_MAGIC_*, or a class's pair after them). */
@@ -76,6 +78,8 @@ void gpu_declare_params(KernelGen *g)
 	g->par.magic_names = ARENA_ARRAY(g->a, const char *, nm + 1);
 	for (int i = 0; i < nm; i++)
 		g->par.magic_names[i] = ptx_param(f, arena_printf(g->a, "g%d", i), ".u32");
+	const Expr *div[GPU_MAX_DIVISORS];
+	g->par.divisor_magic = nm - 3 * gpu_divisors(g->p, div);
 	g->par.ptr_names = pn, g->par.stride_names = sn, g->par.dim_names = dn,
 	g->par.param_names = qn;
 }

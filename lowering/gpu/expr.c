@@ -167,28 +167,6 @@ static PReg computed(KernelGen *g, const Expr *e)
 	}
 }
 
-PReg gpu_floordiv(KernelGen *g, PReg a, PReg b, int mod)
-{
-	PReg q = gpu_reg(g, PC_B64), r = gpu_reg(g, PC_B64);
-	gpu_op3(g, PTX_DIV, ".s64", po_r(q), po_r(a), po_r(b));
-	gpu_op3(g, PTX_REM, ".s64", po_r(r), po_r(a), po_r(b));
-	PReg nz = gpu_reg(g, PC_PRED), sa = gpu_reg(g, PC_PRED), sb = gpu_reg(g, PC_PRED),
-	     adj = gpu_reg(g, PC_PRED);
-	gpu_op3(g, PTX_SETP, ".ne.s64", po_r(nz), po_r(r), po_i(0));
-	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(sa), po_r(mod ? r : a), po_i(0));
-	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(sb), po_r(b), po_i(0));
-	gpu_op3(g, PTX_XOR, ".pred", po_r(sa), po_r(sa), po_r(sb));
-	gpu_op3(g, PTX_AND, ".pred", po_r(adj), po_r(nz), po_r(sa));
-	if (mod) {
-		gpu_op3(g, PTX_ADD, ".s64", po_r(r), po_r(r), po_r(b));
-		ptx_guard(g->f, adj, 0);
-		return r;
-	}
-	gpu_op3(g, PTX_SUB, ".s64", po_r(q), po_r(q), po_i(1));
-	ptx_guard(g->f, adj, 0);
-	return q;
-}
-
 static const char *cmp_name(Op op)
 {
 	switch (op) {
@@ -330,7 +308,7 @@ static PReg binop(KernelGen *g, const Expr *e)
 	}
 	if (t == VT_INT) {
 		if (op == OP_DIV || op == OP_MOD)
-			return gpu_floordiv(g, l, r, op == OP_MOD);
+			return gpu_floordiv(g, l, r, e->args[1], op == OP_MOD);
 		d = gpu_reg(g, PC_B64);
 		static const PtxOpcode iop[] = {[OP_ADD] = PTX_ADD,
 						[OP_SUB] = PTX_SUB,

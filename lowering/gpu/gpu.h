@@ -13,6 +13,7 @@
 **   scale.c     scores c * G kept as G (c folded into the row max and exp)
 **   shift.c     relative-position biases taken from one row per row block
 **   expr.c      expressions as PTX values (per element, row, output)
+**   divide.c    integer floor division and modulo (magic triples of dims)
 **   ranges.c    ranges of i32 data over a tile's rows or keys
 **   hoist.c     moving straight-line code into the kernel's prologue
 **   tileclass.c interval tests of masks over a tile (always / never)
@@ -74,6 +75,15 @@ enum {
 /* How many of those parameters a plan's kernels take (kernel and launcher
 ** alike). */
 int gpu_magic_params(const Plan *p);
+/* The divisors of integer divisions in the plan's nodes that are made of
+** dims and literals (not a power-of-two literal), in the order of first
+** use, at most GPU_MAX_DIVISORS (others divide by div.s64): after the grid
+** classes' pairs, each has three magic parameters, M's low and high words
+** and l, from the launcher: l = ceil(log2 d) and M = floor(2^(64 + l) / d)
+** + 1 - 2^64, so that x / d = (mul.hi(x, M) + x) >> l for 0 <= x < 2^63
+** and 1 <= d <= 2^32 (divide.c). Their count. */
+enum { GPU_MAX_DIVISORS = 8 };
+int gpu_divisors(const Plan *p, const Expr **list);
 
 /* The parameters of the entry of partial states, NAME_fwd_part, after the
 ** magic ones (parts.c), and its mode bits. */
@@ -202,6 +212,7 @@ typedef struct KernelParams {
 	const char *
 	    *magic_names; /* the grid decode's divisors (GPU_MAGIC_*, then 2 per grid class) */
 	const char *part_names[GPU_PART_NPARAMS]; /* NAME_fwd_part's (parts.c) */
+	int divisor_magic; /* the first divisor dim's magic parameter (divide.c) */
 } KernelParams;
 
 /* The first table window's ids staged through shared memory (ranges.c's
@@ -346,6 +357,7 @@ void gpu_bar(KernelGen *g, int id);
 /* The kernel builder's warps in a CTA of target t (GpuTarget.consumer_warps). */
 int gpu_warps(const GpuTarget *t);
 PReg gpu_u32(KernelGen *g, PReg x); /* the low word of a b64 */
+
 /* NAME_fwd_part's parameters (GPU_PART_*): declared after the magic ones,
 ** and one loaded (s64 and u64 as b64, the mode as b32) */
 void gpu_parts_declare(KernelGen *g);
@@ -362,7 +374,9 @@ PReg gpu_load(KernelGen *g, const Tensor *t, Expr *const *args);
 PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args); /* byte address (b64) */
 PReg gpu_pconst(KernelGen *g, int v);                            /* a constant predicate */
 PReg gpu_fconst(KernelGen *g, float v);                          /* an f32 constant */
-PReg gpu_floordiv(KernelGen *g, PReg a, PReg b, int mod);        /* s64 floor / or % */
+/* divide.c: s64 floor a / b or a % b; div is b's expression where the caller has it
+** (a divisor dim's magic triple, a power of two), else NULL */
+PReg gpu_floordiv(KernelGen *g, PReg a, PReg b, const Expr *div, int mod);
 /* Which of the kernel's index kinds variable v of the node in scope is:
 ** 'q' query row, 's' key, 'e' value index (in the epilogue), 'g' grid, 'x'. */
 int gpu_index_kind(KernelGen *g, int v);

@@ -326,6 +326,35 @@ static void kernel_info_fn(FILE *o, const char *n, const GpuImages *im, int idx,
 	      o);
 }
 
+/* The magic triples of the kernel's divisors (gpu.h, gpu_divisors), the
+** last of the nm magic parameters: l = ceil(log2 d) and M = floor(2^(64 +
+** l) / d) + 1 - 2^64, computed as floor(r 2^64 / d) + 1 with r = 2^l - d
+** < d in two steps of 32 bits (d <= 2^32, which the launcher checks). */
+static void divisor_magic(FILE *o, const Plan *p, const char *n, int nm)
+{
+	const Expr *div[GPU_MAX_DIVISORS];
+	int nd = gpu_divisors(p, div), m = nm - 3 * nd;
+	for (int i = 0; i < nd; i++, m += 3) {
+		fputs("\t\t{\n\t\t\tlong dv = ", o);
+		iface_dim_expr(o, div[i]);
+		fputs(";\n\t\t\tif (dv < 1 || dv > 4294967296L)\n\t\t\t\treturn "
+		      "attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: ",
+		      o);
+		fprintf(o, "%s: the divisor ", n);
+		expr_print(o, div[i], NULL);
+		fputs(" = %ld must be in 1 .. 2^32\", dv);\n", o);
+		fprintf(o,
+			"\t\t\tuint64_t d = (uint64_t)dv;\n\t\t\tuint32_t l = 0;\n"
+			"\t\t\twhile ((1ull << l) < d)\n\t\t\t\tl++;\n"
+			"\t\t\tuint64_t r = ((1ull << l) - d) << 32, q1 = r / d, q2 = (r %% d << "
+			"32) / d,\n"
+			"\t\t\t\t M = (q1 << 32) + q2 + 1;\n"
+			"\t\t\tgm[%d] = (uint32_t)M;\n\t\t\tgm[%d] = (uint32_t)(M >> 32);\n"
+			"\t\t\tgm[%d] = l;\n\t\t}\n",
+			m, m + 1, m + 2);
+	}
+}
+
 /* One cascade's launch code: shapes, checks, parameters, grid. In a bundle,
 ** a cascade that the second target took (ai, its info there) launches by
 ** the image that runs: the rows per CTA, the grid and its magic values,
@@ -595,6 +624,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		fprintf(o, "), &gm[%d], &gm[%d]);\n", m, m + 1);
 		m += 2;
 	}
+	divisor_magic(o, p, n, nm);
 	fprintf(o, "\t}\n\tfor (int i = 0; i < %d; i++)\n\t\targs[k++] = &gm[i];\n", nm);
 	if (parts)
 		iface_part_args(o, n, im, idx, ai);

@@ -129,11 +129,18 @@ static IvVal g_neg(void *ctx, IvVal x)
 	return reg(d);
 }
 
+/* Division by a divisor the launcher made a magic triple for, or a power
+** of two, without ptxas's 64-bit division (divide.c). */
+static IvVal g_divide(void *ctx, IvVal x, IvVal y, const Expr *divisor)
+{
+	return reg(gpu_floordiv(ctx, preg(x), preg(y), divisor, 0));
+}
+
 static IvVal g_arith(void *ctx, Op op, IvVal x, IvVal y)
 {
 	KernelGen *g = ctx;
 	if (op == OP_DIV)
-		return reg(gpu_floordiv(g, preg(x), preg(y), 0));
+		return reg(gpu_floordiv(g, preg(x), preg(y), NULL, 0));
 	PtxOpcode pop = op == OP_ADD   ? PTX_ADD
 			: op == OP_SUB ? PTX_SUB
 			: op == OP_MUL ? PTX_MUL
@@ -210,6 +217,7 @@ static const IvOps gpu_ops = {
     .dec = g_dec,
     .neg = g_neg,
     .arith = g_arith,
+    .divide = g_divide,
     .min4 = g_min4,
     .max4 = g_max4,
     .test = g_test,
