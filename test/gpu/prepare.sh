@@ -52,6 +52,8 @@ full_o full B=2,H=3,N=200,M=333,param0=-0.09 B=1,H=2,N=300,M=900,ramp=8 B=1,H=2,
 alibi_o alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6 B=1,H=2,N=3000 B=2,H=2,N=300,param0=-0.1
 selfattn selfattn B=2,H=3,N=200 B=1,H=1,N=1 B=1,H=2,N=300,ramp=8
 mathfns sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1 B=1,H=2,N=300,ramp=4
+neighborhood2d neighborhood2d B=2,H=2,IH=13,IW=11 B=1,H=1,IH=7,IW=7 B=1,H=2,IH=40,IW=33 B=1,H=1,IH=5,IW=9 B=1,H=2,IH=64,IW=64
+neighborhood3d neighborhood3d B=1,H=2,T=4,IH=9,IW=10 B=1,H=1,T=3,IH=7,IW=7 B=1,H=1,T=2,IH=8,IW=8 B=1,H=2,T=5,IH=16,IW=16
 tc_not causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 tc_mix causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 CASES

@@ -107,7 +107,9 @@ static int dim_index(const Cascade *c, const char *name)
 static long shape_work(const Cascade *c, const long *dims)
 {
 	long w = 1;
-	static const char *const names[] = {"B", "H", "HKV", "G", "N", "M"};
+	/* an image's or video's pixels (T, IH, IW) are both N and M */
+	static const char *const names[] = {"B", "H",  "HKV", "G", "N",  "M",
+					    "T", "IH", "IW",  "T", "IH", "IW"};
 	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
 		int i = dim_index(c, names[k]);
 		w *= i >= 0 ? dims[i] : 1;
@@ -158,6 +160,12 @@ static int draw_shape(const Cascade *c, InputsRng *r, SetKind kind, int gi, long
 		** pages per sequence covering a drawn length, a pool of NP
 		** pages with some to spare; dims come in declaration order,
 		** B before them */
+		/* an image or video (neighborhood2d/3d.attn): T frames of IH x IW
+		** pixels, the window's 7 (3 frames) both sides of a border */
+		else if (!strcmp(d->name, "IH") || !strcmp(d->name, "IW"))
+			dims[k] = kind == SET_TINY ? 1 : inputs_rng_int(r, 2, 10);
+		else if (!strcmp(d->name, "T"))
+			dims[k] = kind == SET_TINY ? 1 : inputs_rng_int(r, 1, 4);
 		else if (!strcmp(d->name, "P"))
 			dims[k] = (long[]){1, 4, 16}[gi % 3];
 		else if (!strcmp(d->name, "MAXP")) {

@@ -53,6 +53,9 @@ struct Naive {
 	** b in page block[b, j / P] at slot j % P; NULL: contiguous */
 	const double *block;
 	long NP, P, MAXP;
+	/* neighbourhood attention: tokens are the pixels of T frames of IH x IW
+	** (T = 1 for an image), row-major */
+	long T, IH, IW;
 	VisibleFn visible;
 	ScoreFn score; /* NULL: the score is s */
 	double *O, *L; /* L may be NULL */
@@ -124,6 +127,31 @@ static int vis_document(const Naive *a, long b, long i, long j)
 static int vis_kv_len(const Naive *a, long b, long i, long j)
 {
 	return j < (long)a->kv_len[b];
+}
+
+/* Whether coordinate y of a key lies in the window of radius r around
+** coordinate x of the query, on an axis of n positions: the 2r + 1
+** positions from NATTEN's start, clamped so that the window stays inside. */
+static int in_window(long x, long y, long r, long n)
+{
+	long s = x - r < 0 ? 0 : x - r;
+	if (s > n - 2 * r - 1)
+		s = n - 2 * r - 1;
+	return y >= s && y <= s + 2 * r;
+}
+
+/* 2-D neighbourhood attention, 7 x 7: pixel (i / IW, i % IW). */
+static int vis_na2d(const Naive *a, long b, long i, long j)
+{
+	return in_window(i / a->IW, j / a->IW, 3, a->IH) &&
+	       in_window(i % a->IW, j % a->IW, 3, a->IW);
+}
+
+/* 3-D neighbourhood attention, 3 x 7 x 7: voxel (frame, row, column). */
+static int vis_na3d(const Naive *a, long b, long i, long j)
+{
+	long f = a->IH * a->IW;
+	return in_window(i / f, j / f, 1, a->T) && vis_na2d(a, b, i % f, j % f);
 }
 
 /* ALiBi: a per-head linear penalty on the distance j - i. */
@@ -519,6 +547,38 @@ static Spec specs[] = {
      "lse",
      {"B=5 HKV=3 G=2 M=7", "B=5 HKV=2 G=3 M=1", "B=6 HKV=1 G=4 M=9"},
      0},
+    {"neighborhood2d.attn",
+     "neighborhood2d",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_na2d,
+     NULL,
+     64,
+     64,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {"B=2 H=2 IH=8 IW=9", "B=1 H=3 IH=5 IW=11", "B=1 H=1 IH=1 IW=1", "B=1 H=1 IH=10 IW=7"},
+     0},
+    {"neighborhood3d.attn",
+     "neighborhood3d",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_na3d,
+     NULL,
+     64,
+     64,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {"B=1 H=2 T=4 IH=7 IW=8", "B=2 H=1 T=2 IH=9 IW=7", "B=1 H=1 T=1 IH=3 IW=2"},
+     0},
     {"paged_decode.attn",
      "paged_decode",
      F_SOFTMAX,
@@ -679,7 +739,8 @@ static void naive_setup(Naive *a, const Spec *sp, const Named *nm)
 	a->B = named(nm, "B", 0);
 	a->H = named(nm, "H", hkv * g);
 	a->HKV = sp->heads == HEADS_GQA ? hkv : sp->heads == HEADS_MQA ? 1 : a->H;
-	a->N = named(nm, "N", 1);
+	a->T = named(nm, "T", 1), a->IH = named(nm, "IH", 0), a->IW = named(nm, "IW", 0);
+	a->N = named(nm, "N", a->IH ? a->T * a->IH * a->IW : 1);
 	a->M = named(nm, "M", a->N);
 	a->NP = named(nm, "NP", 0), a->P = named(nm, "P", 0), a->MAXP = named(nm, "MAXP", 0);
 	if (a->MAXP) /* paged: the keys are the pages' slots */
