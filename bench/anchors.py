@@ -58,13 +58,13 @@ def rec(**kw):
     print(json.dumps(kw), flush=True)
 
 
-def start_run():
-    """The run's folder, made by rundir.sh with torch's name for the device;
-    fills run_meta from its meta.json."""
+def start_run(kind="anchors"):
+    """The run's folder (DATE-COMMIT-kind), made by rundir.sh with torch's
+    name for the device; fills run_meta from its meta.json."""
     env = dict(os.environ, OUT=OUT)
     env.setdefault("DEVICE", torch.cuda.get_device_name())
-    run = subprocess.run(["sh", os.path.join(HERE, "rundir.sh"), "anchors",
-                          "bench/anchors.py " + " ".join(sys.argv[1:])],
+    run = subprocess.run(["sh", os.path.join(HERE, "rundir.sh"), kind,
+                          "bench/%s.py " % kind + " ".join(sys.argv[1:])],
                          env=env, check=True, capture_output=True, text=True).stdout.strip()
     meta = json.load(open(os.path.join(run, "meta.json")))
     for k in ("target", "device", "commit", "date"):

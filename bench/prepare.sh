@@ -64,7 +64,11 @@ done
 # states, for split-KV
 "$ATTNC" --target=$TARGET --parts examples/decode.attn -o "$DIR/gen/decode"
 "$ATTNC" --target=sm_80 --parts examples/decode.attn -o "$DIR/gen/decode80"
-cp bench/anchors.py bench/decode.py bench/table.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
+# neighbourhood attention (bench/neighborhood.py): the 2-D and 3-D examples
+for n in neighborhood2d neighborhood3d; do
+	"$ATTNC" --target=$TARGET "examples/$n.attn" -o "$DIR/gen/$n"
+done
+cp bench/anchors.py bench/decode.py bench/neighborhood.py bench/table.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
 cp -r runtime "$DIR/runtime"
 cat "$ct/compile-time.txt"
 echo "compile time in $ct"
