@@ -19,6 +19,7 @@
 #include "../support/atomic_file.h"
 #include "../lowering/mlir/mlir_emit.h"
 #include "../compiler/plan.h"
+#include "../compiler/grad.h"
 #include "../lowering/c/c_emit.h"
 #include "../lowering/gpu/iface.h"
 #include "../lowering/targets.h"
@@ -482,6 +483,39 @@ static int emit_gpu_header(const char *path, const Program *p, int bundle, int p
 	return rc ? rc : commit_staged(&st);
 }
 
+/* --grad: each cascade's backward (compiler/grad.h). --emit=cascade gets
+** the backward cascades alone, --explain the derivation's notes (printed
+** here), the other forms each forward followed by its backward. NULL after
+** a diagnostic. */
+static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FILE *out)
+{
+	Program *r = ARENA_NEW(a, Program);
+	int failed = 0;
+	for (int i = 0; i < p->cascades.n && !diag_too_many(d); i++) {
+		Cascade *c = p->cascades.v[i];
+		PtrVec notes = {0};
+		Cascade *b = grad_derive(a, d, c, 1, &notes);
+		failed |= !b;
+		if (failed)
+			continue; /* the next block's diagnostics still come */
+		if (emit != EMIT_CASCADE)
+			ptrvec_push(a, &r->cascades, c);
+		ptrvec_push(a, &r->cascades, b);
+		if (emit != EMIT_EXPLAIN)
+			continue;
+		fprintf(out, "%s%s: the backward of %s\n", i ? "\n" : "", b->name, c->name);
+		for (int k = 0; k < b->tensors.n; k++) {
+			const Tensor *t = b->tensors.v[k];
+			if (t->kind != TK_TEMP)
+				fprintf(out, "  %s %s\n", t->kind == TK_IN ? "in " : "out",
+					t->name);
+		}
+		for (int k = 0; k < notes.n; k++)
+			fprintf(out, "  %s\n", (const char *)notes.v[k]);
+	}
+	return failed ? NULL : r;
+}
+
 /* A directory opens as a file on Linux and then fails to read with no
 ** reason given; say what it is instead. */
 static int input_is_directory(const char *file)
@@ -514,6 +548,11 @@ int main(int argc, char **argv)
 	int f = diag_load_file(&d, o.file);
 	Program *p = f < 0 ? NULL : front_compile(&arena, &d, f);
 	int gpu_code = o.emit == EMIT_PTX || (o.emit == EMIT_NONE && o.out);
+	if (p && o.grad) {
+		p = with_backward(&arena, &d, p, o.emit, stdout);
+		if (o.emit == EMIT_EXPLAIN)
+			o.emit = EMIT_NONE, out = NULL; /* the notes were the output */
+	}
 	if (f < 0 || !p)
 		rc = EXIT_INPUT;
 	else if (gpu_code && p->cascades.n == 0) {

@@ -47,6 +47,10 @@ static const char usage_text[] =
     "  --parts            also build each kernel's entry of partial states,\n"
     "                     NAME_fwd_part: split-KV decode (NAME_launch_split) and\n"
     "                     launches over parts of the keys (NAME_launch_part)\n"
+    "  --grad             the backward too (NAME_bwd, derived by reverse mode):\n"
+    "                     --emit=cascade prints it, --explain says how each\n"
+    "                     gradient was derived, --emit=c and --emit=header\n"
+    "                     (--target=cpu) add it beside the forward\n"
     "  --f64              use f64 as the float type of --emit=mlir and --emit=c\n"
     "  --max-errors=N     stop after N errors (default 20)\n"
     "  -h, --help         print this help\n"
@@ -145,6 +149,12 @@ static int check_request(const Options *o, int target_given)
 					   "(the GPU kernels' C interface comes with -o)");
 		return usage_error("%s (asked for: %s)", target_table[t].why_not, request_label(e));
 	}
+	if (o->grad && (o->emit == EMIT_PTX || (o->emit == EMIT_NONE && o->out) ||
+			(o->emit == EMIT_HEADER && target_given && strcmp(o->target, "cpu"))))
+		return usage_error("--grad: the backward has no GPU kernels yet (asked for: %s); "
+				   "use --emit=cascade, --explain, or --emit=c and --emit=header "
+				   "with --target=cpu",
+				   request_label(o->emit));
 	if (o->out && !strcmp(o->out, "-") && o->emit == EMIT_NONE)
 		return usage_error(
 		    "-o - writes one form to standard output; the GPU bundle is several "
@@ -163,6 +173,7 @@ int options_parse(Options *o, int argc, char **argv)
 		OPT_PTXAS,
 		OPT_NOCACHE,
 		OPT_PARTS,
+		OPT_GRAD,
 		OPT_F64,
 		OPT_MAXERR,
 		OPT_VERSION
@@ -174,6 +185,7 @@ int options_parse(Options *o, int argc, char **argv)
 	    {"ptxas", required_argument, NULL, OPT_PTXAS},
 	    {"no-cache", no_argument, NULL, OPT_NOCACHE},
 	    {"parts", no_argument, NULL, OPT_PARTS},
+	    {"grad", no_argument, NULL, OPT_GRAD},
 	    {"f64", no_argument, NULL, OPT_F64},
 	    {"max-errors", required_argument, NULL, OPT_MAXERR},
 	    {"output", required_argument, NULL, 'o'},
@@ -224,6 +236,7 @@ int options_parse(Options *o, int argc, char **argv)
 			break;
 		case OPT_NOCACHE: o->no_cache = 1; break;
 		case OPT_PARTS: o->parts = 1; break;
+		case OPT_GRAD: o->grad = 1; break;
 		case OPT_F64: o->f64 = 1; break;
 		case OPT_MAXERR: {
 			char *end;

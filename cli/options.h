@@ -32,6 +32,7 @@ typedef struct Options {
 	const char *ptxas; /* --ptxas, or NULL: look it up */
 	int no_cache;      /* --no-cache: run ptxas every time */
 	int parts;         /* --parts: every kernel also gets NAME_fwd_part */
+	int grad;          /* --grad: the backward (compiler/grad.h) */
 	Emit emit;
 	int f64;
 	int max_errors;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../compiler/grad.h"
 #include "../lang/front.h"
 #include "../lowering/c/c_emit.h"
 #include "cpu_engine.h"
@@ -31,7 +32,8 @@
 /* Largest tensor `attnc run` agrees to allocate: 2^37 f64 values (1 TiB). */
 #define RUN_MAX_NUMEL (1L << 37)
 
-typedef struct Run {
+typedef struct Run Run;
+struct Run {
 	const Cascade *c;
 	const RunConfig *cfg;
 	FILE *out, *err;
@@ -44,7 +46,8 @@ typedef struct Run {
 	int *pgiven;                 /* [nparams] */
 	long (*shape)[NPY_MAX_RANK]; /* [ntensors]: evaluated shapes */
 	long *numel;                 /* [ntensors] */
-} Run;
+	const Run *saved;            /* a backward's forward run: its outputs are inputs here */
+};
 
 /* Every message of run_cascade starts the same way, as diag_load_file's do. */
 __attribute__((format(printf, 2, 3))) static int errorf(Run *r, const char *fmt, ...)
@@ -368,6 +371,16 @@ static int bind_tensors(Run *r)
 		const Tensor *t = r->c->tensors.v[i];
 		if (t->kind == TK_TEMP)
 			continue;
+		const Tensor *ft = r->saved ? cascade_tensor(r->saved->c, t->name) : NULL;
+		if (t->kind == TK_IN && ft && ft->kind == TK_OUT) {
+			/* a forward output the backward reads: the value just computed */
+			size_t n = (size_t)r->numel[i];
+			r->b.data[i] = malloc((n ? n : 1) * sizeof(double));
+			if (!r->b.data[i])
+				return errorf(r, "out of memory"), RUN_EINTERNAL;
+			memcpy(r->b.data[i], r->saved->b.data[ft->id], n * sizeof(double));
+			continue;
+		}
 		if (t->kind == TK_IN && r->npypath[i]) {
 			int rc = adopt_input(r, t);
 			if (rc)
@@ -620,31 +633,64 @@ static void run_free(Run *r)
 	free(r->numel);
 }
 
-/* The steps in order; the first failure's status is the result. */
+/* The steps in order on r (set up by the caller); the first failure's
+** status is the result. r's buffers stay for the caller to free. */
+static int run_steps(Run *r, const Cascade *c, const RunConfig *cfg)
+{
+	r->c = c, r->cfg = cfg;
+	r->out = cfg->out ? cfg->out : stdout;
+	r->err = cfg->err ? cfg->err : stderr;
+	r->ndims = c->dims.n, r->nparams = c->params.n, r->ntensors = c->tensors.n;
+	int rc = run_alloc(r) ? (errorf(r, "out of memory"), RUN_EINTERNAL) : RUN_OK;
+	if (!rc)
+		rc = check_names(r);
+	if (!rc)
+		rc = resolve_sizes(r);
+	if (!rc)
+		rc = check_shapes(r);
+	if (!rc)
+		rc = bind_params(r);
+	if (!rc)
+		rc = bind_tensors(r);
+	if (!rc)
+		rc = run_engine(r);
+	if (!rc)
+		rc = emit_outputs(r);
+	return rc;
+}
+
 int run_cascade(const Cascade *c, const RunConfig *cfg)
 {
 	Run r;
 	memset(&r, 0, sizeof r);
-	r.c = c, r.cfg = cfg;
-	r.out = cfg->out ? cfg->out : stdout;
-	r.err = cfg->err ? cfg->err : stderr;
-	r.ndims = c->dims.n, r.nparams = c->params.n, r.ntensors = c->tensors.n;
-	int rc = run_alloc(&r) ? (errorf(&r, "out of memory"), RUN_EINTERNAL) : RUN_OK;
-	if (!rc)
-		rc = check_names(&r);
-	if (!rc)
-		rc = resolve_sizes(&r);
-	if (!rc)
-		rc = check_shapes(&r);
-	if (!rc)
-		rc = bind_params(&r);
-	if (!rc)
-		rc = bind_tensors(&r);
-	if (!rc)
-		rc = run_engine(&r);
-	if (!rc)
-		rc = emit_outputs(&r);
+	int rc = run_steps(&r, c, cfg);
 	run_free(&r);
+	return rc;
+}
+
+int run_cascade_grad(const Cascade *c, const Cascade *bwd, const RunConfig *cfg)
+{
+	/* the forward takes the --input files of its own inputs; the dX files
+	** are the backward's */
+	RunConfig fc = *cfg;
+	RunInput *ins = calloc((size_t)cfg->ninputs + 1, sizeof *ins);
+	if (!ins)
+		return RUN_EINTERNAL;
+	fc.inputs = ins, fc.ninputs = 0;
+	for (int i = 0; i < cfg->ninputs; i++)
+		if (cascade_tensor(c, cfg->inputs[i].name))
+			ins[fc.ninputs++] = cfg->inputs[i];
+	Run f, b;
+	memset(&f, 0, sizeof f);
+	memset(&b, 0, sizeof b);
+	int rc = run_steps(&f, c, &fc);
+	if (!rc) {
+		b.saved = &f;
+		rc = run_steps(&b, bwd, cfg);
+		run_free(&b);
+	}
+	run_free(&f);
+	free(ins);
 	return rc;
 }
 
@@ -673,6 +719,10 @@ static const char usage_text[] =
     "                         system C compiler ($CC, else cc) and loaded; an attnc\n"
     "                         built without MLIR defaults to interp\n"
     "  --target cpu           the same as --engine cpu\n"
+    "  --grad                 also run the backward (NAME_bwd, see attnc --grad):\n"
+    "                         the forward's outputs, then the gradients dY of the\n"
+    "                         inputs that get one, from seeded random dX (or\n"
+    "                         --input dX=FILE.npy) for every float output X\n"
     "  --quiet                print no summary lines\n"
     "  --help                 show this help\n"
     "\n"
@@ -692,6 +742,7 @@ typedef struct Args {
 	RunParam *params;
 	RunRange *ranges;
 	int help;
+	int grad; /* --grad */
 } Args;
 
 /* Usage errors: one line, then the pointer to --help. */
@@ -895,10 +946,10 @@ static int parse_args(Arena *a, int argc, char **argv, Args *g)
 		}
 		const char *eq = strchr(s, '=');
 		char *opt = eq ? arena_strndup(a, s, (size_t)(eq - s)) : arena_strdup(a, s);
-		if (!strcmp(opt, "--quiet")) {
+		if (!strcmp(opt, "--quiet") || !strcmp(opt, "--grad")) {
 			if (eq)
-				return usage_error("--quiet takes no value");
-			g->cfg.quiet = 1;
+				return usage_error("%s takes no value", opt);
+			*(opt[2] == 'q' ? &g->cfg.quiet : &g->grad) = 1;
 			continue;
 		}
 		const char *val = eq ? eq + 1 : NULL;
@@ -973,7 +1024,12 @@ int run_main(int argc, char **argv)
 	if (!p || d.errors)
 		rc = RUN_EUSER;
 	const Cascade *c = rc ? NULL : pick_cascade(p, g.entry, g.file, &rc);
-	if (c)
+	const Cascade *bwd = c && g.grad ? grad_derive(&a, &d, c, 1, NULL) : NULL;
+	if (c && g.grad && !bwd)
+		rc = RUN_EUSER;
+	else if (bwd)
+		rc = run_cascade_grad(c, bwd, &g.cfg);
+	else if (c)
 		rc = run_cascade(c, &g.cfg);
 	arena_free(&a);
 	return rc;

@@ -69,6 +69,13 @@ void run_config_init(RunConfig *cfg);
 ** goes to cfg->err, summary lines to cfg->out. */
 int run_cascade(const Cascade *c, const RunConfig *cfg);
 
+/* The same for c and then its backward bwd (grad_derive): bwd's inputs
+** that are c's outputs take the values c just computed, the others are
+** bound as for any cascade (the same seed gives c's inputs the same values
+** again; dX inputs are generated or read like any input). Both cascades'
+** outputs are written and summarised. */
+int run_cascade_grad(const Cascade *c, const Cascade *bwd, const RunConfig *cfg);
+
 /* The whole `attnc run` subcommand; argv[0] is "run". */
 int run_main(int argc, char **argv);
 

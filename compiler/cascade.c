@@ -611,6 +611,8 @@ static void print_tensor(FILE *out, const Tensor *t)
 	fprintf(out, "  %s %s", kinds[t->kind], t->name);
 	print_shape(out, t);
 	fprintf(out, " : %s", dtype_name(t->dtype));
+	if (t->trainable)
+		fputs(" trainable", out);
 	if (t->domain) {
 		fputs(" present where ", out);
 		expr_print(out, t->domain, t->def);

@@ -159,10 +159,11 @@ struct Tensor {
 	DType dtype; /* declared dtype; for temporaries DT_F32, DT_I32 or DT_BOOL by value type */
 	VType type;
 	int rank;
-	Expr **shape; /* rank VT_INT expressions over dims and literals */
-	Node *def;    /* defining node; NULL for inputs */
-	Expr *domain; /* presence predicate over EX_INDEX 0..rank-1 (the tensor's own
+	Expr **shape;  /* rank VT_INT expressions over dims and literals */
+	Node *def;     /* defining node; NULL for inputs */
+	Expr *domain;  /* presence predicate over EX_INDEX 0..rank-1 (the tensor's own
 			  dimensions); NULL = present everywhere */
+	int trainable; /* TK_IN declared `trainable`: an f32 input that gets a gradient */
 	SrcLoc loc;
 };
 

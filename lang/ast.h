@@ -56,6 +56,8 @@ typedef struct AstItem {
 	AstExpr *value;   /* I_CONST value, I_PARAM default, I_INDEX range */
 	const char *type; /* I_PARAM, I_IN, I_OUT: dtype name */
 	SrcLoc typeloc;
+	int trainable;   /* I_PARAM, I_IN, I_OUT: `trainable` followed the type */
+	SrcLoc trainloc; /* where it was written */
 	int nidx;
 	AstExpr **idx;        /* I_IN/I_OUT shape, I_STMT left-hand indices */
 	AstExpr *rhs, *where; /* I_STMT */

@@ -57,6 +57,7 @@ static AstExpr **vec_array(PtrVec *v, int *n);
 
 %token ATTENTION "'attention'" DIMS "'dims'" CONST "'const'" PARAM "'param'"
 %token IN "'in'" OUT "'out'" INDEX "'index'" WHERE "'where'" INF "'inf'"
+%token TRAINABLE "'trainable'"
 %token ANDAND "'&&'" OROR "'||'" EQ "'=='" NE "'!='" LE "'<='" GE "'>='"
 %union {
 	const char *str;
@@ -74,6 +75,7 @@ static AstExpr **vec_array(PtrVec *v, int *n);
 %type <expr> expr primary
 %type <list> exprs args
 %type <item> tensor_decl
+%type <ival> trainable
 
 %right '?' ':'
 %left OROR
@@ -116,14 +118,16 @@ item:
 		it->name = $2, it->nameloc = @2, it->value = $4;
 		add_item(ps, it);
 	}
-	| PARAM IDENT ':' IDENT ';' {
+	| PARAM IDENT ':' IDENT trainable ';' {
 		AstItem *it = item_new(ps, I_PARAM, @$);
 		it->name = $2, it->nameloc = @2, it->type = $4, it->typeloc = @4;
+		it->trainable = $5 != 0, it->trainloc = @5;
 		add_item(ps, it);
 	}
-	| PARAM IDENT ':' IDENT '=' expr ';' {
+	| PARAM IDENT ':' IDENT trainable '=' expr ';' {
 		AstItem *it = item_new(ps, I_PARAM, @$);
-		it->name = $2, it->nameloc = @2, it->type = $4, it->typeloc = @4, it->value = $6;
+		it->name = $2, it->nameloc = @2, it->type = $4, it->typeloc = @4, it->value = $7;
+		it->trainable = $5 != 0, it->trainloc = @5;
 		add_item(ps, it);
 	}
 	| IN tensor_decl ';' { $2->kind = I_IN; add_item(ps, $2); }
@@ -168,11 +172,19 @@ dim:
 	;
 
 tensor_decl:
-	IDENT '[' exprs ']' ':' IDENT {
+	IDENT '[' exprs ']' ':' IDENT trainable {
 		$$ = item_new(ps, I_IN, @$);
 		$$->name = $1, $$->nameloc = @1, $$->idx = vec_array($3, &$$->nidx);
 		$$->type = $6, $$->typeloc = @6;
+		$$->trainable = $7 != 0, $$->trainloc = @7;
 	}
+	;
+
+/* `trainable` after a type: the input gets a gradient (lang/sema.c checks
+** where it may appear) */
+trainable:
+	%empty { $$ = 0; }
+	| TRAINABLE { $$ = 1; }
 	;
 
 exprs:

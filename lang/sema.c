@@ -117,6 +117,12 @@ static void declare_param(Sema *s, AstItem *it)
 			dv = NULL;
 		}
 	}
+	if (it->trainable)
+		diag_error(
+		    s->d, it->trainloc,
+		    "'trainable' marks an input tensor that gets a gradient; param '%s' is a "
+		    "runtime scalar and gets none (declare it as `in %s[1] : f32 trainable`)",
+		    it->name, it->name);
 	Sym *y = declare(s, it->name, SYM_PARAM, it->nameloc);
 	if (!y || !ok)
 		return;
@@ -137,6 +143,29 @@ static Tensor *new_tensor(Sema *s, const char *name, TensorKind k, SrcLoc loc)
 	return t;
 }
 
+/* `trainable` asks for the gradient of an input (compiler/grad.c): an out
+** has none to ask for, and an integer or bool input is not differentiable.
+** ok_type says the dtype parsed (else t means nothing). */
+static int trainable_ok(Sema *s, AstItem *it, DType t, int ok_type)
+{
+	if (!it->trainable)
+		return 1;
+	if (it->kind == I_OUT) {
+		diag_error(s->d, it->trainloc,
+			   "'trainable' marks an input that gets a gradient; '%s' is an output",
+			   it->name);
+		return 0;
+	}
+	if (ok_type && !dtype_is_float(t)) {
+		diag_error(s->d, it->trainloc,
+			   "'trainable' needs a floating-point input; '%s' is %s and has no "
+			   "gradient",
+			   it->name, dtype_name(t));
+		return 0;
+	}
+	return 1;
+}
+
 /* An input or output with its element type and a shape of integer scalar
 ** expressions (dims, consts, literals). */
 static void declare_tensor(Sema *s, AstItem *it)
@@ -152,11 +181,14 @@ static void declare_tensor(Sema *s, AstItem *it)
 		}
 		ok = ok && shape[k];
 	}
+	/* a misplaced mark is reported, and the tensor declared all the same */
+	int trainable = trainable_ok(s, it, t, ok) && it->trainable;
 	Sym *y = declare(s, it->name, SYM_TENSOR, it->nameloc);
 	if (!y || !ok)
 		return;
 	Tensor *tn = new_tensor(s, it->name, it->kind == I_IN ? TK_IN : TK_OUT, it->nameloc);
 	tn->dtype = t, tn->type = vtype_of(t), tn->rank = it->nidx, tn->shape = shape;
+	tn->trainable = trainable;
 	y->tensor = tn, y->decl = it;
 }
 

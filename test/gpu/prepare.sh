@@ -32,6 +32,7 @@ mqa mqa B=2,H=4,N=150 B=1,H=3,N=1
 sliding_window sliding_window B=2,H=2,N=700 B=1,H=1,N=33
 alibi alibi B=2,H=4,N=190 B=1,H=2,N=1 B=1,H=2,N=500,ramp=6
 softcap softcap B=2,H=2,N=150 B=1,H=1,N=1 B=1,H=2,N=500,ramp=6
+softcap_alibi softcap_alibi B=2,H=2,N=150 B=1,H=1,N=1 B=1,H=2,N=500,ramp=6
 prefix_lm prefix_lm B=3,H=2,N=160 B=2,H=1,N=1 B=1,H=2,N=400,ramp=8 --int prefix_len=0:160
 document document B=2,H=2,N=180 B=1,H=1,N=1 --int doc=0:3
 relpos_bias relpos_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1

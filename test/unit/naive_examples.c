@@ -172,6 +172,12 @@ static double score_softcap(const Naive *a, long b, long h, long i, long j, doub
 	return a->cap * tanh(s / a->cap);
 }
 
+/* ALiBi under the soft-cap (softcap_alibi.attn): cap * tanh((s + m_h (j - i)) / cap). */
+static double score_softcap_alibi(const Naive *a, long b, long h, long i, long j, double s)
+{
+	return a->cap * tanh(score_alibi(a, b, h, i, j, s) / a->cap);
+}
+
 /* Softmax attention with the log-sum-exp: the textbook loop, with an
 ** optional sink logit that joins the denominator but has no value. */
 static void naive_softmax(const Naive *a)
@@ -378,6 +384,22 @@ static Spec specs[] = {
      score_softcap,
      256,
      256,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     "L",
+     {MHA3},
+     0},
+    {"softcap_alibi.attn",
+     "softcap_alibi",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_causal,
+     score_softcap_alibi,
+     128,
+     128,
      0,
      "Q",
      "K",
@@ -878,8 +900,9 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->cap = param_value(b, "cap", 50.0, what);
 	a->b0 = param_value(b, "b0", -log((double)a->N), what);
 	int ok = a->Q && a->K && a->V && (sp->form != F_DIFF || (a->Q2 && a->K2 && a->lam)) &&
-		 (sp->score != score_alibi || a->slope) && (sp->score != score_bias || a->bias) &&
-		 (sp->visible != vis_kv_len || a->kv_len) &&
+		 (sp->score != score_alibi || a->slope) &&
+		 (sp->score != score_softcap_alibi || a->slope) &&
+		 (sp->score != score_bias || a->bias) && (sp->visible != vis_kv_len || a->kv_len) &&
 		 (sp->visible != vis_prefix || a->prefix_len) &&
 		 (sp->visible != vis_document || a->doc);
 	for (int k = 0; k < b->c->params.n; k++) {
