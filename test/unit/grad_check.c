@@ -53,8 +53,19 @@ static long small_size(const char *name)
 	static const struct {
 		const char *name;
 		long v;
-	} t[] = {{"B", 2}, {"H", 2}, {"HKV", 2},  {"G", 2}, {"N", 5},
-		 {"M", 6}, {"P", 2}, {"MAXP", 3}, {"NP", 7}};
+	} t[] = {{"B", 2},
+		 {"H", 2},
+		 {"HKV", 2},
+		 {"G", 2},
+		 {"N", 5},
+		 {"M", 6},
+		 {"P", 2},
+		 {"MAXP", 3},
+		 {"NP", 7},
+		 /* an image or video past the 7 x 7 (x 3) window on every axis */
+		 {"T", 4},
+		 {"IH", 9},
+		 {"IW", 8}};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
 		if (!strcmp(t[i].name, name))
 			return t[i].v;
