@@ -30,6 +30,17 @@ typedef struct ExprCache {
 		PReg *col; /* half < 0: the element values per column offset (GPU_BN) */
 	} kc[16];
 	int nkc;
+	/* integer values of a tile body's elements that depend on the row
+	** alone ('q', per row slot) or the key alone ('s', per column offset):
+	** a 2-D window's i / W and j % W, once per row or column instead of
+	** once per element */
+	struct {
+		const Expr *e;
+		char kind;
+		int slot;
+		PReg v;
+	} im[GPU_INDEX_MEMO];
+	int nim;
 } ExprCache;
 
 void gpu_expr_init(KernelGen *g)
@@ -41,7 +52,7 @@ void gpu_expr_forget(KernelGen *g, int rows_only)
 {
 	g->cache->nmemo = 0;
 	if (!rows_only)
-		g->cache->nkc = 0;
+		g->cache->nkc = 0, g->cache->nim = 0;
 }
 
 PReg gpu_fconst(KernelGen *g, float v)
@@ -663,7 +674,66 @@ static PReg scaled_key_cast(KernelGen *g, const Expr *e)
 	return (PReg){0};
 }
 
+/* Which index e's value follows in a tile body: 'q' the row alone, 's'
+** the key alone (either with grid indices, dims and literals), 0 neither
+** or both, 'c' none (the same for every element). Reads of tensors make it
+** 0: only arithmetic is kept. */
+static char index_dep(KernelGen *g, const Expr *e)
+{
+	switch (e->kind) {
+	case EX_INT:
+	case EX_DIM: return 'c';
+	case EX_INDEX: {
+		int k = gpu_index_kind(g, e->var);
+		return k == 'q' || k == 's' ? (char)k : k == 'g' ? 'c' : 0;
+	}
+	case EX_UNOP:
+	case EX_BINOP:
+	case EX_SELECT:
+	case EX_CALL: break;
+	default: return 0;
+	}
+	char d = 'c';
+	for (int i = 0; i < e->nargs; i++) {
+		char a = index_dep(g, e->args[i]);
+		if (!a || (a != 'c' && d != 'c' && a != d))
+			return 0;
+		if (a != 'c')
+			d = a;
+	}
+	return d;
+}
+
+/* An integer value of the row alone or the key alone, evaluated once per
+** row slot or column of the tile body (index_dep); else the plain value. */
+static PReg index_memo(KernelGen *g, const Expr *e, PReg (*eval)(KernelGen *, const Expr *))
+{
+	char k = e->type == VT_INT && g->elem >= 0 && !g->stage ? index_dep(g, e) : 0;
+	if (k != 'q' && k != 's')
+		return eval(g, e);
+	int slot = k == 'q' ? g->half : g->coloff;
+	ExprCache *c = g->cache;
+	for (int i = 0; i < c->nim; i++)
+		if (c->im[i].e == e && c->im[i].kind == k && c->im[i].slot == slot)
+			return c->im[i].v;
+	PReg v = eval(g, e);
+	if (c->nim < GPU_INDEX_MEMO)
+		c->im[c->nim].e = e, c->im[c->nim].kind = k, c->im[c->nim].slot = slot,
+		c->im[c->nim++].v = v;
+	return v;
+}
+
+static PReg expr_value(KernelGen *g, const Expr *e);
+
 PReg gpu_expr(KernelGen *g, const Expr *e)
+{
+	if (e->kind == EX_BINOP || e->kind == EX_SELECT || e->kind == EX_CALL)
+		return index_memo(g, e, expr_value);
+	return expr_value(g, e);
+}
+
+/* The value of e, computed (gpu_expr reuses row- and key-only integers). */
+static PReg expr_value(KernelGen *g, const Expr *e)
 {
 	PReg d;
 	switch (e->kind) {

@@ -39,6 +39,9 @@
 #include "../ptx/ptx.h"
 #include "target.h"
 
+/* Integer values of the row alone or the key alone that a tile body keeps
+** (expr.c): four row slots and 64 columns of a few subexpressions. */
+enum { GPU_INDEX_MEMO = 192 };
 /* At most this many contractions with K, and with V, in a kernel. */
 enum { GPU_MAXG = 2 };
 /* The CTA every target's kernel is built for: GPU_WARPS warps, each owning
