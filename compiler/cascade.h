@@ -23,7 +23,9 @@
 ** identity: sum 0, prod 1, max -inf, min +inf. `filter` is the node's whole
 ** predicate (its own `where` plus the domains of the tensors it reads,
 ** substituted); `out->domain` is the part of it that mentions free indices
-** only. Reading a tensor outside its domain cannot happen: consumers inherit
+** only, less the conjuncts of a reduction's own `where`, which empty the
+** reduction at those points (the identity) without making them absent
+** (lang/node.c). Reading a tensor outside its domain cannot happen: consumers inherit
 ** the producer's domain into their filter. Temporaries hold the compute type
 ** (f32 or f64 in the reference executor; FLOAT, INT or BOOL by value type).
 */

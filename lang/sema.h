@@ -120,7 +120,7 @@ DType node_dtype(VType t);
 /* Adds the conjuncts of e to v, flattening && and dropping duplicates. */
 void node_add_conj(Sema *s, PtrVec *v, Expr *e);
 Node *node_make(Sema *s, Tensor *out, const IndexVar *vars, int nfree, int nred, RedOp red,
-		Expr *body, Expr *filter, SrcLoc loc, const char *origin);
+		Expr *body, Expr *filter, Expr *own, SrcLoc loc, const char *origin);
 /* The read, in the enclosing space, of body hoisted into a node of its own. */
 Expr *node_hoist(Sema *s, const Space *ext, int nouter, RedOp red, Expr *body, Expr *filter,
 		 int keep, const char *role, SrcLoc loc);
