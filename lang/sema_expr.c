@@ -200,8 +200,8 @@ static int same_type(Sema *s, AstExpr *src, const char *what, Expr *l, Expr *r)
 	return 0;
 }
 
-/* name(args): float(), max/min of two numbers, clamp, select, and the math
-** functions of fn_table; reductions written as calls get a hint. */
+/* name(args): float(), int(), ilog2(), max/min of two numbers, clamp,
+** select, and the math functions of fn_table; reductions written as calls get a hint. */
 static Expr *call_expr(Sema *s, AstExpr *e)
 {
 	if (!strcmp(e->name, "sum") || !strcmp(e->name, "softmax") || !strcmp(e->name, "prod") ||
@@ -215,6 +215,30 @@ static Expr *call_expr(Sema *s, AstExpr *e)
 		if (!want_args(s, e, 1) || !(a[0] = sema_expr(s, e->args[0])))
 			return NULL;
 		return a[0]->type == VT_FLOAT ? a[0] : sema_to_float(s, a[0], e);
+	}
+	/* int(x): the one float -> int conversion, toward zero and saturating
+	** (cascade.c fn_int); an int is already one */
+	if (!strcmp(e->name, "int")) {
+		if (!want_args(s, e, 1) || !(a[0] = sema_expr(s, e->args[0])))
+			return NULL;
+		if (a[0]->type == VT_BOOL) {
+			diag_error(s->d, e->args[0]->loc, "'int' needs a number, not bool");
+			return NULL;
+		}
+		return a[0]->type == VT_INT ? a[0]
+					    : node1(s, EX_CALL, VT_INT, FN_INT, a[0], e->loc);
+	}
+	/* ilog2(n): exact integer log2, so bucket arithmetic stays in ints */
+	if (!strcmp(e->name, "ilog2")) {
+		if (!want_args(s, e, 1) || !(a[0] = sema_expr(s, e->args[0])))
+			return NULL;
+		if (a[0]->type != VT_INT) {
+			diag_error(s->d, e->args[0]->loc, "'ilog2' needs an integer, not %s%s",
+				   vtype_name(a[0]->type),
+				   a[0]->type == VT_FLOAT ? " (convert it with int(...))" : "");
+			return NULL;
+		}
+		return node1(s, EX_CALL, VT_INT, FN_ILOG2, a[0], e->loc);
 	}
 	if (!strcmp(e->name, "max") || !strcmp(e->name, "min")) {
 		if (!want_args(s, e, 2))

@@ -387,10 +387,25 @@ int sema_index_statement(Sema *s, Stmt *st)
 	return ok && s->d->errors == errors;
 }
 
+/* e mentions an index name (outside reductions, which a subscript cannot
+** hold: they are refused when typed). */
+static int mentions_index(Sema *s, AstExpr *e)
+{
+	if (!e)
+		return 0;
+	if (is_index_name(s, e))
+		return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (mentions_index(s, e->args[i]))
+			return 1;
+	return 0;
+}
+
 /* Quasi-affine: sums of index names times constants or dims, index
 ** expressions divided or reduced modulo a constant or dim, offsets built
-** from dims, consts and integer params, and gathers (reads of i32 inputs,
-** counted as mentioning an index). Multiplying two index expressions is
+** from dims, consts and integer params, and gathers (reads of i32 inputs or
+** computed int tensors, and computed indices such as int(...) or
+** min(...), counted as mentioning an index). Multiplying two index expressions is
 ** not. Returns a mask: bit 0 set when e mentions an index, bit 1 set on
 ** error (already reported). */
 static int affine(Sema *s, AstExpr *e)
@@ -404,18 +419,25 @@ static int affine(Sema *s, AstExpr *e)
 	case A_NAME: return scope_sym(s, e->name) ? 0 : 1;
 	case A_ACCESS: {
 		/* a gather: an i32 input read at (affine, already checked)
-		** subscripts, such as a page table's block[b, j / P] */
+		** subscripts, such as a page table's block[b, j / P], or an int
+		** tensor computed by an earlier statement (a bucket index) */
 		Sym *y = scope_sym(s, e->name);
 		const Tensor *t = y && y->kind == SYM_TENSOR ? y->tensor : NULL;
-		if (!t || t->kind != TK_IN || t->dtype != DT_I32) {
+		int computed = t && t->kind != TK_IN && t->shape && t->type == VT_INT;
+		if (!t || (!computed && (t->kind != TK_IN || t->dtype != DT_I32))) {
 			diag_error(s->d, e->loc,
-				   "a subscript may read only an i32 input tensor (a gather); '%s' "
-				   "is not one",
+				   "a subscript may read only an int tensor (an i32 input or an "
+				   "int value computed by a statement: a gather); '%s' is not one",
 				   e->name);
 			return 2;
 		}
 		return 1;
 	}
+	case A_CALL:
+	case A_COND:
+		/* a computed index (int(), ilog2(), min, max, clamp, select, ?:):
+		** any int expression, read as a gather is; the typing checks it */
+		return mentions_index(s, e);
 	case A_UNARY: return affine(s, e->args[0]);
 	case A_BINARY: {
 		int l = affine(s, e->args[0]);

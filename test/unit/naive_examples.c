@@ -48,7 +48,7 @@ struct Naive {
 	long B, H, HKV, N, M, D, DV, W;
 	double scale, cap, b0;
 	const double *Q, *K, *V, *Q2, *K2;
-	const double *slope, *bias, *sink, *lam, *kv_len, *prefix_len, *doc;
+	const double *slope, *bias, *sink, *lam, *kv_len, *prefix_len, *doc, *bucket_bias;
 	/* a paged cache (paged_decode.attn): K[NP, P, HKV, D], key j of sequence
 	** b in page block[b, j / P] at slot j % P; NULL: contiguous */
 	const double *block;
@@ -136,6 +136,25 @@ static double score_alibi(const Naive *a, long b, long h, long i, long j, double
 static double score_bias(const Naive *a, long b, long h, long i, long j, double s)
 {
 	return s + a->bias[(h * a->N + i) * a->M + j];
+}
+
+/* T5's bucket of the relative position j - i (Raffel et al. 2020; Hugging
+** Face's _relative_position_bucket, bidirectional, 32 buckets, max_distance
+** 128), written from the paper's code, not from the example. */
+static long t5_bucket(long i, long j)
+{
+	long half = 16, exact = 8, r = j - i, n = r < 0 ? -r : r;
+	long base = r > 0 ? half : 0;
+	if (n < exact)
+		return base + n;
+	long large = exact + (long)(log((double)n / exact) / log(128.0 / exact) * (half - exact));
+	return base + (large < half - 1 ? large : half - 1);
+}
+
+/* T5: a learned scalar per head and bucket of j - i. */
+static double score_t5(const Naive *a, long b, long h, long i, long j, double s)
+{
+	return s + a->bucket_bias[h * 32 + t5_bucket(i, j)];
 }
 
 /* Gemma 2 soft-capping: cap * tanh(s / cap). */
@@ -421,6 +440,22 @@ static Spec specs[] = {
      "O",
      NULL,
      {"B=2 H=3 N=5 M=7", "B=3 H=2 N=6 M=4", "B=2 H=3 N=1 M=5"},
+     0},
+    {"t5_bias.attn",
+     "t5_bias",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_all,
+     score_t5,
+     64,
+     64,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {"B=2 H=3 N=5 M=7", "B=1 H=2 N=30 M=170", "B=2 H=3 N=1 M=5"},
      0},
     {"sink.attn",
      "gpt_oss_sink",
@@ -811,16 +846,16 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->slope = opt_buf(b, "slope"), a->bias = opt_buf(b, "bias"), a->sink = opt_buf(b, "sink");
 	a->lam = opt_buf(b, "lam"), a->kv_len = opt_buf(b, "kv_len");
 	a->prefix_len = opt_buf(b, "prefix_len"), a->doc = opt_buf(b, "doc");
-	a->block = opt_buf(b, "block");
+	a->block = opt_buf(b, "block"), a->bucket_bias = opt_buf(b, "bucket_bias");
 	a->O = O, a->L = sp->l ? L : NULL;
 	a->scale = param_value(b, "scale", 1.0 / sqrt((double)sp->d), what);
 	a->cap = param_value(b, "cap", 50.0, what);
 	a->b0 = param_value(b, "b0", -log((double)a->N), what);
-	int ok = a->Q && a->K && a->V && (sp->form != F_DIFF || (a->Q2 && a->K2 && a->lam)) &&
-		 (sp->score != score_alibi || a->slope) && (sp->score != score_bias || a->bias) &&
-		 (sp->visible != vis_kv_len || a->kv_len) &&
-		 (sp->visible != vis_prefix || a->prefix_len) &&
-		 (sp->visible != vis_document || a->doc);
+	int ok =
+	    a->Q && a->K && a->V && (sp->form != F_DIFF || (a->Q2 && a->K2 && a->lam)) &&
+	    (sp->score != score_alibi || a->slope) && (sp->score != score_bias || a->bias) &&
+	    (sp->score != score_t5 || a->bucket_bias) && (sp->visible != vis_kv_len || a->kv_len) &&
+	    (sp->visible != vis_prefix || a->prefix_len) && (sp->visible != vis_document || a->doc);
 	for (int k = 0; k < b->c->params.n; k++) {
 		const char *pn = ((Param *)b->c->params.v[k])->name;
 		if (strcmp(pn, "scale") && strcmp(pn, "cap") && strcmp(pn, "b0")) {

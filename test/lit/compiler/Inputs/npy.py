@@ -26,6 +26,13 @@ def write(path, dtype, shape, values):
         f.write(struct.pack("<%d%s" % (count, fmt), *[conv(v) for v in values]))
 
 
+def number(v):
+    """Integral values in full (int outputs come back as floats), others %g."""
+    if v == v and abs(v) != float("inf") and v == int(v) and abs(v) < 1e15:
+        return str(int(v))
+    return "%g" % v
+
+
 def show(path):
     with open(path, "rb") as f:
         data = f.read()
@@ -36,7 +43,7 @@ def show(path):
     for d in header["shape"]:
         count *= d
     vals = struct.unpack("<%d%s" % (count, fmt), data[10 + hlen :])
-    text = " ".join(("%g" % v) if fmt in "fd" else str(int(v)) for v in vals)
+    text = " ".join(number(v) for v in vals)
     print("%s = %s" % (os.path.basename(path)[:-4], text))
 
 
