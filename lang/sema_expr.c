@@ -118,6 +118,17 @@ static Expr *name_expr(Sema *s, AstExpr *e)
 	}
 }
 
+/* A slice subscript `e < E` reads the first E positions of a dimension:
+** index e spans [0, E) and the element read is at e. Returns the index's
+** name, or NULL when arg is not a slice (lang/sema_index.c checks E). */
+AstExpr *sema_slice(Sema *s, AstExpr *arg)
+{
+	if (arg->kind != A_BINARY || arg->op != OP_LT)
+		return NULL;
+	AstExpr *x = arg->args[0];
+	return x->kind == A_NAME && !scope_sym(s, x->name) ? x : NULL;
+}
+
 /* T[args]: the rank must match and every subscript be an integer; reading a
 ** tensor whose definition failed yields NULL quietly (already reported). */
 static Expr *access_expr(Sema *s, AstExpr *e)
@@ -153,7 +164,8 @@ static Expr *access_expr(Sema *s, AstExpr *e)
 	r->args = ARENA_ARRAY(s->a, Expr *, e->nargs);
 	int ok = 1;
 	for (int k = 0; k < e->nargs; k++) {
-		r->args[k] = sema_expr(s, e->args[k]);
+		AstExpr *slice = sema_slice(s, e->args[k]);
+		r->args[k] = sema_expr(s, slice ? slice : e->args[k]);
 		if (r->args[k] && r->args[k]->type != VT_INT) {
 			diag_error(s->d, e->args[k]->loc, "a subscript must be an integer, not %s",
 				   vtype_name(r->args[k]->type));

@@ -120,13 +120,58 @@ static int split_pattern(Sema *s, AstExpr *e, AstExpr **a, AstExpr **x, AstExpr 
 	return 1;
 }
 
-/* Infers ranges from one subscript position of a tensor whose shape is
-** known: a plain index takes the dimension; a*X+b over a dimension P*X gives
-** a the range P and b the range X. */
-static void infer_position(Sema *s, Stmt *st, AstExpr *acc, AstExpr *arg, Expr *dim)
+/* A slice `e < E` at position k (from 0) of a dimension `dim` gives e the
+** range E, which must fit: a fixed size at most the dimension's when both
+** are fixed, else the dimension's own extent (nothing could check it). */
+static void infer_slice(Sema *s, Stmt *st, AstExpr *acc, AstExpr *arg, int k, Expr *dim)
+{
+	AstExpr *ix = arg->args[0];
+	Expr *ext = sema_scalar_expr(s, arg->args[1], 0, "a slice bound");
+	if (!ext)
+		return;
+	if (ext->type != VT_INT) {
+		diag_error(s->d, arg->args[1]->loc, "a slice bound must be an integer, not %s",
+			   vtype_name(ext->type));
+		return;
+	}
+	const char *et = expr_str(s->a, ext, NULL), *dt = expr_str(s->a, dim, NULL);
+	if (is_constant(ext) && is_constant(dim)) {
+		long n = expr_eval_int(ext, NULL, NULL), size = expr_eval_int(dim, NULL, NULL);
+		if (n < 1) {
+			diag_error(s->d, arg->loc,
+				   "slice '%s < %s' is empty: a slice takes at least one position",
+				   ix->name, et);
+			return;
+		}
+		if (n > size) {
+			diag_error(
+			    s->d, arg->loc,
+			    "slice '%s < %s' is out of range: it reads positions 0 to %ld of "
+			    "dimension %d of '%s', which has %ld",
+			    ix->name, et, n - 1, k + 1, acc->name, size);
+			return;
+		}
+	} else if (!sema_extent_equal(ext, dim)) {
+		diag_error(s->d, arg->loc,
+			   "slice '%s < %s' cannot be checked against dimension %d of '%s' (%s): "
+			   "its bound must be a compile-time size or that dimension's extent",
+			   ix->name, et, k + 1, acc->name, dt);
+		return;
+	}
+	bind_extent(s, st, ix->name, ext, acc, ix->loc);
+}
+
+/* Infers ranges from one subscript position k of a tensor whose shape is
+** known: a plain index takes the dimension, a slice `e < E` the range E; a*X+b
+** over a dimension P*X gives a the range P and b the range X. */
+static void infer_position(Sema *s, Stmt *st, AstExpr *acc, AstExpr *arg, int k, Expr *dim)
 {
 	if (!dim)
 		return;
+	if (sema_slice(s, arg)) {
+		infer_slice(s, st, acc, arg, k, dim);
+		return;
+	}
 	if (is_index_name(s, arg)) {
 		bind_extent(s, st, arg->name, dim, acc, arg->loc);
 		return;
@@ -153,7 +198,7 @@ static void infer_access(Sema *s, Stmt *st, AstExpr *acc)
 	if (y->tensor->rank != acc->nargs)
 		return; /* reported when the expression is typed */
 	for (int k = 0; k < acc->nargs; k++)
-		infer_position(s, st, acc, acc->args[k], y->tensor->shape[k]);
+		infer_position(s, st, acc, acc->args[k], k, y->tensor->shape[k]);
 }
 
 /* Walks the right-hand side with the stack of reduction-bound names,
@@ -328,7 +373,7 @@ static int lhs_extents(Sema *s, Stmt *st)
 	fake.kind = A_ACCESS, fake.name = it->name, fake.loc = it->nameloc;
 	if (st->lhs->shape) {
 		for (int k = 0; k < it->nidx; k++)
-			infer_position(s, st, &fake, it->idx[k], st->lhs->shape[k]);
+			infer_position(s, st, &fake, it->idx[k], k, st->lhs->shape[k]);
 	}
 	return 1;
 }
@@ -481,8 +526,9 @@ static int affine(Sema *s, AstExpr *e)
 	}
 }
 
-/* 1 when e is quasi-affine in index names, else reports and returns 0. */
+/* 1 when e is quasi-affine in index names or a slice `e < E` (whose bound
+** infer_slice checks), else reports and returns 0. */
 static int check_affine(Sema *s, AstExpr *e)
 {
-	return !(affine(s, e) & 2);
+	return sema_slice(s, e) || !(affine(s, e) & 2);
 }

@@ -46,6 +46,8 @@ typedef double (*ScoreFn)(const Naive *a, long b, long h, long i, long j, double
 */
 struct Naive {
 	long B, H, HKV, N, M, D, DV, W;
+	long VW; /* the width of a row of V: DV, or more when V is the first DV
+		    columns of a wider tensor (absorbed MLA reads them from KV) */
 	double scale, cap, b0;
 	const double *Q, *K, *V, *Q2, *K2;
 	const double *slope, *bias, *sink, *lam, *kv_len, *prefix_len, *doc, *bucket_bias;
@@ -197,7 +199,7 @@ static void naive_softmax(const Naive *a)
 					for (long j = 0; j < a->M; j++)
 						if (vis[j])
 							acc += p[j] *
-							       kv_row(a, a->V, a->DV, b, h, j)[e];
+							       kv_row(a, a->V, a->VW, b, h, j)[e];
 					o[e] = z > 0 ? acc / z : 0.0;
 				}
 				if (a->L)
@@ -225,7 +227,7 @@ static void naive_sigmoid(const Naive *a)
 					double s =
 					    a->scale * dot(q, kv_row(a, a->K, a->D, b, h, j), a->D);
 					double w = 1.0 / (1.0 + exp(-(s + a->b0)));
-					const double *v = kv_row(a, a->V, a->DV, b, h, j);
+					const double *v = kv_row(a, a->V, a->VW, b, h, j);
 					for (long e = 0; e < a->DV; e++)
 						o[e] += w * v[e];
 				}
@@ -265,7 +267,7 @@ static void naive_diff(const Naive *a)
 					double acc = 0;
 					for (long j = 0; j < a->M; j++)
 						acc += (p1[j] - a->lam[h] * p2[j]) *
-						       kv_row(a, a->V, a->DV, b, h, j)[e];
+						       kv_row(a, a->V, a->VW, b, h, j)[e];
 					o[e] = acc;
 				}
 			}
@@ -292,6 +294,8 @@ typedef struct Spec {
 	const char *o, *l;     /* l: NULL when the block has no log-sum-exp */
 	const char *shapes[5]; /* NULL-terminated */
 	int used;
+	long vw;      /* V's row width when V is a slice of a wider tensor; 0: dv */
+	double scale; /* the textbook scale; 0: 1 / sqrt(d) */
 } Spec;
 
 #define MHA3 "B=2 H=3 N=5", "B=3 H=2 N=1", "B=1 H=4 N=9"
@@ -554,6 +558,24 @@ static Spec specs[] = {
      "lse",
      {"B=5 HKV=3 G=2 M=7", "B=5 HKV=2 G=3 M=1", "B=6 HKV=1 G=4 M=9"},
      0},
+    {"mla_absorbed.attn",
+     "mla_absorbed",
+     F_SOFTMAX,
+     HEADS_MQA,
+     vis_kv_len,
+     NULL,
+     576,
+     512,
+     0,
+     "q",
+     "KV",
+     "KV",
+     "o",
+     "lse",
+     {"B=5 H=3 M=7", "B=6 H=2 M=1", "B=2 H=4 M=9"},
+     0,
+     576,
+     0.07216878364870323},
     {"paged_decode.attn",
      "paged_decode",
      F_SOFTMAX,
@@ -719,7 +741,7 @@ static void naive_setup(Naive *a, const Spec *sp, const Named *nm)
 	a->NP = named(nm, "NP", 0), a->P = named(nm, "P", 0), a->MAXP = named(nm, "MAXP", 0);
 	if (a->MAXP) /* paged: the keys are the pages' slots */
 		a->M = a->MAXP * a->P;
-	a->D = sp->d, a->DV = sp->dv, a->W = sp->w;
+	a->D = sp->d, a->DV = sp->dv, a->W = sp->w, a->VW = sp->vw ? sp->vw : sp->dv;
 	a->visible = sp->visible, a->score = sp->score;
 }
 
@@ -848,7 +870,7 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->prefix_len = opt_buf(b, "prefix_len"), a->doc = opt_buf(b, "doc");
 	a->block = opt_buf(b, "block"), a->bucket_bias = opt_buf(b, "bucket_bias");
 	a->O = O, a->L = sp->l ? L : NULL;
-	a->scale = param_value(b, "scale", 1.0 / sqrt((double)sp->d), what);
+	a->scale = param_value(b, "scale", sp->scale ? sp->scale : 1.0 / sqrt((double)sp->d), what);
 	a->cap = param_value(b, "cap", 50.0, what);
 	a->b0 = param_value(b, "b0", -log((double)a->N), what);
 	int ok =
@@ -879,7 +901,7 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	/* the head dims of the spec must be the example's */
 	const Tensor *tq = cascade_tensor(b->c, sp->q), *tv = cascade_tensor(b->c, sp->v);
 	ok = ok && tensor_dim_size(tq, tq->rank - 1, b->dims) == sp->d &&
-	     tensor_dim_size(tv, tv->rank - 1, b->dims) == sp->dv;
+	     tensor_dim_size(tv, tv->rank - 1, b->dims) == a->VW;
 	if (!ok)
 		fprintf(stderr, "%s: the block does not match its naive spec\n", what);
 	CHECK(ok);
