@@ -42,6 +42,10 @@ static void emit_plans(FILE *out, Emit emit, const Program *p, const char *targe
 			plan_explain(out, pl);
 		arena_free(&a);
 	}
+	if (emit != EMIT_PLAN) {
+		fputc('\n', out);
+		plan_explain_limits(out);
+	}
 }
 
 /* The files of one output (the GPU bundle: up to seven; C and its header: two),

@@ -202,6 +202,13 @@ static long ev_int(Interp *in, const Expr *e)
 	case EX_BINOP: return ev_int_binop(in, e);
 	case EX_SELECT:
 		return ev_int(in, e->args[0]) ? ev_int(in, e->args[1]) : ev_int(in, e->args[2]);
+	case EX_CALL:
+		if (e->op == FN_INT)
+			return fn_int(ev_num(in, e->args[0]));
+		if (e->op == FN_ILOG2)
+			return fn_ilog2(ev_int(in, e->args[0]));
+		fail(in, "function '%s' has no integer value", fn_name((Fn)e->op));
+		return 0;
 	default: fail(in, "expression kind %d has no integer value", (int)e->kind); return 0;
 	}
 }

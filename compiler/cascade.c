@@ -52,7 +52,32 @@ static const char *fn_names[FN_COUNT] = {
 
 const char *fn_name(Fn f)
 {
-	return f < FN_COUNT ? fn_names[f] : "?";
+	return f < FN_COUNT ? fn_names[f] : f == FN_INT ? "int" : f == FN_ILOG2 ? "ilog2" : "?";
+}
+
+/* int(x) rounds toward zero like C's cast, but is defined everywhere: NaN
+** gives 0 and values past the i32 range (infinities too) give its ends,
+** which is what the GPU's conversion instruction does. */
+long fn_int(double x)
+{
+	if (x != x)
+		return 0;
+	if (x >= 2147483647.0)
+		return 2147483647L;
+	if (x <= -2147483648.0)
+		return -2147483648L;
+	return (long)x;
+}
+
+/* ilog2(n) = floor(log2 n), exact on integers (no float rounding near
+** powers of two); n <= 0 has no logarithm and gives -1, the index of the
+** highest set bit of 0 counted the usual way (bit length - 1). */
+long fn_ilog2(long n)
+{
+	long r = -1;
+	for (; n > 0; n >>= 1)
+		r++;
+	return r;
 }
 
 const char *redop_name(RedOp r)
@@ -277,6 +302,10 @@ long expr_eval_int(const Expr *e, const long *dims, const long *vars)
 		default: return 0;
 		}
 	}
+	case EX_CALL:
+		if (e->op == FN_ILOG2)
+			return fn_ilog2(expr_eval_int(e->args[0], dims, vars));
+		return e->op == FN_INT ? fn_int(expr_eval_float(e->args[0], dims, NULL)) : 0;
 	default: return 0;
 	}
 }
@@ -303,6 +332,9 @@ double fn_apply(Fn f, double x)
 	case FN_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
 	case FN_ELU: return x > 0 ? x : expm1(x);
 	case FN_SOFTPLUS: return (x > 0 ? x : 0.0) + log1p(exp(-fabs(x)));
+	case FN_INT: return (double)fn_int(x);
+	case FN_ILOG2: /* x holds an int, exactly up to 2^53 */
+		return x >= 0x1p62 ? 62.0 : x < 1.0 ? -1.0 : (double)fn_ilog2((long)x);
 	default: return NAN;
 	}
 }

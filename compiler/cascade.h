@@ -23,7 +23,9 @@
 ** identity: sum 0, prod 1, max -inf, min +inf. `filter` is the node's whole
 ** predicate (its own `where` plus the domains of the tensors it reads,
 ** substituted); `out->domain` is the part of it that mentions free indices
-** only. Reading a tensor outside its domain cannot happen: consumers inherit
+** only, less the conjuncts of a reduction's own `where`, which empty the
+** reduction at those points (the identity) without making them absent
+** (lang/node.c). Reading a tensor outside its domain cannot happen: consumers inherit
 ** the producer's domain into their filter. Temporaries hold the compute type
 ** (f32 or f64 in the reference executor; FLOAT, INT or BOOL by value type).
 */
@@ -78,7 +80,8 @@ typedef enum ExprKind {
 	EX_UNOP,   /* op: OP_NEG, OP_NOT; args[0] */
 	EX_BINOP,  /* op: arithmetic, comparison, logic, OP_MAX/OP_MIN; args[0], args[1] */
 	EX_SELECT, /* args[0] ? args[1] : args[2]; args[0] is VT_BOOL */
-	EX_CALL,   /* op: a FN_* function of args[0]; the argument is VT_FLOAT */
+	EX_CALL,   /* op: a FN_* function of args[0]; the argument is VT_FLOAT (VT_INT
+		      for FN_ILOG2), the result VT_FLOAT (VT_INT for FN_INT, FN_ILOG2) */
 	EX_CAST,   /* float(args[0]): VT_INT or VT_BOOL to VT_FLOAT */
 } ExprKind;
 
@@ -123,7 +126,13 @@ typedef enum Fn {
 	FN_SIGN,     /* -1, 0 or 1 (NaN and -0 kept) */
 	FN_ELU,      /* x > 0 ? x : exp(x) - 1 */
 	FN_SOFTPLUS, /* log(1 + exp(x)) */
-	FN_COUNT
+	FN_COUNT,    /* the number of the float functions above (float -> float) */
+	/* Integer-valued functions, of type VT_INT, after the float ones so that
+	** tables of float functions stay FN_COUNT long: every evaluator tests
+	** for them before it looks a float function up. */
+	FN_INT = FN_COUNT, /* int(x), float -> int: toward zero, saturated to the i32
+			      range, NaN -> 0 (what PTX's cvt.rzi.s32.f32 does) */
+	FN_ILOG2,          /* ilog2(n), int -> int: floor(log2 n) for n >= 1, -1 for n <= 0 */
 } Fn;
 
 typedef enum RedOp { RED_NONE, RED_SUM, RED_MAX, RED_MIN, RED_PROD } RedOp;
@@ -222,6 +231,9 @@ const char *fn_name(Fn f);      /* "exp", ... */
 const char *redop_name(RedOp r);
 /* The FN_* functions in f64 (relu keeps NaN, so errors stay visible). */
 double fn_apply(Fn f, double x);
+/* The integer functions, one definition for every host evaluator. */
+long fn_int(double x);
+long fn_ilog2(long n);
 double redop_identity(RedOp r);
 
 /* Constructors (arena-allocated). */

@@ -139,6 +139,18 @@ static void print_loc(FILE *out, SrcLoc loc)
 		fprintf(out, " (line %d:%d)", loc.line, loc.col);
 }
 
+/* What the language cannot say yet, once after the blocks: a reader of
+** --explain asking why a variant is missing or slow finds it here. */
+void plan_explain_limits(FILE *out)
+{
+	fputs("not expressible yet (docs/language.md section 12):\n"
+	      "  scans: an iterative rank (iter c in NC) or a running reduction along an index\n"
+	      "  (scan_sum, scan_prod); chunkwise linear attention and stick-breaking attention\n"
+	      "  in linear time need them. A cascade can only recompute every prefix, e.g.\n"
+	      "  prod[k](1.0 - sigmoid(S[b, h, i, k]) where j < k && k < i), N times the work\n",
+	      out);
+}
+
 void plan_explain(FILE *out, const Plan *p)
 {
 	const Cascade *c = p->c;

@@ -144,5 +144,6 @@ void plan_conjuncts(const Expr *filter, void (*f)(const Expr *, void *), void *u
 /* compiler/explain.c */
 void plan_print(FILE *out, const Plan *p);   /* --emit=plan */
 void plan_explain(FILE *out, const Plan *p); /* --explain */
+void plan_explain_limits(FILE *out);         /* --explain: what cannot be written yet */
 
 #endif

@@ -99,12 +99,11 @@ int lower_statement(Sema *s, Stmt *st)
 	PtrVec push = {0};
 	node_add_conj(s, &push, where);
 	st->push = (Expr **)push.v, st->npush = push.n;
-	Expr *body, *filter = where;
+	Expr *body, *own = NULL;
 	if (red != RED_NONE) {
 		body = sema_expr(s, rhs->body);
 		if (rhs->where)
-			filter =
-			    expr_and(s->a, filter, sema_bool(s, rhs->where, "a 'where' clause"));
+			own = sema_bool(s, rhs->where, "a 'where' clause");
 		if (!sema_want_float(s, rhs, rhs->name, body))
 			return 0;
 	} else {
@@ -114,6 +113,7 @@ int lower_statement(Sema *s, Stmt *st)
 		st->lhs->shape = st->lhs->kind == TK_TEMP ? NULL : st->lhs->shape;
 		return 0;
 	}
-	node_make(s, st->lhs, sp.v, nfree, sp.n - nfree, red, body, filter, it->loc, "statement");
+	node_make(s, st->lhs, sp.v, nfree, sp.n - nfree, red, body, where, own, it->loc,
+		  "statement");
 	return 1;
 }

@@ -98,17 +98,15 @@ static Expr *conj_all(Sema *s, PtrVec *v, unsigned long long within, int restric
 	return r;
 }
 
-/* Makes the node, closing its filter over the domains of every tensor it
-** reads (transitively through the conjuncts added), and gives the output
-** the part of the filter that mentions free indices only. */
-Node *node_make(Sema *s, Tensor *out, const IndexVar *vars, int nfree, int nred, RedOp red,
-		Expr *body, Expr *filter, SrcLoc loc, const char *origin)
+/* Adds to conj the domains of every tensor read in body or in conj's own
+** conjuncts, transitively through the conjuncts added: a node never reads
+** a point its producer left absent. */
+static void close_domains(Sema *s, PtrVec *conj, Expr *body)
 {
-	PtrVec conj = {0}, work = {0}, acc = {0};
-	node_add_conj(s, &conj, filter);
+	PtrVec work = {0}, acc = {0};
 	ptrvec_push(s->a, &work, body);
-	for (int i = 0; i < conj.n; i++)
-		ptrvec_push(s->a, &work, conj.v[i]);
+	for (int i = 0; i < conj->n; i++)
+		ptrvec_push(s->a, &work, conj->v[i]);
 	for (int w = 0; w < work.n; w++) {
 		acc.n = 0;
 		collect_accesses(s, work.v[w], &acc);
@@ -116,12 +114,31 @@ Node *node_make(Sema *s, Tensor *out, const IndexVar *vars, int nfree, int nred,
 			Expr *a = acc.v[i];
 			if (!a->tensor->domain)
 				continue;
-			int before = conj.n;
-			node_add_conj(s, &conj,
+			int before = conj->n;
+			node_add_conj(s, conj,
 				      expr_subst(s->a, a->tensor->domain, a->args, a->nargs));
-			for (int k = before; k < conj.n; k++)
-				ptrvec_push(s->a, &work, conj.v[k]);
+			for (int k = before; k < conj->n; k++)
+				ptrvec_push(s->a, &work, conj->v[k]);
 		}
+	}
+}
+
+/* Makes the node, closing its filter over the domains of every tensor it
+** reads, and gives the output the part of the filter that mentions free
+** indices only. `own` is a reduction's own `where`: it filters the reduced
+** points and nothing else, so a conjunct of it over free indices only makes
+** the reduction empty at those points (its identity) but not absent
+** (docs/language.md 7.1); it joins the filter, never the domain. */
+Node *node_make(Sema *s, Tensor *out, const IndexVar *vars, int nfree, int nred, RedOp red,
+		Expr *body, Expr *filter, Expr *own, SrcLoc loc, const char *origin)
+{
+	PtrVec conj = {0}, dom = {0};
+	node_add_conj(s, &conj, filter);
+	node_add_conj(s, &conj, own);
+	close_domains(s, &conj, body);
+	if (own) {
+		node_add_conj(s, &dom, filter);
+		close_domains(s, &dom, body);
 	}
 	Node *n = ARENA_NEW(s->a, Node);
 	n->id = s->c->nodes.n;
@@ -132,7 +149,7 @@ Node *node_make(Sema *s, Tensor *out, const IndexVar *vars, int nfree, int nred,
 	n->filter = conj_all(s, &conj, 0, 0);
 	n->loc = loc, n->origin = origin;
 	unsigned long long freemask = nfree >= 64 ? ~0ull : (1ull << nfree) - 1;
-	out->domain = conj_all(s, &conj, freemask, 1);
+	out->domain = conj_all(s, own ? &dom : &conj, freemask, 1);
 	out->def = n;
 	for (int k = 0; k < nfree; k++)
 		out->shape[k] = vars[k].extent;
@@ -163,6 +180,11 @@ Expr *node_hoist(Sema *s, const Space *ext, int nouter, RedOp red, Expr *body, E
 	unsigned long long freemask = 0;
 	for (int i = 0; i < nfree; i++)
 		freemask |= 1ull << freev[i];
+	/* a reduction's own where filters it only (node_make); the where of an
+	** element-wise value (softmax's exponentials) is its domain */
+	Expr *own = red == RED_NONE ? NULL : filter;
+	if (own)
+		filter = NULL;
 	for (int i = 0; i < st->npush; i++)
 		if ((expr_vars(st->push[i]) & ~freemask) == 0)
 			filter = expr_and(s->a, filter, st->push[i]);
@@ -179,7 +201,8 @@ Expr *node_hoist(Sema *s, const Space *ext, int nouter, RedOp red, Expr *body, E
 	VType t = red == RED_NONE ? body->type : VT_FLOAT;
 	Tensor *tn = make_temp(s, temp_name(s, role), t, nfree, loc);
 	node_make(s, tn, vars, nfree, nred, red, expr_subst(s->a, body, sub, ext->n),
-		  expr_subst(s->a, filter, sub, ext->n), loc, role);
+		  expr_subst(s->a, filter, sub, ext->n), expr_subst(s->a, own, sub, ext->n), loc,
+		  role);
 	Expr *r = expr_new(s->a, EX_ACCESS, t, loc);
 	r->tensor = tn;
 	r->nargs = nfree;

@@ -50,6 +50,7 @@ YY_DECL;
 #include <string.h>
 
 static void attn_yyerror(ATTN_YYLTYPE *loc, yyscan_t scanner, ParseState *ps, const char *msg);
+static void not_a_decl(ParseState *ps, const char *name, SrcLoc at, SrcLoc next);
 static AstItem *item_new(ParseState *ps, ItemKind k, SrcLoc loc);
 static void add_item(ParseState *ps, AstItem *it);
 static AstExpr **vec_array(PtrVec *v, int *n);
@@ -137,6 +138,7 @@ item:
 		it->name = $2, it->nameloc = @2, it->value = $4;
 		add_item(ps, it);
 	}
+	| IDENT IDENT IN expr ';' { not_a_decl(ps, $1, @1, @2); }
 	| IDENT '[' exprs ']' '=' expr ';' {
 		AstItem *it = item_new(ps, I_STMT, @$);
 		it->name = $1, it->nameloc = @1, it->idx = vec_array($3, &it->nidx), it->rhs = $6;
@@ -273,6 +275,21 @@ static void attn_yyerror(ATTN_YYLTYPE *loc, yyscan_t scanner, ParseState *ps, co
 			   AST_MAX_DEPTH);
 	else
 		diag_error(ps->diag, *loc, "%s", msg);
+}
+
+/* `iter c in NC;` is how the research sketch declares an iterative rank for
+** scans and recurrences, which the language cannot express yet: the message
+** says so instead of a bare syntax error (other names get the one they
+** had). */
+static void not_a_decl(ParseState *ps, const char *name, SrcLoc at, SrcLoc next)
+{
+	if (strcmp(name, "iter"))
+		diag_error(ps->diag, next, "syntax error, unexpected identifier, expecting '['");
+	else
+		diag_error(ps->diag, at,
+			   "'iter' declares an iterative rank for scans and recurrences, which "
+			   "cannot be written yet: chunkwise linear attention and stick-breaking "
+			   "attention in linear time need them (docs/language.md section 12)");
 }
 
 static AstItem *item_new(ParseState *ps, ItemKind k, SrcLoc loc)

@@ -112,6 +112,8 @@ Expr *sema_scalar_expr(Sema *s, AstExpr *e, int allow_params, const char *what);
 Expr *sema_to_float(Sema *s, Expr *e, AstExpr *src);
 Expr *sema_bool(Sema *s, AstExpr *e, const char *what);
 RedOp sema_redop(const char *name); /* RED_NONE when not sum/max/min/prod */
+/* The index e of a slice subscript `e < E`, or NULL. */
+AstExpr *sema_slice(Sema *s, AstExpr *arg);
 /* 1 when body is a float; else reports (unless body is NULL) and returns 0. */
 int sema_want_float(Sema *s, AstExpr *src, const char *red, Expr *body);
 
@@ -120,7 +122,7 @@ DType node_dtype(VType t);
 /* Adds the conjuncts of e to v, flattening && and dropping duplicates. */
 void node_add_conj(Sema *s, PtrVec *v, Expr *e);
 Node *node_make(Sema *s, Tensor *out, const IndexVar *vars, int nfree, int nred, RedOp red,
-		Expr *body, Expr *filter, SrcLoc loc, const char *origin);
+		Expr *body, Expr *filter, Expr *own, SrcLoc loc, const char *origin);
 /* The read, in the enclosing space, of body hoisted into a node of its own. */
 Expr *node_hoist(Sema *s, const Space *ext, int nouter, RedOp red, Expr *body, Expr *filter,
 		 int keep, const char *role, SrcLoc loc);

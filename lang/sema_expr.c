@@ -118,6 +118,17 @@ static Expr *name_expr(Sema *s, AstExpr *e)
 	}
 }
 
+/* A slice subscript `e < E` reads the first E positions of a dimension:
+** index e spans [0, E) and the element read is at e. Returns the index's
+** name, or NULL when arg is not a slice (lang/sema_index.c checks E). */
+AstExpr *sema_slice(Sema *s, AstExpr *arg)
+{
+	if (arg->kind != A_BINARY || arg->op != OP_LT)
+		return NULL;
+	AstExpr *x = arg->args[0];
+	return x->kind == A_NAME && !scope_sym(s, x->name) ? x : NULL;
+}
+
 /* T[args]: the rank must match and every subscript be an integer; reading a
 ** tensor whose definition failed yields NULL quietly (already reported). */
 static Expr *access_expr(Sema *s, AstExpr *e)
@@ -153,7 +164,8 @@ static Expr *access_expr(Sema *s, AstExpr *e)
 	r->args = ARENA_ARRAY(s->a, Expr *, e->nargs);
 	int ok = 1;
 	for (int k = 0; k < e->nargs; k++) {
-		r->args[k] = sema_expr(s, e->args[k]);
+		AstExpr *slice = sema_slice(s, e->args[k]);
+		r->args[k] = sema_expr(s, slice ? slice : e->args[k]);
 		if (r->args[k] && r->args[k]->type != VT_INT) {
 			diag_error(s->d, e->args[k]->loc, "a subscript must be an integer, not %s",
 				   vtype_name(r->args[k]->type));
@@ -200,8 +212,8 @@ static int same_type(Sema *s, AstExpr *src, const char *what, Expr *l, Expr *r)
 	return 0;
 }
 
-/* name(args): float(), max/min of two numbers, clamp, select, and the math
-** functions of fn_table; reductions written as calls get a hint. */
+/* name(args): float(), int(), ilog2(), max/min of two numbers, clamp,
+** select, and the math functions of fn_table; reductions written as calls get a hint. */
 static Expr *call_expr(Sema *s, AstExpr *e)
 {
 	if (!strcmp(e->name, "sum") || !strcmp(e->name, "softmax") || !strcmp(e->name, "prod") ||
@@ -215,6 +227,30 @@ static Expr *call_expr(Sema *s, AstExpr *e)
 		if (!want_args(s, e, 1) || !(a[0] = sema_expr(s, e->args[0])))
 			return NULL;
 		return a[0]->type == VT_FLOAT ? a[0] : sema_to_float(s, a[0], e);
+	}
+	/* int(x): the one float -> int conversion, toward zero and saturating
+	** (cascade.c fn_int); an int is already one */
+	if (!strcmp(e->name, "int")) {
+		if (!want_args(s, e, 1) || !(a[0] = sema_expr(s, e->args[0])))
+			return NULL;
+		if (a[0]->type == VT_BOOL) {
+			diag_error(s->d, e->args[0]->loc, "'int' needs a number, not bool");
+			return NULL;
+		}
+		return a[0]->type == VT_INT ? a[0]
+					    : node1(s, EX_CALL, VT_INT, FN_INT, a[0], e->loc);
+	}
+	/* ilog2(n): exact integer log2, so bucket arithmetic stays in ints */
+	if (!strcmp(e->name, "ilog2")) {
+		if (!want_args(s, e, 1) || !(a[0] = sema_expr(s, e->args[0])))
+			return NULL;
+		if (a[0]->type != VT_INT) {
+			diag_error(s->d, e->args[0]->loc, "'ilog2' needs an integer, not %s%s",
+				   vtype_name(a[0]->type),
+				   a[0]->type == VT_FLOAT ? " (convert it with int(...))" : "");
+			return NULL;
+		}
+		return node1(s, EX_CALL, VT_INT, FN_ILOG2, a[0], e->loc);
 	}
 	if (!strcmp(e->name, "max") || !strcmp(e->name, "min")) {
 		if (!want_args(s, e, 2))

@@ -120,13 +120,58 @@ static int split_pattern(Sema *s, AstExpr *e, AstExpr **a, AstExpr **x, AstExpr 
 	return 1;
 }
 
-/* Infers ranges from one subscript position of a tensor whose shape is
-** known: a plain index takes the dimension; a*X+b over a dimension P*X gives
-** a the range P and b the range X. */
-static void infer_position(Sema *s, Stmt *st, AstExpr *acc, AstExpr *arg, Expr *dim)
+/* A slice `e < E` at position k (from 0) of a dimension `dim` gives e the
+** range E, which must fit: a fixed size at most the dimension's when both
+** are fixed, else the dimension's own extent (nothing could check it). */
+static void infer_slice(Sema *s, Stmt *st, AstExpr *acc, AstExpr *arg, int k, Expr *dim)
+{
+	AstExpr *ix = arg->args[0];
+	Expr *ext = sema_scalar_expr(s, arg->args[1], 0, "a slice bound");
+	if (!ext)
+		return;
+	if (ext->type != VT_INT) {
+		diag_error(s->d, arg->args[1]->loc, "a slice bound must be an integer, not %s",
+			   vtype_name(ext->type));
+		return;
+	}
+	const char *et = expr_str(s->a, ext, NULL), *dt = expr_str(s->a, dim, NULL);
+	if (is_constant(ext) && is_constant(dim)) {
+		long n = expr_eval_int(ext, NULL, NULL), size = expr_eval_int(dim, NULL, NULL);
+		if (n < 1) {
+			diag_error(s->d, arg->loc,
+				   "slice '%s < %s' is empty: a slice takes at least one position",
+				   ix->name, et);
+			return;
+		}
+		if (n > size) {
+			diag_error(
+			    s->d, arg->loc,
+			    "slice '%s < %s' is out of range: it reads positions 0 to %ld of "
+			    "dimension %d of '%s', which has %ld",
+			    ix->name, et, n - 1, k + 1, acc->name, size);
+			return;
+		}
+	} else if (!sema_extent_equal(ext, dim)) {
+		diag_error(s->d, arg->loc,
+			   "slice '%s < %s' cannot be checked against dimension %d of '%s' (%s): "
+			   "its bound must be a compile-time size or that dimension's extent",
+			   ix->name, et, k + 1, acc->name, dt);
+		return;
+	}
+	bind_extent(s, st, ix->name, ext, acc, ix->loc);
+}
+
+/* Infers ranges from one subscript position k of a tensor whose shape is
+** known: a plain index takes the dimension, a slice `e < E` the range E; a*X+b
+** over a dimension P*X gives a the range P and b the range X. */
+static void infer_position(Sema *s, Stmt *st, AstExpr *acc, AstExpr *arg, int k, Expr *dim)
 {
 	if (!dim)
 		return;
+	if (sema_slice(s, arg)) {
+		infer_slice(s, st, acc, arg, k, dim);
+		return;
+	}
 	if (is_index_name(s, arg)) {
 		bind_extent(s, st, arg->name, dim, acc, arg->loc);
 		return;
@@ -153,7 +198,20 @@ static void infer_access(Sema *s, Stmt *st, AstExpr *acc)
 	if (y->tensor->rank != acc->nargs)
 		return; /* reported when the expression is typed */
 	for (int k = 0; k < acc->nargs; k++)
-		infer_position(s, st, acc, acc->args[k], y->tensor->shape[k]);
+		infer_position(s, st, acc, acc->args[k], k, y->tensor->shape[k]);
+}
+
+/* The research sketch's scans (and the usual names of prefix sums), which
+** the language cannot express yet: they get a message that says so rather
+** than an unknown reduction. */
+static int is_scan(const char *name)
+{
+	static const char *const scans[] = {"scan",   "scan_sum", "scan_prod", "scan_max",
+					    "cumsum", "cumprod",  "cummax"};
+	for (size_t i = 0; i < sizeof scans / sizeof *scans; i++)
+		if (!strcmp(name, scans[i]))
+			return 1;
+	return 0;
 }
 
 /* Walks the right-hand side with the stack of reduction-bound names,
@@ -205,6 +263,15 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 		return ok;
 	}
 	case A_REDUCE: {
+		if (is_scan(e->name)) {
+			diag_error(
+			    s->d, e->nameloc,
+			    "'%s' is a scan (a running reduction along an index), which cannot "
+			    "be written yet: chunkwise linear attention and stick-breaking "
+			    "attention in linear time need one (docs/language.md section 12)",
+			    e->name);
+			return 0;
+		}
 		const char *nbound[MAX_VARS];
 		int n = nb < MAX_VARS ? nb : MAX_VARS;
 		if (n)
@@ -328,7 +395,7 @@ static int lhs_extents(Sema *s, Stmt *st)
 	fake.kind = A_ACCESS, fake.name = it->name, fake.loc = it->nameloc;
 	if (st->lhs->shape) {
 		for (int k = 0; k < it->nidx; k++)
-			infer_position(s, st, &fake, it->idx[k], st->lhs->shape[k]);
+			infer_position(s, st, &fake, it->idx[k], k, st->lhs->shape[k]);
 	}
 	return 1;
 }
@@ -387,10 +454,25 @@ int sema_index_statement(Sema *s, Stmt *st)
 	return ok && s->d->errors == errors;
 }
 
+/* e mentions an index name (outside reductions, which a subscript cannot
+** hold: they are refused when typed). */
+static int mentions_index(Sema *s, AstExpr *e)
+{
+	if (!e)
+		return 0;
+	if (is_index_name(s, e))
+		return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (mentions_index(s, e->args[i]))
+			return 1;
+	return 0;
+}
+
 /* Quasi-affine: sums of index names times constants or dims, index
 ** expressions divided or reduced modulo a constant or dim, offsets built
-** from dims, consts and integer params, and gathers (reads of i32 inputs,
-** counted as mentioning an index). Multiplying two index expressions is
+** from dims, consts and integer params, and gathers (reads of i32 inputs or
+** computed int tensors, and computed indices such as int(...) or
+** min(...), counted as mentioning an index). Multiplying two index expressions is
 ** not. Returns a mask: bit 0 set when e mentions an index, bit 1 set on
 ** error (already reported). */
 static int affine(Sema *s, AstExpr *e)
@@ -404,18 +486,25 @@ static int affine(Sema *s, AstExpr *e)
 	case A_NAME: return scope_sym(s, e->name) ? 0 : 1;
 	case A_ACCESS: {
 		/* a gather: an i32 input read at (affine, already checked)
-		** subscripts, such as a page table's block[b, j / P] */
+		** subscripts, such as a page table's block[b, j / P], or an int
+		** tensor computed by an earlier statement (a bucket index) */
 		Sym *y = scope_sym(s, e->name);
 		const Tensor *t = y && y->kind == SYM_TENSOR ? y->tensor : NULL;
-		if (!t || t->kind != TK_IN || t->dtype != DT_I32) {
+		int computed = t && t->kind != TK_IN && t->shape && t->type == VT_INT;
+		if (!t || (!computed && (t->kind != TK_IN || t->dtype != DT_I32))) {
 			diag_error(s->d, e->loc,
-				   "a subscript may read only an i32 input tensor (a gather); '%s' "
-				   "is not one",
+				   "a subscript may read only an int tensor (an i32 input or an "
+				   "int value computed by a statement: a gather); '%s' is not one",
 				   e->name);
 			return 2;
 		}
 		return 1;
 	}
+	case A_CALL:
+	case A_COND:
+		/* a computed index (int(), ilog2(), min, max, clamp, select, ?:):
+		** any int expression, read as a gather is; the typing checks it */
+		return mentions_index(s, e);
 	case A_UNARY: return affine(s, e->args[0]);
 	case A_BINARY: {
 		int l = affine(s, e->args[0]);
@@ -459,8 +548,9 @@ static int affine(Sema *s, AstExpr *e)
 	}
 }
 
-/* 1 when e is quasi-affine in index names, else reports and returns 0. */
+/* 1 when e is quasi-affine in index names or a slice `e < E` (whose bound
+** infer_slice checks), else reports and returns 0. */
 static int check_affine(Sema *s, AstExpr *e)
 {
-	return !(affine(s, e) & 2);
+	return sema_slice(s, e) || !(affine(s, e) & 2);
 }

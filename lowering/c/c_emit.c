@@ -34,7 +34,13 @@ static const char *helpers =
     "static inline real attn_sign(real x) { return x > 0 ? (real)1 : x < 0 ? (real)-1 : x; }\n"
     "static inline real attn_elu(real x) { return x > 0 ? x : R_EXPM1(x); }\n"
     "static inline real attn_softplus(real x) { return (x > 0 ? x : (real)0) + "
-    "R_LOG1P(R_EXP(-R_FABS(x))); }\n";
+    "R_LOG1P(R_EXP(-R_FABS(x))); }\n"
+    "/* int(x): toward zero, saturated to the i32 range, NaN 0 */\n"
+    "static inline long attn_int(real x) { return x != x ? 0L : x >= (real)2147483647 ? "
+    "2147483647L : x <= (real)-2147483648.0 ? -2147483647L - 1 : (long)x; }\n"
+    "/* ilog2(n): floor(log2 n), -1 for n <= 0 */\n"
+    "static inline long attn_ilog2(long n) { long r = -1; for (; n > 0; n >>= 1) r++; return r; "
+    "}\n";
 
 static const char *elem_type(const Tensor *t, int f64)
 {

@@ -210,7 +210,10 @@ void cg_expr(CGen *g, const Expr *e)
 		fputs("))", g->o);
 		break;
 	case EX_CALL:
-		fprintf(g->o, "%s(", fn_c[e->op]);
+		fprintf(g->o, "%s(",
+			e->op == FN_INT     ? "attn_int"
+			: e->op == FN_ILOG2 ? "attn_ilog2"
+					    : fn_c[e->op]);
 		cg_expr(g, e->args[0]);
 		fputc(')', g->o);
 		break;

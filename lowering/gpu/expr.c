@@ -430,9 +430,31 @@ static PReg f_erf(KernelGen *g, PReg x)
 	return d;
 }
 
+/* The integer functions as cascade.c defines them: cvt.rzi.s32.f32 rounds
+** toward zero, saturates and maps NaN to 0, which is int(x) exactly; ilog2(n)
+** is 63 - clz(n), with -1 for n <= 0. */
+static PReg int_call(KernelGen *g, const Expr *e)
+{
+	PReg x = gpu_expr(g, e->args[0]), w = gpu_reg(g, PC_B32), d = gpu_reg(g, PC_B64);
+	if (e->op == FN_INT) {
+		gpu_op2(g, PTX_CVT, ".rzi.s32.f32", po_r(w), po_r(x));
+		gpu_op2(g, PTX_CVT, ".s64.s32", po_r(d), po_r(w));
+		return d;
+	}
+	PReg p = gpu_reg(g, PC_PRED), r = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_CLZ, ".b64", po_r(w), po_r(x));
+	gpu_op3(g, PTX_SUB, ".s32", po_r(w), po_i(63), po_r(w));
+	gpu_op2(g, PTX_CVT, ".s64.s32", po_r(r), po_r(w));
+	gpu_op3(g, PTX_SETP, ".le.s64", po_r(p), po_r(x), po_i(0));
+	gpu_op4(g, PTX_SELP, ".b64", po_r(d), po_i(-1), po_r(r), po_r(p));
+	return d;
+}
+
 static PReg call(KernelGen *g, const Expr *e)
 {
 	const Expr *a0 = e->args[0];
+	if (e->op == FN_INT || e->op == FN_ILOG2)
+		return int_call(g, e);
 	if (e->op == FN_EXP && a0->kind == EX_BINOP && a0->op == OP_SUB && a0->type == VT_FLOAT) {
 		/* exp(a - b) = ex2(a * log2e - b * log2e): one FFMA per score, as
 		** FlashAttention folds the max into the exponent */

@@ -102,7 +102,8 @@ enum {
 	MLIR_CMPF_OGE = 3,
 	MLIR_CMPF_OLT = 4,
 	MLIR_CMPF_OLE = 5,
-	MLIR_CMPF_UNE = 13
+	MLIR_CMPF_UNE = 13,
+	MLIR_CMPF_UNO = 14
 };
 
 /* An scf.if with one result, built in three steps (then, else, close). */

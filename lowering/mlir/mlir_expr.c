@@ -252,10 +252,35 @@ static MlirValue to_float(MlirEm *em, const Expr *e, MlirValue v)
 	return v;
 }
 
+/* The integer functions, defined everywhere as cascade.c's fn_int and
+** fn_ilog2 are: int(x) replaces NaN by 0 and clamps to [-2^31, 2^31] (both
+** exact in f32) before arith.fptosi, whose out-of-range results are poison,
+** then caps at 2^31 - 1; ilog2(n) is 63 - ctlz(n), or -1 for n <= 0. */
+static MlirValue int_call(MlirEm *em, const Expr *e)
+{
+	MlirValue x = mlir_expr(em, e->args[0]);
+	if (e->op == FN_ILOG2) {
+		MlirValue zero = mlir_const_int(em, em->i64, 0);
+		MlirValue lz = mlir_cast(em, "math.ctlz", x, em->i64);
+		MlirValue r = mlir_binary(em, "arith.subi", mlir_const_int(em, em->i64, 63), lz);
+		return mlir_select(em, mlir_cmpi(em, MLIR_CMPI_SLE, x, zero),
+				   mlir_const_int(em, em->i64, -1), r);
+	}
+	MlirValue fz = mlir_const_float(em, em->ft, 0.0);
+	MlirValue nan = mlir_cmpf(em, MLIR_CMPF_UNO, x, x);
+	x = mlir_select(em, nan, fz, x);
+	x = mlir_binary(em, "arith.maximumf", x, mlir_const_float(em, em->ft, -2147483648.0));
+	x = mlir_binary(em, "arith.minimumf", x, mlir_const_float(em, em->ft, 2147483648.0));
+	MlirValue r = mlir_cast(em, "arith.fptosi", x, em->i64);
+	return mlir_binary(em, "arith.minsi", r, mlir_const_int(em, em->i64, 2147483647));
+}
+
 /* relu is x > 0 ? x : 0, sigmoid 1 / (1 + exp(-x)), sign, elu and softplus
 ** as in cascade.c; the others are math dialect ops. */
 static MlirValue call(MlirEm *em, const Expr *e)
 {
+	if (e->op == FN_INT || e->op == FN_ILOG2)
+		return int_call(em, e);
 	MlirValue x = to_float(em, e->args[0], mlir_expr(em, e->args[0]));
 	static const char *const direct[FN_COUNT] = {
 	    [FN_EXP] = "math.exp",     [FN_EXP2] = "math.exp2",       [FN_LOG] = "math.log",

@@ -46,9 +46,11 @@ typedef double (*ScoreFn)(const Naive *a, long b, long h, long i, long j, double
 */
 struct Naive {
 	long B, H, HKV, N, M, D, DV, W;
+	long VW; /* the width of a row of V: DV, or more when V is the first DV
+		    columns of a wider tensor (absorbed MLA reads them from KV) */
 	double scale, cap, b0;
 	const double *Q, *K, *V, *Q2, *K2;
-	const double *slope, *bias, *sink, *lam, *kv_len, *prefix_len, *doc;
+	const double *slope, *bias, *sink, *lam, *kv_len, *prefix_len, *doc, *bucket_bias;
 	/* a paged cache (paged_decode.attn): K[NP, P, HKV, D], key j of sequence
 	** b in page block[b, j / P] at slot j % P; NULL: contiguous */
 	const double *block;
@@ -166,6 +168,25 @@ static double score_bias(const Naive *a, long b, long h, long i, long j, double 
 	return s + a->bias[(h * a->N + i) * a->M + j];
 }
 
+/* T5's bucket of the relative position j - i (Raffel et al. 2020; Hugging
+** Face's _relative_position_bucket, bidirectional, 32 buckets, max_distance
+** 128), written from the paper's code, not from the example. */
+static long t5_bucket(long i, long j)
+{
+	long half = 16, exact = 8, r = j - i, n = r < 0 ? -r : r;
+	long base = r > 0 ? half : 0;
+	if (n < exact)
+		return base + n;
+	long large = exact + (long)(log((double)n / exact) / log(128.0 / exact) * (half - exact));
+	return base + (large < half - 1 ? large : half - 1);
+}
+
+/* T5: a learned scalar per head and bucket of j - i. */
+static double score_t5(const Naive *a, long b, long h, long i, long j, double s)
+{
+	return s + a->bucket_bias[h * 32 + t5_bucket(i, j)];
+}
+
 /* Gemma 2 soft-capping: cap * tanh(s / cap). */
 static double score_softcap(const Naive *a, long b, long h, long i, long j, double s)
 {
@@ -212,7 +233,7 @@ static void naive_softmax(const Naive *a)
 					for (long j = 0; j < a->M; j++)
 						if (vis[j])
 							acc += p[j] *
-							       kv_row(a, a->V, a->DV, b, h, j)[e];
+							       kv_row(a, a->V, a->VW, b, h, j)[e];
 					o[e] = z > 0 ? acc / z : 0.0;
 				}
 				if (a->L)
@@ -240,7 +261,7 @@ static void naive_sigmoid(const Naive *a)
 					double s =
 					    a->scale * dot(q, kv_row(a, a->K, a->D, b, h, j), a->D);
 					double w = 1.0 / (1.0 + exp(-(s + a->b0)));
-					const double *v = kv_row(a, a->V, a->DV, b, h, j);
+					const double *v = kv_row(a, a->V, a->VW, b, h, j);
 					for (long e = 0; e < a->DV; e++)
 						o[e] += w * v[e];
 				}
@@ -280,7 +301,7 @@ static void naive_diff(const Naive *a)
 					double acc = 0;
 					for (long j = 0; j < a->M; j++)
 						acc += (p1[j] - a->lam[h] * p2[j]) *
-						       kv_row(a, a->V, a->DV, b, h, j)[e];
+						       kv_row(a, a->V, a->VW, b, h, j)[e];
 					o[e] = acc;
 				}
 			}
@@ -307,6 +328,8 @@ typedef struct Spec {
 	const char *o, *l;     /* l: NULL when the block has no log-sum-exp */
 	const char *shapes[5]; /* NULL-terminated */
 	int used;
+	long vw;      /* V's row width when V is a slice of a wider tensor; 0: dv */
+	double scale; /* the textbook scale; 0: 1 / sqrt(d) */
 } Spec;
 
 #define MHA3 "B=2 H=3 N=5", "B=3 H=2 N=1", "B=1 H=4 N=9"
@@ -472,6 +495,22 @@ static Spec specs[] = {
      NULL,
      {"B=2 H=3 N=5 M=7", "B=3 H=2 N=6 M=4", "B=2 H=3 N=1 M=5"},
      0},
+    {"t5_bias.attn",
+     "t5_bias",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_all,
+     score_t5,
+     64,
+     64,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {"B=2 H=3 N=5 M=7", "B=1 H=2 N=30 M=170", "B=2 H=3 N=1 M=5"},
+     0},
     {"sink.attn",
      "gpt_oss_sink",
      F_SOFTMAX,
@@ -601,6 +640,24 @@ static Spec specs[] = {
      NULL,
      {"B=1 H=2 T=4 IH=7 IW=8", "B=2 H=1 T=2 IH=9 IW=7", "B=1 H=1 T=1 IH=3 IW=2"},
      0},
+    {"mla_absorbed.attn",
+     "mla_absorbed",
+     F_SOFTMAX,
+     HEADS_MQA,
+     vis_kv_len,
+     NULL,
+     576,
+     512,
+     0,
+     "q",
+     "KV",
+     "KV",
+     "o",
+     "lse",
+     {"B=5 H=3 M=7", "B=6 H=2 M=1", "B=2 H=4 M=9"},
+     0,
+     576,
+     0.07216878364870323},
     {"paged_decode.attn",
      "paged_decode",
      F_SOFTMAX,
@@ -767,7 +824,7 @@ static void naive_setup(Naive *a, const Spec *sp, const Named *nm)
 	a->NP = named(nm, "NP", 0), a->P = named(nm, "P", 0), a->MAXP = named(nm, "MAXP", 0);
 	if (a->MAXP) /* paged: the keys are the pages' slots */
 		a->M = a->MAXP * a->P;
-	a->D = sp->d, a->DV = sp->dv, a->W = sp->w;
+	a->D = sp->d, a->DV = sp->dv, a->W = sp->w, a->VW = sp->vw ? sp->vw : sp->dv;
 	a->visible = sp->visible, a->score = sp->score;
 }
 
@@ -894,17 +951,18 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->slope = opt_buf(b, "slope"), a->bias = opt_buf(b, "bias"), a->sink = opt_buf(b, "sink");
 	a->lam = opt_buf(b, "lam"), a->kv_len = opt_buf(b, "kv_len");
 	a->prefix_len = opt_buf(b, "prefix_len"), a->doc = opt_buf(b, "doc");
-	a->block = opt_buf(b, "block");
+	a->block = opt_buf(b, "block"), a->bucket_bias = opt_buf(b, "bucket_bias");
 	a->O = O, a->L = sp->l ? L : NULL;
-	a->scale = param_value(b, "scale", 1.0 / sqrt((double)sp->d), what);
+	a->scale = param_value(b, "scale", sp->scale ? sp->scale : 1.0 / sqrt((double)sp->d), what);
 	a->cap = param_value(b, "cap", 50.0, what);
 	a->b0 = param_value(b, "b0", -log((double)a->N), what);
-	int ok = a->Q && a->K && a->V && (sp->form != F_DIFF || (a->Q2 && a->K2 && a->lam)) &&
-		 (sp->score != score_alibi || a->slope) &&
-		 (sp->score != score_softcap_alibi || a->slope) &&
-		 (sp->score != score_bias || a->bias) && (sp->visible != vis_kv_len || a->kv_len) &&
-		 (sp->visible != vis_prefix || a->prefix_len) &&
-		 (sp->visible != vis_document || a->doc);
+	int ok =
+	    a->Q && a->K && a->V && (sp->form != F_DIFF || (a->Q2 && a->K2 && a->lam)) &&
+	    (sp->score != score_alibi || a->slope) &&
+	    (sp->score != score_softcap_alibi || a->slope) &&
+	    (sp->score != score_bias || a->bias) && (sp->score != score_t5 || a->bucket_bias) &&
+	    (sp->visible != vis_kv_len || a->kv_len) &&
+	    (sp->visible != vis_prefix || a->prefix_len) && (sp->visible != vis_document || a->doc);
 	for (int k = 0; k < b->c->params.n; k++) {
 		const char *pn = ((Param *)b->c->params.v[k])->name;
 		if (strcmp(pn, "scale") && strcmp(pn, "cap") && strcmp(pn, "b0")) {
@@ -928,7 +986,7 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	/* the head dims of the spec must be the example's */
 	const Tensor *tq = cascade_tensor(b->c, sp->q), *tv = cascade_tensor(b->c, sp->v);
 	ok = ok && tensor_dim_size(tq, tq->rank - 1, b->dims) == sp->d &&
-	     tensor_dim_size(tv, tv->rank - 1, b->dims) == sp->dv;
+	     tensor_dim_size(tv, tv->rank - 1, b->dims) == a->VW;
 	if (!ok)
 		fprintf(stderr, "%s: the block does not match its naive spec\n", what);
 	CHECK(ok);
