@@ -21,7 +21,9 @@ case "$OUT" in /*) ;; *) OUT="$PWD/$OUT" ;; esac
 # which bench/prepare.sh writes one field per line
 field() {
 	if [ -f "${2:-$build}" ]; then
-		sed -n "s/^ *\"$1\": *\"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "${2:-$build}" | head -n 1
+		# a quoted string may hold commas (a bundle's target, sm_80,sm_90a)
+		sed -n -e "s/^ *\"$1\": *\"\([^\"]*\)\",\{0,1\}$/\1/p" \
+			-e "s/^ *\"$1\": *\([^\",]*\),\{0,1\}$/\1/p" "${2:-$build}" | head -n 1
 	fi
 }
 commit=${COMMIT:-$(field commit)}
