@@ -15,6 +15,8 @@ Columns:
 - own_full_ms: the time those tiles take at the TFLOP/s of attnc's own full
   attention (full_d64 on a batch of the same B, H, N and D, timed here), and
   attnc_ms / own_full_ms (issue 21's goal: within 2).
+Where gen/NAME80.c exists (the cascade renamed NAME80, compiled for sm_80
+alone), that image runs too, a row of its own.
 Shapes: a 64 x 64 image with a 7 x 7 window (N 4096, B 8); 128 x 128 with
 7 x 7 (N 16384, B 2); a video of 8 x 32 x 32 with 3 x 7 x 7 (N 8192, B 4);
 H 16, D 64, bf16.
@@ -130,13 +132,30 @@ def main():
         rec(sys="attnc", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=gfl / ms, rel_err=err,
             image=info.target.decode(), block_m=info.block_m, block_n=info.block_n, kept=kept,
             own_full_ms=own, vs_flex=fms / ms, vs_own_tiles=ms / own)
-        table.append((vname, B, N, fms, ms, fms / ms, kept, own, ms / own, err))
+        table.append((vname + "/" + info.target.decode(), B, N, fms, ms, fms / ms, kept, own, ms / own, err))
+        # the same cascade compiled for sm_80 alone (gen/NAME80.c, where
+        # prepare.sh made it): the other image on the same device
+        if os.path.exists(os.path.join(anchors.HERE, "gen", name + "80.c")):
+            run = launcher(name + "80", [q, k, v, o], [B, H] + list(shape) + [D], [scale])
+            o.fill_(float("nan"))
+            run()
+            torch.cuda.synchronize()
+            err = rel(o, ref)
+            ms = bench(run)
+            info = kernel_info(name + "80")
+            kept = kept_fraction(mask, N, info.block_m, info.block_n)
+            own = 4 * B * H * N * N * D * kept / 1e9 / full_tflops[N]
+            rec(sys="attnc", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=gfl / ms, rel_err=err,
+                image=info.target.decode(), block_m=info.block_m, block_n=info.block_n, kept=kept,
+                own_full_ms=own, vs_flex=fms / ms, vs_own_tiles=ms / own)
+            table.append((vname + "/" + info.target.decode(), B, N, fms, ms, fms / ms, kept, own, ms / own,
+                          err))
         del q, k, v, o
         torch.cuda.empty_cache()
-    lines = ["%-24s %3s %6s %9s %9s %8s %7s %9s %8s %9s" % ("shape", "B", "N", "flex_ms", "attnc_ms",
+    lines = ["%-30s %3s %6s %9s %9s %8s %7s %9s %8s %9s" % ("shape", "B", "N", "flex_ms", "attnc_ms",
                                                         "vs_flex", "kept", "own_ms", "vs_own", "rel_err")]
     for r in table:
-        lines.append("%-24s %3d %6d %9.4f %9.4f %8.2f %7.4f %9.4f %8.2f %9.2e" % r)
+        lines.append("%-30s %3d %6d %9.4f %9.4f %8.2f %7.4f %9.4f %8.2f %9.2e" % r)
     m = anchors.run_meta
     lines.append("%s %s %s %s" % (m.get("target"), m.get("device"), m.get("commit"), m.get("date")))
     text = "\n".join(lines)

@@ -65,8 +65,12 @@ done
 "$ATTNC" --target=$TARGET --parts examples/decode.attn -o "$DIR/gen/decode"
 "$ATTNC" --target=sm_80 --parts examples/decode.attn -o "$DIR/gen/decode80"
 # neighbourhood attention (bench/neighborhood.py): the 2-D and 3-D examples
+# (and as NAME80, sm_80 alone: the other image on a Hopper device)
 for n in neighborhood2d neighborhood3d; do
 	"$ATTNC" --target=$TARGET "examples/$n.attn" -o "$DIR/gen/$n"
+	sed "s/^attention $n /attention ${n}80 /" "examples/$n.attn" > "$DIR/attn/${n}80.attn"
+	"$ATTNC" --target=sm_80 "$DIR/attn/${n}80.attn" -o "$DIR/gen/${n}80"
+	rm "$DIR/attn/${n}80.attn"
 done
 cp bench/anchors.py bench/decode.py bench/neighborhood.py bench/table.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
 cp -r runtime "$DIR/runtime"
