@@ -96,6 +96,28 @@ static Iv mul_bound(const IvOps *o, void *ctx, Iv l, Iv r)
 	return span(lo, o->max4(ctx, v));
 }
 
+/* x % d over the tile: [0, d - 1], or where the dividend's span does not
+** cross a multiple of d (floor(lo / d) = floor(hi / d)) the span's own
+** remainders, which is what lets tiles of keys a few rows of an image wide
+** be decided on a row index j / W % H (a video's window). */
+static Iv mod_bound(const IvOps *o, void *ctx, const Expr *e, Iv l, Iv r)
+{
+	if (!positive(e->args[1]) || !l.ok || !r.ok || !r.point)
+		return none;
+	IvVal zero = o->zero(ctx), top = o->dec(ctx, r.lo);
+	if (!o->select)
+		return span(zero, top);
+	IvVal qlo = divide(o, ctx, l.lo, r.lo, e->args[1]),
+	      qhi = l.point ? qlo : divide(o, ctx, l.hi, r.lo, e->args[1]);
+	IvVal rlo = o->arith(ctx, OP_SUB, l.lo, o->arith(ctx, OP_MUL, qlo, r.lo));
+	if (l.point)
+		return point(rlo);
+	IvVal rhi = o->arith(ctx, OP_SUB, l.hi, o->arith(ctx, OP_MUL, qhi, r.lo));
+	IvVal same = o->test(ctx, OP_EQ, qlo, qhi, 0);
+	IvVal lo = o->select(ctx, same, rlo, zero);
+	return span(lo, o->select(ctx, same, rhi, top));
+}
+
 /* Monotone operators: lo from the operands' lo (or, where decreasing in an
 ** operand, its hi), hi likewise; one value where the operands are points. */
 static Iv binop_bound(const IvOps *o, void *ctx, const Plan *p, int node, const Expr *e)
@@ -128,11 +150,7 @@ static Iv binop_bound(const IvOps *o, void *ctx, const Plan *p, int node, const 
 			return point(divide(o, ctx, l.lo, r.lo, e->args[1]));
 		IvVal dlo = divide(o, ctx, l.lo, r.lo, e->args[1]);
 		return span(dlo, divide(o, ctx, l.hi, r.lo, e->args[1]));
-	case OP_MOD:
-		if (!positive(e->args[1]))
-			return none;
-		IvVal mlo = o->zero(ctx);
-		return span(mlo, o->dec(ctx, r.lo));
+	case OP_MOD: return mod_bound(o, ctx, e, l, r);
 	default: return none;
 	}
 }

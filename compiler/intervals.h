@@ -57,6 +57,9 @@ typedef struct IvOps {
 	/* floor x / y where the back end divides by divisor's value in its
 	** own way (the GPU's magic triples); NULL: arith's OP_DIV */
 	IvVal (*divide)(void *ctx, IvVal x, IvVal y, const Expr *divisor);
+	/* c ? x : y for a boolean c (a test); NULL: x % y is only bounded by
+	** [0, y - 1] */
+	IvVal (*select)(void *ctx, IvVal c, IvVal x, IvVal y);
 	IvVal (*min4)(void *ctx, const IvVal v[4]);
 	IvVal (*max4)(void *ctx, const IvVal v[4]);
 	/* booleans: a comparison of two values (OP_LT .. OP_NE; narrow: both

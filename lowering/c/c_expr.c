@@ -348,6 +348,12 @@ static IvVal c_bor(void *ctx, IvVal x, IvVal y)
 	return text(arena_printf(((CGen *)ctx)->a, "(%s || %s)", str(x), str(y)));
 }
 
+/* c ? x : y (the remainder bounds of a span within one multiple). */
+static IvVal c_select(void *ctx, IvVal c, IvVal x, IvVal y)
+{
+	return text(arena_printf(((CGen *)ctx)->a, "(%s ? %s : %s)", str(c), str(x), str(y)));
+}
+
 /* No data ranges: a read along the rows or keys is decided per element. */
 static const IvOps c_ops = {
     .scalar = c_scalar,
@@ -365,6 +371,7 @@ static const IvOps c_ops = {
     .bconst = c_bconst,
     .band = c_band,
     .bor = c_bor,
+    .select = c_select,
 };
 
 /* The class as an int: 0 never, 1 always, 2 depends on the point. */

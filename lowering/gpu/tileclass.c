@@ -183,6 +183,14 @@ static IvVal g_test(void *ctx, Op cmp, IvVal x, IvVal y, int narrow)
 	return reg(d);
 }
 
+/* c ? x : y of two s64 values. */
+static IvVal g_select(void *ctx, IvVal c, IvVal x, IvVal y)
+{
+	PReg d = gpu_reg(ctx, PC_B64);
+	gpu_op4(ctx, PTX_SELP, ".b64", po_r(d), po_r(preg(x)), po_r(preg(y)), po_r(preg(c)));
+	return reg(d);
+}
+
 static IvVal g_bconst(void *ctx, int v)
 {
 	return reg(gpu_pconst(ctx, v));
@@ -218,6 +226,7 @@ static const IvOps gpu_ops = {
     .neg = g_neg,
     .arith = g_arith,
     .divide = g_divide,
+    .select = g_select,
     .min4 = g_min4,
     .max4 = g_max4,
     .test = g_test,
