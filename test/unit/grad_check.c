@@ -62,10 +62,11 @@ static long small_size(const char *name)
 		 {"P", 2},
 		 {"MAXP", 3},
 		 {"NP", 7},
-		 /* an image or video past the 7 x 7 (x 3) window on every axis */
-		 {"T", 4},
-		 {"IH", 9},
-		 {"IW", 8}};
+		 /* an image or video past the 7-wide window along its rows, with
+		 ** few pixels (the checks cost the square of their count) */
+		 {"T", 2},
+		 {"IH", 8},
+		 {"IW", 2}};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
 		if (!strcmp(t[i].name, name))
 			return t[i].v;
