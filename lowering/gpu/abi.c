@@ -78,8 +78,8 @@ void gpu_declare_params(KernelGen *g)
 	g->par.magic_names = ARENA_ARRAY(g->a, const char *, nm + 1);
 	for (int i = 0; i < nm; i++)
 		g->par.magic_names[i] = ptx_param(f, arena_printf(g->a, "g%d", i), ".u32");
-	const Expr *div[GPU_MAX_DIVISORS];
-	g->par.divisor_magic = nm - 3 * gpu_divisors(g->p, div);
+	g->par.ndivisors = gpu_divisors(g->p, g->par.divisors);
+	g->par.divisor_magic = nm - 3 * g->par.ndivisors;
 	g->par.ptr_names = pn, g->par.stride_names = sn, g->par.dim_names = dn,
 	g->par.param_names = qn;
 }

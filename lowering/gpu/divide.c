@@ -111,9 +111,8 @@ PReg gpu_floordiv(KernelGen *g, PReg a, PReg b, const Expr *div, int mod)
 			gpu_op3(g, PTX_SHR, ".s64", po_r(q), po_r(a), po_i(k));
 		return q;
 	}
-	const Expr *list[GPU_MAX_DIVISORS];
-	int n = div ? gpu_divisors(g->p, list) : 0, k = 0;
-	while (k < n && !expr_equal(list[k], div))
+	int n = div ? g->par.ndivisors : 0, k = 0;
+	while (k < n && !expr_equal(g->par.divisors[k], div))
 		k++;
 	if (k < n) {
 		q = magic_quotient(g, a, k);

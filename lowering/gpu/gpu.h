@@ -215,7 +215,10 @@ typedef struct KernelParams {
 	const char *
 	    *magic_names; /* the grid decode's divisors (GPU_MAGIC_*, then 2 per grid class) */
 	const char *part_names[GPU_PART_NPARAMS]; /* NAME_fwd_part's (parts.c) */
-	int divisor_magic; /* the first divisor dim's magic parameter (divide.c) */
+	/* the divisors with magic triples (gpu_divisors), found once, and the
+	** first one's magic parameter (divide.c) */
+	const Expr *divisors[GPU_MAX_DIVISORS];
+	int ndivisors, divisor_magic;
 } KernelParams;
 
 /* The first table window's ids staged through shared memory (ranges.c's
