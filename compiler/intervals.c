@@ -23,13 +23,15 @@ static Iv span(IvVal lo, IvVal hi)
 
 /* Floor division and modulo are monotone in the dividend only for a
 ** divisor known positive: a positive literal, a dim, and sums, products,
-** minima of those (a video's i / (H * W)), or a maximum with one. */
-static int positive(const Expr *e)
+** minima of those (a video's i / (H * W)), or a maximum with one. A dim
+** that divides is positive at run time: the launchers refuse a divisor
+** outside 1..2^32. */
+int iv_positive(const Expr *e)
 {
 	if (e->kind == EX_BINOP && (e->op == OP_ADD || e->op == OP_MUL || e->op == OP_MIN))
-		return positive(e->args[0]) && positive(e->args[1]);
+		return iv_positive(e->args[0]) && iv_positive(e->args[1]);
 	if (e->kind == EX_BINOP && e->op == OP_MAX)
-		return positive(e->args[0]) || positive(e->args[1]);
+		return iv_positive(e->args[0]) || iv_positive(e->args[1]);
 	return (e->kind == EX_INT && e->ival > 0) || e->kind == EX_DIM;
 }
 
@@ -102,7 +104,7 @@ static Iv mul_bound(const IvOps *o, void *ctx, Iv l, Iv r)
 ** be decided on a row index j / W % H (a video's window). */
 static Iv mod_bound(const IvOps *o, void *ctx, const Expr *e, Iv l, Iv r)
 {
-	if (!positive(e->args[1]) || !l.ok || !r.ok || !r.point)
+	if (!iv_positive(e->args[1]) || !l.ok || !r.ok || !r.point)
 		return none;
 	IvVal zero = o->zero(ctx), top = o->dec(ctx, r.lo);
 	if (!o->select)
@@ -144,7 +146,7 @@ static Iv binop_bound(const IvOps *o, void *ctx, const Plan *p, int node, const 
 		return span(slo, o->arith(ctx, OP_SUB, l.hi, r.lo));
 	case OP_MUL: return mul_bound(o, ctx, l, r);
 	case OP_DIV:
-		if (!positive(e->args[1]))
+		if (!iv_positive(e->args[1]))
 			return none;
 		if (l.point)
 			return point(divide(o, ctx, l.lo, r.lo, e->args[1]));

@@ -70,6 +70,10 @@ typedef struct IvOps {
 	IvVal (*bor)(void *ctx, IvVal x, IvVal y);
 } IvOps;
 
+/* e, an integer divisor, is known positive (floor division by it is
+** monotone in the dividend). */
+int iv_positive(const Expr *e);
+
 /* Bounds of integer expression e (in node's variables) over the tile. */
 Iv iv_bound(const IvOps *o, void *ctx, const Plan *p, int node, const Expr *e);
 /* The tile class of condition e (in node's variables). */

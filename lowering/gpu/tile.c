@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../../compiler/intervals.h"
 #include "gpu.h"
 
 /* Key index of score element el (clamped: padding evaluates in-bounds
@@ -67,31 +68,84 @@ typedef struct KeyBounds {
 	const Expr *rest;
 } KeyBounds;
 
+/* The comparison op with its operands exchanged (a < b as b > a). */
+static Op swapped(Op op)
+{
+	return op == OP_LT   ? OP_GT
+	       : op == OP_LE ? OP_GE
+	       : op == OP_GT ? OP_LT
+	       : op == OP_GE ? OP_LE
+			     : op;
+}
+
+/* Conjunct (j + r) / d op e, or e op (j + r) / d, with d a positive
+** divisor and d and e free of the key j, as a bound on j alone: floor
+** division by a positive d is monotone, so (j + r) / d >= e is exactly
+** j >= e d - r and (j + r) / d <= e is j < (e + 1) d - r (and > e, < e
+** likewise). A window over flattened pixels (j / W, a video's
+** j / (H W)) then bounds the stream's keys to the rows it reaches and
+** tests the tile's keys with two compares. Returns 0 where c is not of
+** that form. */
+static int key_bound_div(KeyBounds *kb, const Expr *c, Expr **lo, Expr **hi)
+{
+	KernelGen *g = kb->g;
+	unsigned long long jv = 1ULL << kb->sv;
+	int side = -1;
+	for (int k = 0; k < 2 && side < 0; k++) {
+		const Expr *q = c->args[k], *o = c->args[1 - k];
+		if (q->kind == EX_BINOP && q->op == OP_DIV && q->type == VT_INT &&
+		    !(expr_vars(o) & jv) && !(expr_vars(q->args[1]) & jv) &&
+		    iv_positive(q->args[1]))
+			side = k;
+	}
+	int coef;
+	Expr *r;
+	if (side < 0 || !gpu_key_linear(g, kb->sv, c->args[side]->args[0], &coef, &r) || coef != 1)
+		return 0;
+	Op op = c->op;
+	if (side == 1)
+		op = swapped(op);
+	Expr *d = c->args[side]->args[1], *e = c->args[1 - side], *one = expr_int(g->a, 1);
+	/* (j + r) / d op e: the first multiple of d the sum reaches or passes */
+	Expr *e1 = op == OP_GT || op == OP_LE ? expr_binop(g->a, OP_ADD, e, one) : e;
+	Expr *b = expr_binop(g->a, OP_SUB, expr_binop(g->a, OP_MUL, e1, d), r);
+	if (op == OP_GE || op == OP_GT)
+		*lo = b;
+	else
+		*hi = b;
+	return 1;
+}
+
 static void key_bound(const Expr *c, void *ud)
 {
 	KeyBounds *kb = ud;
 	KernelGen *g = kb->g;
 	int cl, cr;
-	Expr *rl, *rr;
-	if (c->kind != EX_BINOP || c->op < OP_LT || c->op > OP_GE || c->args[0]->type != VT_INT ||
-	    !gpu_key_linear(g, kb->sv, c->args[0], &cl, &rl) ||
-	    !gpu_key_linear(g, kb->sv, c->args[1], &cr, &rr) || (cl - cr != 1 && cl - cr != -1)) {
+	Expr *rl, *rr, *lo = NULL, *hi = NULL;
+	if (c->kind != EX_BINOP || c->op < OP_LT || c->op > OP_GE || c->args[0]->type != VT_INT) {
 		kb->rest = expr_and(g->a, (Expr *)kb->rest, (Expr *)c);
 		return;
 	}
-	/* (cl - cr) j op b */
-	Expr *b = expr_binop(g->a, OP_SUB, rr, rl), *one = expr_int(g->a, 1);
-	Op op = c->op;
-	if (cl - cr == -1) {
-		b = expr_binop(g->a, OP_SUB, expr_int(g->a, 0), b);
-		op = op == OP_LT ? OP_GT : op == OP_LE ? OP_GE : op == OP_GT ? OP_LT : OP_LE;
-	}
-	Expr *lo = NULL, *hi = NULL;
-	switch (op) {
-	case OP_LT: hi = b; break;
-	case OP_LE: hi = expr_binop(g->a, OP_ADD, b, one); break;
-	case OP_GT: lo = expr_binop(g->a, OP_ADD, b, one); break;
-	default: lo = b; break;
+	if (!gpu_key_linear(g, kb->sv, c->args[0], &cl, &rl) ||
+	    !gpu_key_linear(g, kb->sv, c->args[1], &cr, &rr) || (cl - cr != 1 && cl - cr != -1)) {
+		if (!key_bound_div(kb, c, &lo, &hi)) {
+			kb->rest = expr_and(g->a, (Expr *)kb->rest, (Expr *)c);
+			return;
+		}
+	} else {
+		/* (cl - cr) j op b */
+		Expr *b = expr_binop(g->a, OP_SUB, rr, rl), *one = expr_int(g->a, 1);
+		Op op = c->op;
+		if (cl - cr == -1) {
+			b = expr_binop(g->a, OP_SUB, expr_int(g->a, 0), b);
+			op = swapped(op);
+		}
+		switch (op) {
+		case OP_LT: hi = b; break;
+		case OP_LE: hi = expr_binop(g->a, OP_ADD, b, one); break;
+		case OP_GT: lo = expr_binop(g->a, OP_ADD, b, one); break;
+		default: lo = b; break;
+		}
 	}
 	if (lo)
 		kb->lo = kb->lo ? expr_binop(g->a, OP_MAX, kb->lo, lo) : lo;
