@@ -35,11 +35,12 @@ int iv_positive(const Expr *e)
 	return (e->kind == EX_INT && e->ival > 0) || e->kind == EX_DIM;
 }
 
-/* floor x / y, y the value of a positive divisor: the back end's own way
-** where it has one. */
-static IvVal divide(const IvOps *o, void *ctx, IvVal x, IvVal y, const Expr *divisor)
+/* floor x / y, x a bound of the expression dividend and y the value of a
+** positive divisor: the back end's own way where it has one. */
+static IvVal divide(const IvOps *o, void *ctx, IvVal x, IvVal y, const Expr *dividend,
+		    const Expr *divisor)
 {
-	return o->divide ? o->divide(ctx, x, y, divisor) : o->arith(ctx, OP_DIV, x, y);
+	return o->divide ? o->divide(ctx, x, y, dividend, divisor) : o->arith(ctx, OP_DIV, x, y);
 }
 
 /* Operands of arithmetic in the back end's arithmetic width. */
@@ -109,8 +110,8 @@ static Iv mod_bound(const IvOps *o, void *ctx, const Expr *e, Iv l, Iv r)
 	IvVal zero = o->zero(ctx), top = o->dec(ctx, r.lo);
 	if (!o->select)
 		return span(zero, top);
-	IvVal qlo = divide(o, ctx, l.lo, r.lo, e->args[1]),
-	      qhi = l.point ? qlo : divide(o, ctx, l.hi, r.lo, e->args[1]);
+	IvVal qlo = divide(o, ctx, l.lo, r.lo, e->args[0], e->args[1]),
+	      qhi = l.point ? qlo : divide(o, ctx, l.hi, r.lo, e->args[0], e->args[1]);
 	IvVal rlo = o->arith(ctx, OP_SUB, l.lo, o->arith(ctx, OP_MUL, qlo, r.lo));
 	if (l.point)
 		return point(rlo);
@@ -149,9 +150,9 @@ static Iv binop_bound(const IvOps *o, void *ctx, const Plan *p, int node, const 
 		if (!iv_positive(e->args[1]))
 			return none;
 		if (l.point)
-			return point(divide(o, ctx, l.lo, r.lo, e->args[1]));
-		IvVal dlo = divide(o, ctx, l.lo, r.lo, e->args[1]);
-		return span(dlo, divide(o, ctx, l.hi, r.lo, e->args[1]));
+			return point(divide(o, ctx, l.lo, r.lo, e->args[0], e->args[1]));
+		IvVal dlo = divide(o, ctx, l.lo, r.lo, e->args[0], e->args[1]);
+		return span(dlo, divide(o, ctx, l.hi, r.lo, e->args[0], e->args[1]));
 	case OP_MOD: return mod_bound(o, ctx, e, l, r);
 	default: return none;
 	}

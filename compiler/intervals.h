@@ -55,8 +55,9 @@ typedef struct IvOps {
 	/* OP_ADD, OP_SUB, OP_MUL, OP_MIN, OP_MAX, OP_DIV (floor, by a positive y) */
 	IvVal (*arith)(void *ctx, Op op, IvVal x, IvVal y);
 	/* floor x / y where the back end divides by divisor's value in its
-	** own way (the GPU's magic triples); NULL: arith's OP_DIV */
-	IvVal (*divide)(void *ctx, IvVal x, IvVal y, const Expr *divisor);
+	** own way (the GPU's magic parameters); x is a bound of the expression
+	** dividend, which says how large it can be; NULL: arith's OP_DIV */
+	IvVal (*divide)(void *ctx, IvVal x, IvVal y, const Expr *dividend, const Expr *divisor);
 	/* c ? x : y for a boolean c (a test); NULL: x % y is only bounded by
 	** [0, y - 1] */
 	IvVal (*select)(void *ctx, IvVal c, IvVal x, IvVal y);

@@ -10,15 +10,15 @@
 #include "gpu.h"
 
 /* How many magic parameters a plan's kernels take (GPU_MAGIC_*, then two
-** per grid class that is not the query tile, then three per divisor with
-** a magic triple: gpu_divisors). */
+** per grid class that is not the query tile, then GPU_DIVISOR_PARAMS per
+** divisor: gpu_divisors). */
 int gpu_magic_params(const Plan *p)
 {
 	int n = GPU_MAGIC_FIXED;
 	for (int k = 0; k < p->nclasses; k++)
 		n += 2 * (p->classes[k].grid && !p->classes[k].qtile);
 	const Expr *div[GPU_MAX_DIVISORS];
-	return n + 3 * gpu_divisors(p, div);
+	return n + GPU_DIVISOR_PARAMS * gpu_divisors(p, div);
 }
 
 /* Magic parameter i (GPU_MAGIC_*, or a class's pair after them). */
@@ -79,7 +79,7 @@ void gpu_declare_params(KernelGen *g)
 	for (int i = 0; i < nm; i++)
 		g->par.magic_names[i] = ptx_param(f, arena_printf(g->a, "g%d", i), ".u32");
 	g->par.ndivisors = gpu_divisors(g->p, g->par.divisors);
-	g->par.divisor_magic = nm - 3 * g->par.ndivisors;
+	g->par.divisor_magic = nm - GPU_DIVISOR_PARAMS * g->par.ndivisors;
 	g->par.ptr_names = pn, g->par.stride_names = sn, g->par.dim_names = dn,
 	g->par.param_names = qn;
 }

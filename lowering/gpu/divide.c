@@ -7,6 +7,7 @@
 ** made of dims and literals gets a magic triple from the launcher instead
 ** (gpu.h, gpu_divisors), and a power-of-two literal a shift.
 */
+#include "../../compiler/intervals.h"
 #include "gpu.h"
 
 /* A positive power-of-two literal: floor division is a shift. */
@@ -61,11 +62,50 @@ int gpu_divisors(const Plan *p, const Expr **list)
 	return n;
 }
 
+/* An index (every index range is below 2^31 - 2^20, which the launcher
+** checks: gpu_index_extents_checked; rows and keys past a range's end, as
+** padding evaluates them, stay below 2^31), a dim (also checked), a
+** literal in [0, 2^20), or the quotient or remainder of such a value by a
+** positive divisor: a pixel's row i / W and column i % W, a video's frame
+** i / (H W), all small enough for attnrt_divmagic's 32-bit pair. */
+int gpu_small_dividend(const Expr *e)
+{
+	if (e->kind == EX_INDEX || e->kind == EX_DIM)
+		return 1;
+	if (e->kind == EX_INT)
+		return e->ival >= 0 && e->ival < (1L << 20);
+	return e->kind == EX_BINOP && (e->op == OP_DIV || e->op == OP_MOD) && e->type == VT_INT &&
+	       iv_positive(e->args[1]) && gpu_small_dividend(e->args[0]);
+}
+
+/* The index ranges that are not a dim or a literal (a flattened image's
+** IH * IW), each once, into list (at most max); their count. The
+** launcher checks them as it checks dims, so that gpu_small_dividend
+** holds. */
+int gpu_index_extents(const Plan *p, const Expr **list, int max)
+{
+	int n = 0;
+	for (int i = 0; i < p->c->nodes.n; i++) {
+		const Node *nd = p->c->nodes.v[i];
+		for (int v = 0; v < nd->nfree + nd->nred; v++) {
+			const Expr *x = nd->vars[v].extent;
+			if (!x || x->kind == EX_DIM || x->kind == EX_INT)
+				continue;
+			int k = 0;
+			while (k < n && !expr_equal(list[k], x))
+				k++;
+			if (k == n && n < max)
+				list[n++] = x;
+		}
+	}
+	return n;
+}
+
 /* Divisor k's magic triple (the launcher's, gpu.h): M as b64 in *m and l
 ** as b32 in *l. */
 static void divisor_magic(KernelGen *g, int k, PReg *m, PReg *l)
 {
-	int i = g->par.divisor_magic + 3 * k;
+	int i = g->par.divisor_magic + GPU_DIVISOR_PARAMS * k;
 	PReg w[3];
 	for (int t = 0; t < 3; t++) {
 		w[t] = gpu_reg(g, PC_B32);
@@ -75,6 +115,24 @@ static void divisor_magic(KernelGen *g, int k, PReg *m, PReg *l)
 	*m = gpu_reg(g, PC_B64);
 	gpu_op2(g, PTX_MOV, ".b64", po_r(*m), po_vec(w, 2));
 	*l = w[2];
+}
+
+/* x / d for divisor k and 0 <= x < 2^31, by its 32-bit pair (m, s) after
+** the triple: one wide multiply and a shift, where the triple's 64-bit
+** multiply-high is several instructions (a masked tile of a 2-D window
+** divides once per column). The quotient is below 2^31: its b64 is the
+** s64 value. */
+static PReg small_quotient(KernelGen *g, PReg x, int k)
+{
+	int i = g->par.divisor_magic + GPU_DIVISOR_PARAMS * k;
+	PReg m = gpu_reg(g, PC_B32), sh = gpu_reg(g, PC_B32), x32 = gpu_reg(g, PC_B32),
+	     w = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_LD, ".param.u32", po_r(m), po_memsym(g->par.magic_names[i + 3], 0));
+	gpu_op2(g, PTX_LD, ".param.u32", po_r(sh), po_memsym(g->par.magic_names[i + 4], 0));
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(x32), po_r(x));
+	gpu_op3(g, PTX_MUL, ".wide.u32", po_r(w), po_r(x32), po_r(m));
+	gpu_op3(g, PTX_SHR, ".b64", po_r(w), po_r(w), po_r(sh));
+	return w;
 }
 
 /* x / d for divisor k (d >= 1) and any s64 x, by its magic triple. The
@@ -96,9 +154,10 @@ static PReg magic_quotient(KernelGen *g, PReg x, int k)
 }
 
 /* Floor division or modulo of s64 values: by a power-of-two literal a
-** shift or a mask; by a divisor with a magic triple its quotient, and
-** x % d as x - q d; else div.s64 and rem.s64 with the sign fix-up. */
-PReg gpu_floordiv(KernelGen *g, PReg a, PReg b, const Expr *div, int mod)
+** shift or a mask; by a divisor with magic parameters its quotient (in 32
+** bits where the dividend is small), and x % d as x - q d; else div.s64
+** and rem.s64 with the sign fix-up. */
+PReg gpu_floordiv(KernelGen *g, PReg a, PReg b, const Expr *div, int mod, int small)
 {
 	PReg q = gpu_reg(g, PC_B64);
 	if (div && pow2_literal(div)) {
@@ -114,6 +173,20 @@ PReg gpu_floordiv(KernelGen *g, PReg a, PReg b, const Expr *div, int mod)
 	int n = div ? g->par.ndivisors : 0, k = 0;
 	while (k < n && !expr_equal(g->par.divisors[k], div))
 		k++;
+	if (k < n && small) {
+		q = small_quotient(g, a, k);
+		if (!mod)
+			return q;
+		PReg q32 = gpu_reg(g, PC_B32), a32 = gpu_reg(g, PC_B32), b32 = gpu_reg(g, PC_B32),
+		     r32 = gpu_reg(g, PC_B32), r = gpu_reg(g, PC_B64);
+		gpu_op2(g, PTX_CVT, ".u32.u64", po_r(q32), po_r(q));
+		gpu_op2(g, PTX_CVT, ".u32.u64", po_r(a32), po_r(a));
+		gpu_op2(g, PTX_CVT, ".u32.u64", po_r(b32), po_r(b));
+		gpu_op3(g, PTX_MUL, ".lo.u32", po_r(r32), po_r(q32), po_r(b32));
+		gpu_op3(g, PTX_SUB, ".u32", po_r(r32), po_r(a32), po_r(r32));
+		gpu_op2(g, PTX_CVT, ".u64.u32", po_r(r), po_r(r32));
+		return r;
+	}
 	if (k < n) {
 		q = magic_quotient(g, a, k);
 		if (!mod)

@@ -319,7 +319,8 @@ static PReg binop(KernelGen *g, const Expr *e)
 	}
 	if (t == VT_INT) {
 		if (op == OP_DIV || op == OP_MOD)
-			return gpu_floordiv(g, l, r, e->args[1], op == OP_MOD);
+			return gpu_floordiv(g, l, r, e->args[1], op == OP_MOD,
+					    gpu_small_dividend(e->args[0]));
 		d = gpu_reg(g, PC_B64);
 		static const PtxOpcode iop[] = {[OP_ADD] = PTX_ADD,
 						[OP_SUB] = PTX_SUB,

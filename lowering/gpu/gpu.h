@@ -81,11 +81,13 @@ int gpu_magic_params(const Plan *p);
 /* The divisors of integer divisions in the plan's nodes that are made of
 ** dims and literals (not a power-of-two literal), in the order of first
 ** use, at most GPU_MAX_DIVISORS (others divide by div.s64): after the grid
-** classes' pairs, each has three magic parameters, M's low and high words
-** and l, from the launcher: l = ceil(log2 d) and M = floor(2^(64 + l) / d)
-** + 1 - 2^64, so that x / d = (mul.hi(x, M) + x) >> l for 0 <= x < 2^63
-** and 1 <= d <= 2^32 (divide.c). Their count. */
-enum { GPU_MAX_DIVISORS = 8 };
+** classes' pairs, each has GPU_DIVISOR_PARAMS magic parameters from the
+** launcher: M's low and high words and l, with l = ceil(log2 d) and M =
+** floor(2^(64 + l) / d) + 1 - 2^64, so that x / d = (mul.hi(x, M) + x) >>
+** l for 0 <= x < 2^63 and 1 <= d <= 2^32; then attnrt_divmagic's pair
+** (m, s), x / d = (x m) >> s for 0 <= x < 2^31, for dividends known to be
+** that small (divide.c). Their count. */
+enum { GPU_MAX_DIVISORS = 8, GPU_DIVISOR_PARAMS = 5 };
 int gpu_divisors(const Plan *p, const Expr **list);
 
 /* The parameters of the entry of partial states, NAME_fwd_part, after the
@@ -215,8 +217,8 @@ typedef struct KernelParams {
 	const char *
 	    *magic_names; /* the grid decode's divisors (GPU_MAGIC_*, then 2 per grid class) */
 	const char *part_names[GPU_PART_NPARAMS]; /* NAME_fwd_part's (parts.c) */
-	/* the divisors with magic triples (gpu_divisors), found once, and the
-	** first one's magic parameter (divide.c) */
+	/* the divisors with magic parameters (gpu_divisors), found once, and
+	** the first one's first magic parameter (divide.c) */
 	const Expr *divisors[GPU_MAX_DIVISORS];
 	int ndivisors, divisor_magic;
 } KernelParams;
@@ -381,8 +383,14 @@ PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args); /* byte address
 PReg gpu_pconst(KernelGen *g, int v);                            /* a constant predicate */
 PReg gpu_fconst(KernelGen *g, float v);                          /* an f32 constant */
 /* divide.c: s64 floor a / b or a % b; div is b's expression where the caller has it
-** (a divisor dim's magic triple, a power of two), else NULL */
-PReg gpu_floordiv(KernelGen *g, PReg a, PReg b, const Expr *div, int mod);
+** (a divisor dim's magic triple, a power of two), else NULL; small: a is known
+** to lie in [0, 2^31) (gpu_small_dividend), and divides in 32 bits */
+PReg gpu_floordiv(KernelGen *g, PReg a, PReg b, const Expr *div, int mod, int small);
+/* e's value lies in [0, 2^31) wherever a kernel evaluates it. */
+int gpu_small_dividend(const Expr *e);
+/* The index ranges other than dims and literals, which launchers check
+** below 2^31 - 2^20 as they check dims; their count. */
+int gpu_index_extents(const Plan *p, const Expr **list, int max);
 /* Which of the kernel's index kinds variable v of the node in scope is:
 ** 'q' query row, 's' key, 'e' value index (in the epilogue), 'g' grid, 'x'. */
 int gpu_index_kind(KernelGen *g, int v);

@@ -326,15 +326,16 @@ static void kernel_info_fn(FILE *o, const char *n, const GpuImages *im, int idx,
 	      o);
 }
 
-/* The magic triples of the kernel's divisors (gpu.h, gpu_divisors), the
+/* The magic parameters of the kernel's divisors (gpu.h, gpu_divisors), the
 ** last of the nm magic parameters: l = ceil(log2 d) and M = floor(2^(64 +
 ** l) / d) + 1 - 2^64, computed as floor(r 2^64 / d) + 1 with r = 2^l - d
-** < d in two steps of 32 bits (d <= 2^32, which the launcher checks). */
+** < d in two steps of 32 bits (d <= 2^32, which the launcher checks); then
+** attnrt_divmagic's pair for dividends below 2^31. */
 static void divisor_magic(FILE *o, const Plan *p, const char *n, int nm)
 {
 	const Expr *div[GPU_MAX_DIVISORS];
-	int nd = gpu_divisors(p, div), m = nm - 3 * nd;
-	for (int i = 0; i < nd; i++, m += 3) {
+	int nd = gpu_divisors(p, div), m = nm - GPU_DIVISOR_PARAMS * nd;
+	for (int i = 0; i < nd; i++, m += GPU_DIVISOR_PARAMS) {
 		fputs("\t\t{\n\t\t\tlong dv = ", o);
 		iface_dim_expr(o, div[i]);
 		fputs(";\n\t\t\tif (dv < 1 || dv > 4294967296L)\n\t\t\t\treturn "
@@ -350,8 +351,9 @@ static void divisor_magic(FILE *o, const Plan *p, const char *n, int nm)
 			"32) / d,\n"
 			"\t\t\t\t M = (q1 << 32) + q2 + 1;\n"
 			"\t\t\tgm[%d] = (uint32_t)M;\n\t\t\tgm[%d] = (uint32_t)(M >> 32);\n"
-			"\t\t\tgm[%d] = l;\n\t\t}\n",
-			m, m + 1, m + 2);
+			"\t\t\tgm[%d] = l;\n"
+			"\t\t\tattnrt_divmagic(d, &gm[%d], &gm[%d]);\n\t\t}\n",
+			m, m + 1, m + 2, m + 3, m + 4);
 	}
 }
 
@@ -457,6 +459,24 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			"attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: %s = %%ld is out of "
 			"range (0 to 2^31 - 2^20)\", dims[%d]);\n",
 			i, i, n, ((const Dim *)c->dims.v[i])->name, i);
+	/* index ranges made of several dims (a flattened image's IH * IW) the
+	** same way: the kernels divide indices in 32 bits (divide.c) */
+	{
+		const Expr *ext[16];
+		int ne = gpu_index_extents(p, ext, 16);
+		for (int i = 0; i < ne; i++) {
+			fputs("	if (", o);
+			iface_dim_expr(o, ext[i]);
+			fputs(" > 2147483647L - (1L << 20))\n\t\treturn "
+			      "attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: ",
+			      o);
+			fprintf(o, "%s: the index range ", n);
+			expr_print(o, ext[i], NULL);
+			fputs(" = %ld is out of range (0 to 2^31 - 2^20)\", ", o);
+			iface_dim_expr(o, ext[i]);
+			fputs(");\n", o);
+		}
+	}
 	/* pointers first, then strides, then dims, then params: the kernel ABI */
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];

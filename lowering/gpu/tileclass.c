@@ -129,18 +129,20 @@ static IvVal g_neg(void *ctx, IvVal x)
 	return reg(d);
 }
 
-/* Division by a divisor the launcher made a magic triple for, or a power
-** of two, without ptxas's 64-bit division (divide.c). */
-static IvVal g_divide(void *ctx, IvVal x, IvVal y, const Expr *divisor)
+/* Division by a divisor the launcher made magic parameters for, or a
+** power of two, without ptxas's 64-bit division (divide.c); in 32 bits
+** where the dividend is small (the bounds of a small expression are
+** values it takes, or quotients and remainders of those). */
+static IvVal g_divide(void *ctx, IvVal x, IvVal y, const Expr *dividend, const Expr *divisor)
 {
-	return reg(gpu_floordiv(ctx, preg(x), preg(y), divisor, 0));
+	return reg(gpu_floordiv(ctx, preg(x), preg(y), divisor, 0, gpu_small_dividend(dividend)));
 }
 
 static IvVal g_arith(void *ctx, Op op, IvVal x, IvVal y)
 {
 	KernelGen *g = ctx;
 	if (op == OP_DIV)
-		return reg(gpu_floordiv(g, preg(x), preg(y), NULL, 0));
+		return reg(gpu_floordiv(g, preg(x), preg(y), NULL, 0, 0));
 	PtxOpcode pop = op == OP_ADD   ? PTX_ADD
 			: op == OP_SUB ? PTX_SUB
 			: op == OP_MUL ? PTX_MUL
