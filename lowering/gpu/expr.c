@@ -8,8 +8,10 @@
 ** the ExprCache, which the kernel clears where they change.
 */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../../compiler/intervals.h"
 #include "gpu.h"
 
 static const float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
@@ -291,6 +293,62 @@ static PReg guarded_quotient(KernelGen *g, const Expr *e)
 	return d;
 }
 
+/* Static bounds [*lo, *hi] of integer expression e, with every index and
+** dim in [0, 2^31 - 2^20] (the launcher checks dims and index ranges:
+** divide.c); 0 where e is not made of indices, dims, literals, sums,
+** differences, minima, maxima, and quotients and remainders by a positive
+** divisor. */
+static int static_bounds(const Expr *e, long *lo, long *hi)
+{
+	const long top = 2147483647L - (1L << 20);
+	long a0, a1, b0, b1;
+	switch (e->kind) {
+	case EX_INDEX:
+	case EX_DIM: *lo = 0, *hi = top; return 1;
+	case EX_INT: *lo = *hi = e->ival; return e->ival > -(1L << 40) && e->ival < (1L << 40);
+	case EX_BINOP: break;
+	default: return 0;
+	}
+	if (e->type != VT_INT || !static_bounds(e->args[0], &a0, &a1))
+		return 0;
+	if (!static_bounds(e->args[1], &b0, &b1))
+		return 0;
+	if ((e->op == OP_DIV || e->op == OP_MOD) && iv_positive(e->args[1])) {
+		/* floor x / d for d >= 1 lies between x and 0; x % d in [0, d - 1],
+		** and at most x where x >= 0 */
+		if (e->op == OP_MOD)
+			*lo = 0, *hi = a0 >= 0 && a1 < b1 ? a1 : b1 - 1;
+		else
+			*lo = a0 < 0 ? a0 : 0, *hi = a1 > 0 ? a1 : 0;
+		return 1;
+	}
+	switch (e->op) {
+	case OP_ADD: *lo = a0 + b0, *hi = a1 + b1; return 1;
+	case OP_SUB: *lo = a0 - b1, *hi = a1 - b0; return 1;
+	case OP_MIN: *lo = a0 < b0 ? a0 : b0, *hi = a1 < b1 ? a1 : b1; return 1;
+	case OP_MAX: *lo = a0 > b0 ? a0 : b0, *hi = a1 > b1 ? a1 : b1; return 1;
+	case OP_MUL: {
+		/* the corners' products, where each is below 2^60 */
+		long c[4] = {a0 * b0, a0 * b1, a1 * b0, a1 * b1};
+		if (labs(a0) >= 1L << 30 || labs(a1) >= 1L << 30 || labs(b0) >= 1L << 30 ||
+		    labs(b1) >= 1L << 30)
+			return 0;
+		*lo = *hi = c[0];
+		for (int k = 1; k < 4; k++)
+			*lo = c[k] < *lo ? c[k] : *lo, *hi = c[k] > *hi ? c[k] : *hi;
+		return 1;
+	}
+	default: return 0;
+	}
+}
+
+/* e's value fits 32 signed bits wherever a kernel evaluates it. */
+static int s32_valued(const Expr *e)
+{
+	long lo, hi;
+	return static_bounds(e, &lo, &hi) && lo >= INT32_MIN && hi <= INT32_MAX;
+}
+
 static PReg binop(KernelGen *g, const Expr *e)
 {
 	if (e->op >= OP_LT && e->op <= OP_NE && is_i32_read(e->args[0]) && is_i32_read(e->args[1]))
@@ -307,8 +365,19 @@ static PReg binop(KernelGen *g, const Expr *e)
 				gpu_op2(g, PTX_NOT, ".pred", po_r(d), po_r(d));
 			return d;
 		}
-		const char *m =
-		    arena_printf(g->a, ".%s.%s", cmp_name(op), t == VT_FLOAT ? "f32" : "s64");
+		/* integers that fit 32 bits compare in one instruction, not two
+		** (a 2-D window's column tests, per score of a masked tile) */
+		int narrow = t == VT_INT && s32_valued(e->args[0]) && s32_valued(e->args[1]);
+		if (narrow) {
+			PReg l32 = gpu_reg(g, PC_B32), r32 = gpu_reg(g, PC_B32);
+			gpu_op2(g, PTX_CVT, ".u32.u64", po_r(l32), po_r(l));
+			gpu_op2(g, PTX_CVT, ".u32.u64", po_r(r32), po_r(r));
+			l = l32, r = r32;
+		}
+		const char *m = arena_printf(g->a, ".%s.%s", cmp_name(op),
+					     t == VT_FLOAT ? "f32"
+					     : narrow      ? "s32"
+							   : "s64");
 		gpu_op3(g, PTX_SETP, m, po_r(d), po_r(l), po_r(r));
 		return d;
 	}
