@@ -4,7 +4,9 @@
 # embedded) and the runtime sources, compiled with gcc as test/gpu/device.sh
 # builds its harness, and linked with the CUDA driver (-lcuda; the toolkit's
 # stub library when no libcuda.so is on the linker's path). No cudart.
-#   sh build-bench.sh [NAME ...]    (default: every gen/*.c)
+#   sh build-bench.sh [NAME ...]    (default: every gen/NAME.c that defines
+#   NAME_launch_generic; gen/decode80.c, the cascade decode compiled for
+#   sm_80 alone, keeps its name and is for bench/decode.py)
 # Env: CC (gcc), CUDA_PATH (/usr/local/cuda), for cuda.h and the stubs.
 set -eu
 cd "$(dirname "$0")"
@@ -14,7 +16,8 @@ CFLAGS="-O2 -std=c11 -D_GNU_SOURCE"
 if [ $# -eq 0 ]; then
 	for f in gen/*.c; do
 		[ -f "$f" ] || { echo "build-bench.sh: no gen/*.c (run bench/prepare.sh first)" >&2; exit 1; }
-		set -- "$@" "$(basename "$f" .c)"
+		n=$(basename "$f" .c)
+		grep -q "^int ${n}_launch_generic(" "$f" && set -- "$@" "$n"
 	done
 fi
 mkdir -p bin
@@ -57,8 +60,11 @@ done
 for p in $pids; do wait "$p"; done
 objs=""
 for n; do objs="$objs bin/$n.o"; done
-for f in driver module launch check tmap; do
-	$CC $CFLAGS -Iruntime -c "runtime/$f.c" -o "bin/rt_$f.o"
+# every runtime source, as test/gpu/device.sh takes them (the launchers
+# call the runtime's streams and memsets; NCCL is loaded only when used)
+for src in runtime/*.c; do
+	f=$(basename "$src" .c)
+	$CC $CFLAGS -Iruntime -c "$src" -o "bin/rt_$f.o"
 	objs="$objs bin/rt_$f.o"
 done
 $CC $CFLAGS -Wall -Wextra -I"$CUDA/include" -Iruntime -Igen -Ibin -c bench.c -o bin/bench.o
