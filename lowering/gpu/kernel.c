@@ -225,11 +225,10 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	ptx_label(f, Lfull);
 	gpu_tile_body(g, &t, 0);
 	if (wclass) {
-		/* a warp that skips this tile still copies its part of the next V
-		** (or releases the previous stage) */
+		/* a warp that skips this tile still copies its part of the next V */
 		gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
 		ptx_label(f, Lskip);
-		tg->tile_skipped(g, nxt, buf, anyn);
+		tg->prefetch_late(g, nxt, buf, anyn);
 	}
 	ptx_label(f, Ldone);
 	/* every warp is done with this buffer before the next prefetch reuses it */

@@ -390,7 +390,7 @@ int gpu_table_wanted(KernelGen *g)
 int gpu_warp_class_wanted(KernelGen *g, int table)
 {
 	int any = 0;
-	if (table || g->s->pack || !g->t->class_warps)
+	if (table || g->s->pack || !g->t->warp_classes)
 		return 0;
 	for (int i = 0; i < g->c->nodes.n; i++) {
 		if (!gpu_streamed(g->s, i) || !gpu_node(g, i)->filter)
@@ -402,21 +402,17 @@ int gpu_warp_class_wanted(KernelGen *g, int table)
 	return any;
 }
 
-/* any / all of the tile [j0, j1) over the rows of this warp's group of
-** class_warps warps: rows q0 + 16 mt cw group up to the CTA's (and the
-** query extent's) end, where a warp's rows are 16 mt (mt row blocks) and
-** consecutive warps hold consecutive rows. */
+/* any / all of the tile [j0, j1) over this warp's rows: rows q0 + 16 mt
+** warp up to the CTA's (and the query extent's) end. */
 void gpu_warp_class(KernelGen *g, PReg any, PReg all)
 {
 	const KernelShape *s = g->s;
-	int cw = g->t->class_warps, span = 16 * g->row_blocks * cw, sh = 5;
-	while ((1 << (sh - 5)) < cw)
-		sh++;
 	PReg tid = gpu_tid(g), w = gpu_reg(g, PC_B64), end = gpu_reg(g, PC_B64);
 	g->warp_rows.q0 = gpu_reg(g, PC_B64), g->warp_rows.q1 = gpu_reg(g, PC_B64);
-	gpu_op3(g, PTX_SHR, ".u64", po_r(w), po_r(tid), po_i(sh));
-	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(g->warp_rows.q0), po_r(w), po_i(span), po_r(g->q0));
-	gpu_op3(g, PTX_ADD, ".s64", po_r(end), po_r(g->warp_rows.q0), po_i(span));
+	gpu_op3(g, PTX_SHR, ".u64", po_r(w), po_r(tid), po_i(5));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(g->warp_rows.q0), po_r(w), po_i(16 * g->row_blocks),
+		po_r(g->q0));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(end), po_r(g->warp_rows.q0), po_i(16 * g->row_blocks));
 	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->qext));
 	gpu_op3(g, PTX_SUB, ".s64", po_r(g->warp_rows.q1), po_r(end), po_i(1));
 	g->warp_rows.on = 1;

@@ -77,11 +77,9 @@ typedef struct GpuTarget {
 	** block: 8 are two consumer warpgroups of 64 rows each. */
 	int consumer_warps;
 	int min_ctas_per_sm; /* .minnctapersm, a register cap for setmaxnreg (0: none) */
-	/* Groups of this many warps take their own tile classes
-	** (gpu_warp_class; 0: none): 1 where each warp contracts on its own,
-	** 4 where the contractions are warpgroup-wide (wgmma needs all four
-	** warps of a warpgroup). */
-	int class_warps;
+	/* Warps may take their own tile classes (gpu_warp_class): not where the
+	** contractions are warpgroup-wide (wgmma needs all four warps). */
+	int warp_classes;
 	unsigned smem_max; /* dynamic shared memory a CTA may take (bytes) */
 	/* The retry policy: rounds of regeneration after the first, and the
 	** tile-size choice for a kernel that ptxas spilled spill_bytes of (0:
@@ -129,12 +127,9 @@ typedef struct GpuTarget {
 	void (*tile_begin)(struct KernelGen *g, PReg buf, int keeps_true_max);
 	/* S = Q K^T of GEMM1 node i into g->tile[i]. */
 	void (*contract_qk)(struct KernelGen *g, int node);
-	/* After the scores: what prefetch left of the next tile. */
+	/* After the scores: what prefetch left of the next tile (called again
+	** by a warp that skips the tile). */
 	void (*prefetch_late)(struct KernelGen *g, PReg nxt, PReg buf, PReg when);
-	/* What a group of warps that skips the tile (its own class: never
-	** true over its rows) still owes the others: its part of the next
-	** tile's copies, or the previous stage's release. */
-	void (*tile_skipped)(struct KernelGen *g, PReg nxt, PReg buf, PReg when);
 	/* O += P V of GEMM2 node i, P per score element (GPU_MAXMT * GPU_NEL). */
 	void (*contract_pv)(struct KernelGen *g, int node, const PReg *p);
 	/* Every consumer is done with the tile in buffer buf: its buffer may be

@@ -48,23 +48,6 @@ void sm90_tile_end(KernelGen *g, PReg buf)
 	sm90_next_stage(g, k9->stage, k9->phase);
 }
 
-/* A warpgroup whose rows the tile misses: its previous tile's P V
-** completes and that stage goes back to the producer, as the tile's first
-** contraction would have done (this tile's stage goes back after the next
-** tile's), and the other warpgroup gets its turn. Emitted apart from the
-** tile bodies, so whatever they did with the flags of what is due. */
-void sm90_tile_skipped(KernelGen *g, PReg nxt, PReg buf, PReg when)
-{
-	(void)nxt, (void)buf, (void)when;
-	Sm90Kernel *k9 = sm90_of(g);
-	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
-	PReg eb = sm90_stage_bar(g, k9->prev_stage, k9->empty);
-	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(eb, 0));
-	ptx_guard(g->f, k9->has_prev, 0);
-	if (k9->turns)
-		gpu_op2(g, PTX_BAR_ARRIVE, "", po_r(k9->turn_other), po_i(gpu_warps(g->t) * 32));
-}
-
 /* Turns pay where a tile's contractions are long enough to cover the other
 ** warpgroup's softmax: head dims of 128 and more (on an H200, 1ac8231 to
 ** 9724fc7 plus turns: D 128 +2-3%, D 64 -3%, bench/RESULTS.md). */

@@ -127,6 +127,5 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max);
 void sm90_tile_end(KernelGen *g, PReg buf);
 void sm90_release_prev(KernelGen *g);
 void sm90_hand_over(KernelGen *g);
-void sm90_tile_skipped(KernelGen *g, PReg nxt, PReg buf, PReg when);
 
 #endif
