@@ -86,6 +86,30 @@ const char *redop_name(RedOp r)
 	return r <= RED_PROD ? n[r] : "?";
 }
 
+/* What node n is, in the words of the user's source: 'O' for a
+** statement's own node; for a temporary named after its statement and
+** role ("S.sum", "O.softmax.max", numbered from the second), "the sum over
+** d in 'S'" or "the softmax max over j in 'O'" (diagnostics name what the
+** user wrote, not the temporaries lang/node.c makes). */
+const char *node_what(Arena *a, const Node *n)
+{
+	const char *name = n->out->name, *dot = strchr(name, '.');
+	if (n->out->kind != TK_TEMP || !dot)
+		return arena_printf(a, "'%s'", name);
+	size_t len = strlen(dot + 1);
+	while (len > 1 && dot[len] >= '0' && dot[len] <= '9')
+		len--;
+	char *role = arena_printf(a, "%.*s", (int)len, dot + 1);
+	for (char *c = role; *c; c++)
+		if (*c == '.')
+			*c = ' ';
+	const char *over = "";
+	for (int k = 0; k < n->nred; k++)
+		over = arena_printf(a, "%s%s%s", over, k ? ", " : " over ",
+				    n->vars[n->nfree + k].name);
+	return arena_printf(a, "the %s%s in '%.*s'", role, over, (int)(dot - name), name);
+}
+
 double redop_identity(RedOp r)
 {
 	switch (r) {

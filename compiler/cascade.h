@@ -229,6 +229,8 @@ const char *vtype_name(VType t);
 const char *op_spelling(Op op); /* "+", "<=", "max", ... */
 const char *fn_name(Fn f);      /* "exp", ... */
 const char *redop_name(RedOp r);
+/* What node n is, in the words of the user's source ("the sum over d in 'S'"). */
+const char *node_what(Arena *a, const Node *n);
 /* The FN_* functions in f64 (relu keeps NaN, so errors stay visible). */
 double fn_apply(Fn f, double x);
 /* The integer functions, one definition for every host evaluator. */

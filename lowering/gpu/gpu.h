@@ -169,6 +169,8 @@ typedef struct KernelShape {
 	/* set by the target's layout: the TMA tensor maps its kernel takes */
 	int ntmaps;
 	GpuTmap tmap[GPU_MAX_TMAPS];
+	/* the node a refusal is about (-1: none), for the diagnostic's place */
+	int why_node;
 } KernelShape;
 
 /* gpu/shape.c: fills s or returns a reason the plan does not fit. */

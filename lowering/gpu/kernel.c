@@ -319,7 +319,10 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		if (!why && t->refusal)
 			why = t->refusal(p, &s);
 		if (why) {
-			diag_error(d, c->loc, "cannot generate an %s kernel for '%s': %s", t->name,
+			/* at the statement the refusal is about, where there is one */
+			SrcLoc at =
+			    s.why_node >= 0 ? ((const Node *)c->nodes.v[s.why_node])->loc : c->loc;
+			diag_error(d, at, "cannot generate an %s kernel for '%s': %s", t->name,
 				   c->name, why);
 			arena_free(&a);
 			rc = 1;

@@ -93,11 +93,11 @@ static const char *head_dim_reason(Arena *a, const Node *n, const char *what, co
 		return arena_printf(a,
 				    "%s: the %s dimension must be a compile-time multiple of 32 up "
 				    "to 256, not a runtime size",
-				    n->out->name, what);
+				    node_what(a, n), what);
 	return arena_printf(a,
 			    "%s: the %s dimension has %ld values; the GPU kernels take a "
 			    "compile-time multiple of 32 up to 256%s",
-			    n->out->name, what, size,
+			    node_what(a, n), what, size,
 			    size > 256 ? " (wide heads, such as absorbed MLA's 576 and 512, are "
 					 "not tiled yet; --target=cpu runs it)"
 				       : "");
@@ -152,7 +152,7 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 	const Expr *b = n->body;
 	if (b->kind != EX_BINOP || b->op != OP_MUL)
 		return arena_printf(a, "%s: a sum over the stream with a value index must be X * V",
-				    n->out->name);
+				    node_what(a, n));
 	int evar = -1;
 	for (int v = 0; v < n->nfree; v++)
 		if (plan_index_kind(p, i, v) == IDX_OTHER)
@@ -193,7 +193,7 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 		return NULL;
 	}
 	return arena_printf(a, "%s: no factor of its body reads V at the key and value indices",
-			    n->out->name);
+			    node_what(a, n));
 }
 
 /* e reads some tensor. */
@@ -227,15 +227,15 @@ static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 		    "%s: an operand is read through a gather (a page table, "
 		    "K[block[b, j / P], j %% P, ..]); the GPU kernels do not gather "
 		    "yet (--target=cpu runs it)",
-		    n->out->name);
+		    node_what(a, n));
 	if (n->red != RED_SUM || n->nred != 1)
 		return arena_printf(a, "%s: a reduction inside a tile must be one sum (Q K^T)",
-				    n->out->name);
+				    node_what(a, n));
 	int d = n->nfree;
 	const Expr *b = n->body;
 	if (b->kind != EX_BINOP || b->op != OP_MUL)
 		return arena_printf(a, "%s: the tile contraction must be a product of two inputs",
-				    n->out->name);
+				    node_what(a, n));
 	long D = fixed_extent(n->vars[d].extent);
 	if (D <= 0 || D % 32 || D > 256)
 		return head_dim_reason(a, n, "contracted", n->vars[d].extent);
@@ -255,13 +255,13 @@ static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 	    "%s: the operands must be bf16/f16 inputs read as Q[.., i, .., d] and K[.., j, .., d] "
 	    "with d last and the other subscripts from grid indices (batch, heads) or, for K, a "
 	    "head i / G shared by G consecutive query rows (one G for the whole kernel)",
-	    n->out->name);
+	    node_what(a, n));
 }
 
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 {
 	memset(s, 0, sizeof *s);
-	s->p = p, s->qcls = s->scls = s->ecls = -1;
+	s->p = p, s->qcls = s->scls = s->ecls = s->why_node = -1;
 	if (p->stream < 0)
 		return "no streamed index";
 	if (p->passes_after != 1)
@@ -279,15 +279,16 @@ const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 		const NodePlan *np = &p->np[i];
 		int x = -1, k = kinds_of(p, n, i, s->qcls, s->scls, &x);
 		const char *why = NULL;
+		s->why_node = i;
 		switch (np->role) {
 		case ROLE_PROLOGUE:
 			return arena_printf(
 			    a, "%s: values computed before the stream are not supported yet",
-			    n->out->name);
+			    node_what(a, n));
 		case ROLE_TILE:
 			if (k & 4)
 				return arena_printf(a, "%s: a tile value with an extra index",
-						    n->out->name);
+						    node_what(a, n));
 			if (n->red != RED_NONE)
 				why = gemm1(a, p, i, s);
 			else
@@ -298,24 +299,24 @@ const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 				why = n->red == RED_SUM
 					  ? gemm2(a, p, i, s)
 					  : arena_printf(a, "%s: a running max with a value index",
-							 n->out->name);
+							 node_what(a, n));
 			else if (n->red == RED_MAX)
 				s->node[i] = (ShapeNode){SN_RMAX, 0};
 			else if (n->red == RED_SUM)
 				s->node[i] = (ShapeNode){SN_RSUM, 0};
 			else
 				why = arena_printf(a, "%s: running %s is not supported",
-						   n->out->name, redop_name(n->red));
+						   node_what(a, n), redop_name(n->red));
 			if (!why && n->nred != 1)
 				why = arena_printf(
 				    a, "%s: a running reduction over more than the key index",
-				    n->out->name);
+				    node_what(a, n));
 			break;
 		case ROLE_EPILOGUE:
 			if (n->red != RED_NONE)
 				return arena_printf(
 				    a, "%s: a reduction after the stream is not supported",
-				    n->out->name);
+				    node_what(a, n));
 			if (np->is_ref && !(k & 4))
 				s->node[i] = (ShapeNode){SN_REF, 0};
 			else if (!(k & 4))
@@ -326,16 +327,17 @@ const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 				why = arena_printf(a,
 						   "%s: an epilogue index that is not the value "
 						   "index of a contraction with V",
-						   n->out->name);
+						   node_what(a, n));
 			if (!why && !(k & 1))
 				why =
 				    arena_printf(a, "%s: an epilogue value without the query index",
-						 n->out->name);
+						 node_what(a, n));
 			break;
 		}
 		if (why)
 			return why;
 	}
+	s->why_node = -1;
 	if (!s->nqk)
 		return "no contraction of Q and K";
 	for (int i = 0; i < c->tensors.n; i++) {
