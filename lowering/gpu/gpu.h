@@ -104,7 +104,7 @@ enum {
 	GPU_PART_MODE,
 	GPU_PART_NPARAMS
 };
-enum { GPU_PART_MERGE_IN = 1, GPU_PART_FINALIZE = 2, GPU_PART_EVEN = 4 };
+enum { GPU_PART_MERGE_IN = 1, GPU_PART_FINALIZE = 2 };
 
 typedef enum ShapeNodeKind {
 	SN_GEMM1,   /* S[i, j] = sum[d] A[.., i, .., d] * B[.., j, .., d]: tensor cores */

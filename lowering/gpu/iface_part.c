@@ -20,13 +20,10 @@ void iface_part_types(FILE *o)
 	    "** `splits` parts along the keys (0: chosen from the device, the grid and the\n"
 	    "** workspace). flags: ATTN_PART_MERGE_IN merges the states in `state` (of an\n"
 	    "** earlier launch over the same rows) into this one's; ATTN_PART_FINALIZE writes\n"
-	    "** the outputs, else the states are written to `state`; ATTN_PART_EVEN splits the\n"
-	    "** keys each CTA's masks reach in the launch evenly, where the parts are otherwise\n"
-	    "** equal cuts of [k_begin, k_end) (a decode batch of ragged kv_len). The workspace of "
-	    "a split\n"
+	    "** the outputs, else the states are written to `state`. The workspace of a split\n"
 	    "** (NAME_part_bytes) needs no initialisation: the launch zeroes its counters on\n"
 	    "** the stream. Both are device memory, 16-byte aligned. */\n"
-	    "enum { ATTN_PART_MERGE_IN = 1, ATTN_PART_FINALIZE = 2, ATTN_PART_EVEN = 4 };\n"
+	    "enum { ATTN_PART_MERGE_IN = 1, ATTN_PART_FINALIZE = 2 };\n"
 	    "typedef struct attn_gpu_part {\n"
 	    "\tlong q_begin, q_end;\n\tlong k_begin, k_end;\n\tint splits;\n\tint flags;\n"
 	    "\tvoid *workspace;\n\tsize_t workspace_bytes;\n\tvoid *state;\n\tsize_t state_bytes;\n"
@@ -86,7 +83,7 @@ void iface_part_helpers(FILE *o)
 	      "\tif (part->splits < 0 || part->splits > 65535)\n"
 	      "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: splits = %d is out of range "
 	      "(0 to 65535)\", kernel, part->splits);\n"
-	      "\tif (part->flags & ~(ATTN_PART_MERGE_IN | ATTN_PART_FINALIZE | ATTN_PART_EVEN))\n"
+	      "\tif (part->flags & ~(ATTN_PART_MERGE_IN | ATTN_PART_FINALIZE))\n"
 	      "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: unknown flags 0x%x\", "
 	      "kernel, (unsigned)part->flags);\n"
 	      "\t*q0 = qb, *q1 = qe;\n\treturn 0;\n}\n",
@@ -234,8 +231,8 @@ void iface_part_functions(FILE *o, const Cascade *c, const Plan *p)
 	fprintf(o,
 		"\nint %s_launch_split(const %s_gpu_args *a, void *workspace, size_t bytes, void "
 		"*stream)\n{\n"
-		"\tattn_gpu_part part = {0, 0, 0, 0, 0, ATTN_PART_FINALIZE | ATTN_PART_EVEN, "
-		"workspace, bytes, NULL, 0};\n"
+		"\tattn_gpu_part part = {0, 0, 0, 0, 0, ATTN_PART_FINALIZE, workspace, bytes, "
+		"NULL, 0};\n"
 		"\treturn %s_launch_part(a, &part, stream);\n}\n",
 		n, n, n);
 }

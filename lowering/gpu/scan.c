@@ -430,41 +430,13 @@ void gpu_scan(KernelGen *g, const TileScan *sc, PReg from, PReg out, PReg any, P
 }
 
 /* The stream's bounds narrowed to the CTA's part of the launch's keys:
-** [kr0 + z kchunk, kr0 + (z + 1) kchunk); or, with GPU_PART_EVEN, the keys
-** its masks reach in the launch, [s, e) with s = max(start, kr0) rounded
-** down to a tile, cut into nz parts of whole tiles: a decode batch whose
-** sequences' kv_len differ splits each sequence's own keys, not the
-** cache's capacity (where the short ones' parts were empty and the long
-** ones' few). */
+** [kr0 + z kchunk, kr0 + (z + 1) kchunk). */
 static void parts_bounds(KernelGen *g, PReg start, PReg end)
 {
 	PReg kr0 = gpu_part_param(g, GPU_PART_KR0), ch = gpu_part_param(g, GPU_PART_KCHUNK),
-	     mode = gpu_part_param(g, GPU_PART_MODE), z = gpu_special(g, "%ctaid.z"),
-	     nz = gpu_special(g, "%nctaid.z"), lo = gpu_reg(g, PC_B64), hi = gpu_reg(g, PC_B64),
-	     s = gpu_reg(g, PC_B64), n = gpu_reg(g, PC_B64), n32 = gpu_reg(g, PC_B32),
-	     nz32 = gpu_reg(g, PC_B32), c32 = gpu_reg(g, PC_B32), ch2 = gpu_reg(g, PC_B64),
-	     lo2 = gpu_reg(g, PC_B64), b = gpu_reg(g, PC_B32), even = gpu_reg(g, PC_PRED);
+	     z = gpu_special(g, "%ctaid.z"), lo = gpu_reg(g, PC_B64), hi = gpu_reg(g, PC_B64);
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(lo), po_r(z), po_r(ch), po_r(kr0));
-	/* the even split: n = max(end - s, 0) keys, ceil(n / nz) per part in
-	** whole tiles (n < 2^31, nz < 2^16: a 32-bit division, once per CTA) */
-	gpu_op3(g, PTX_MAX, ".s64", po_r(s), po_r(start), po_r(kr0));
-	gpu_op3(g, PTX_AND, ".b64", po_r(s), po_r(s), po_i(-(int64_t)GPU_BN));
-	gpu_op3(g, PTX_SUB, ".s64", po_r(n), po_r(end), po_r(s));
-	gpu_op3(g, PTX_MAX, ".s64", po_r(n), po_r(n), po_i(0));
-	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(n32), po_r(n));
-	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(nz32), po_r(nz));
-	gpu_op3(g, PTX_ADD, ".u32", po_r(c32), po_r(n32), po_r(nz32));
-	gpu_op3(g, PTX_SUB, ".u32", po_r(c32), po_r(c32), po_i(1));
-	gpu_op3(g, PTX_DIV, ".u32", po_r(c32), po_r(c32), po_r(nz32));
-	gpu_op3(g, PTX_ADD, ".u32", po_r(c32), po_r(c32), po_i(GPU_BN - 1));
-	gpu_op3(g, PTX_AND, ".b32", po_r(c32), po_r(c32), po_i(-(int64_t)GPU_BN));
-	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(ch2), po_r(c32));
-	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(lo2), po_r(z), po_r(ch2), po_r(s));
-	gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(mode), po_i(GPU_PART_EVEN));
-	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(even), po_r(b), po_i(0));
-	gpu_op4(g, PTX_SELP, ".b64", po_r(lo), po_r(lo2), po_r(lo), po_r(even));
-	gpu_op4(g, PTX_SELP, ".b64", po_r(ch2), po_r(ch2), po_r(ch), po_r(even));
-	gpu_op3(g, PTX_ADD, ".s64", po_r(hi), po_r(lo), po_r(ch2));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(hi), po_r(lo), po_r(ch));
 	gpu_op3(g, PTX_MAX, ".s64", po_r(start), po_r(start), po_r(lo));
 	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(hi));
 }

@@ -53,7 +53,7 @@ static int failures;
 		}                                                                                  \
 	} while (0)
 
-enum { SMS = 100, MERGE = ATTN_PART_MERGE_IN, FIN = ATTN_PART_FINALIZE, EVEN = ATTN_PART_EVEN };
+enum { SMS = 100, MERGE = ATTN_PART_MERGE_IN, FIN = ATTN_PART_FINALIZE };
 
 /* The fake's records, resolved from the module the runtime loaded. */
 static FakecudaCalls ncalls;
@@ -279,8 +279,8 @@ static void causal_cases(void *stream)
 	pt.splits = 65536;
 	REFUSED(causal_launch_part(&a, &pt, stream),
 		"causal: splits = 65536 is out of range (0 to 65535)");
-	pt.splits = 1, pt.flags = 8;
-	REFUSED(causal_launch_part(&a, &pt, stream), "causal: unknown flags 0x8");
+	pt.splits = 1, pt.flags = 4;
+	REFUSED(causal_launch_part(&a, &pt, stream), "causal: unknown flags 0x4");
 	pt.flags = MERGE | FIN | 8;
 	REFUSED(causal_launch_part(&a, &pt, stream), "causal: unknown flags 0xb");
 
@@ -388,7 +388,7 @@ static void causal_cases(void *stream)
 	pt = (attn_gpu_part){0, 0, 0, 0, 0, FIN, NULL, 0, NULL, 0};
 	before = ncalls();
 	CHECK(causal_launch_split(&a, NULL, 0, stream) == ATTNRT_OK && ncalls() == before + 1);
-	e = (Launch){128, GY, 1, 0, N, N, 0, N, 0, 0, 0, FIN | EVEN};
+	e = (Launch){128, GY, 1, 0, N, N, 0, N, 0, 0, 0, FIN};
 	expect_launch(__LINE__, before, "causal_fwd_part", stream, &e);
 	free(ws), free(state);
 }
@@ -665,20 +665,20 @@ static void decode_cases(void *stream)
 	expect_memset(__LINE__, before, ws, 256, stream);
 	CHECK(ws[0] == 0 && ws[255] == 0 && ws[256] == 0xab);
 	/* 32768 keys in 50 parts: 656 rounded up to whole tiles */
-	Launch e = {2, B, 50, 0, M, 704, 0, 8, (uintptr_t)ws + 256, (uintptr_t)ws, 0, FIN | EVEN};
+	Launch e = {2, B, 50, 0, M, 704, 0, 8, (uintptr_t)ws + 256, (uintptr_t)ws, 0, FIN};
 	expect_launch(__LINE__, before + 1, "decode_fwd_part", stream, &e);
 	/* a workspace of 20 parts' makes 20 */
 	before = ncalls();
 	CHECK(decode_launch_split(&a, ws, split_bytes(ncta, 20), stream) == ATTNRT_OK);
 	CHECK(ncalls() == before + 2);
 	expect_memset(__LINE__, before, ws, 256, stream);
-	e = (Launch){2, B, 20, 0, M, 1664, 0, 8, (uintptr_t)ws + 256, (uintptr_t)ws, 0, FIN | EVEN};
+	e = (Launch){2, B, 20, 0, M, 1664, 0, 8, (uintptr_t)ws + 256, (uintptr_t)ws, 0, FIN};
 	expect_launch(__LINE__, before + 1, "decode_fwd_part", stream, &e);
 	/* too small for two: one part, nothing to zero */
 	before = ncalls();
 	CHECK(decode_launch_split(&a, ws, split_bytes(ncta, 2) - 1, stream) == ATTNRT_OK);
 	CHECK(ncalls() == before + 1);
-	e = (Launch){2, B, 1, 0, M, M, 0, 8, 0, 0, 0, FIN | EVEN};
+	e = (Launch){2, B, 1, 0, M, M, 0, 8, 0, 0, 0, FIN};
 	expect_launch(__LINE__, before, "decode_fwd_part", stream, &e);
 	/* explicit splits over some keys, states carried in */
 	unsigned char *state = buffer(st);
