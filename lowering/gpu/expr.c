@@ -39,7 +39,7 @@ typedef struct ExprCache {
 	struct {
 		const Expr *e;
 		char kind;
-		int slot;
+		int slot, sub; /* sub: computed in a subscript (clamped keys) */
 		PReg v;
 	} im[GPU_INDEX_MEMO];
 	int nim;
@@ -100,6 +100,16 @@ PReg gpu_index_value(KernelGen *g, int v)
 	switch (gpu_index_kind(g, v)) {
 	case 'q': return g->row;
 	case 's':
+		/* a padding key past the keys is clamped only where it addresses
+		** memory: elsewhere its value is masked out (key bounds and the
+		** stream's end stop at the keys), and the clamp cost a 64-bit
+		** compare and two selects per column of a masked tile */
+		if (!g->in_subscript && g->col_base.n && gpu_same_preg(g->col_of, g->col)) {
+			PReg k = gpu_reg(g, PC_B64);
+			gpu_op3(g, PTX_ADD, ".s64", po_r(k), po_r(g->col_base), po_i(g->col_off));
+			return k;
+		}
+		return g->col;
 	case 'e': return g->col;
 	case 'g': return g->grid[g->p->cls[g->node][v]];
 	default: return iconst(g, 0); /* not reachable for shapes gpu_shape accepts */
@@ -109,6 +119,7 @@ PReg gpu_index_value(KernelGen *g, int v)
 PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args)
 {
 	PReg off = iconst(g, 0);
+	g->in_subscript++;
 	for (int k = 0; k < t->rank; k++) {
 		PReg x = gpu_expr(g, args[k]);
 		PReg n = gpu_reg(g, PC_B64);
@@ -116,6 +127,7 @@ PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args)
 			po_r(off));
 		off = n;
 	}
+	g->in_subscript--;
 	int es = dtype_size(t->dtype);
 	PReg a = gpu_reg(g, PC_B64);
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(off), po_i(es), po_r(g->par.tptr[t->id]));
@@ -803,15 +815,16 @@ static PReg index_memo(KernelGen *g, const Expr *e, PReg (*eval)(KernelGen *, co
 	char k = e->type == VT_INT && g->elem >= 0 && !g->stage ? index_dep(g, e) : 0;
 	if (k != 'q' && k != 's')
 		return eval(g, e);
-	int slot = k == 'q' ? g->half : g->coloff;
+	int slot = k == 'q' ? g->half : g->coloff, sub = g->in_subscript > 0;
 	ExprCache *c = g->cache;
 	for (int i = 0; i < c->nim; i++)
-		if (c->im[i].e == e && c->im[i].kind == k && c->im[i].slot == slot)
+		if (c->im[i].e == e && c->im[i].kind == k && c->im[i].slot == slot &&
+		    c->im[i].sub == sub)
 			return c->im[i].v;
 	PReg v = eval(g, e);
 	if (c->nim < GPU_INDEX_MEMO)
 		c->im[c->nim].e = e, c->im[c->nim].kind = k, c->im[c->nim].slot = slot,
-		c->im[c->nim++].v = v;
+		c->im[c->nim].sub = sub, c->im[c->nim++].v = v;
 	return v;
 }
 

@@ -273,6 +273,11 @@ typedef struct KernelGen {
 	int node;      /* the plan node whose variables are in scope */
 	PReg row, col; /* b64 query row / key column (or e) of the element */
 	int elem;      /* tile element index (for SN_MAP values), or -1 */
+	/* a tile element's key before col's clamp into the keys, col_base +
+	** col_off (col_of: the col it goes with), for index arithmetic outside
+	** subscripts; the depth of subscripts being evaluated (gpu_addr) */
+	PReg col_base, col_of;
+	int col_off, in_subscript;
 	/* in a tile body: the key of the thread's column 0 (b64, j0 + 2 (lane %
 	** 4)) and the element's column offset from it, for float(j - i) */
 	PReg cbase;

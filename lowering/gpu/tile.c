@@ -28,6 +28,7 @@ static void scope_elem(KernelGen *g, TileState *t, int i, int el)
 {
 	g->node = i, g->elem = el, g->half = gpu_el_rs(el);
 	g->row = t->crows[g->half], g->col = key_of(g, t, el, 1);
+	g->col_base = t->cbase, g->col_off = g->coloff, g->col_of = g->col;
 	g->cbase = t->cbase, g->coloff = gpu_el_nt(el) * 8 + (el & 1);
 }
 
