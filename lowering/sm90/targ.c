@@ -24,13 +24,19 @@ static int one_window_wanted(const KernelShape *s)
 /* What the sm_90a kernels cannot take yet, as a reason (NULL: they can):
 ** masks that read data per tile need the tile table, whose scan the
 ** producer does not run; the 128-byte swizzle's panels need head dims that
-** are multiples of 64; a tensor map has at most five dimensions. */
+** are multiples of 64; a tensor map has at most five dimensions; K or V
+** rows placed through a gather (a paged cache) have no tensor map's box. */
 const char *sm90_refusal(const Plan *p, const KernelShape *s)
 {
 	KernelGen g = {.p = p, .c = p->c, .s = (KernelShape *)s, .t = &T_sm90};
 	if (gpu_table_wanted(&g))
 		return "masks that read data per key tile (document ids) are not yet taken by "
 		       "the sm_90a producer; --target=sm_80 takes them";
+	if (s->gathers)
+		return "K or V rows read through a gather (a paged KV cache's page table) are not "
+		       "yet taken by the sm_90a producer, whose TMA boxes need rows one stride "
+		       "apart; --target=sm_80 takes them (the default bundle runs its sm_80 "
+		       "kernel on Hopper)";
 	for (int k = 0; k < s->nqk; k++) {
 		if (s->qk[k].D % GPU_TMAP_INNER)
 			return "head dims that are not multiples of 64 are not yet taken by sm_90a";
