@@ -136,19 +136,26 @@ def paged_pool(lens, M, P, HKV, K, V):
 
 
 def flashinfer_decode(q, Kc, Vc, indptr, indices, last, HKV, P):
-    """FlashInfer's paged decode on the same pages, or None without it."""
+    """FlashInfer's paged decode on the same pages (a function that runs it),
+    None without flashinfer, or the error text where its planning fails."""
     try:
         import flashinfer
     except ImportError:
         return None
-    ws = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
-    w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
-    H = q.shape[1]
-    if hasattr(w, "plan"):
-        w.plan(indptr, indices, last, H, HKV, D, P, data_type=q.dtype)
+    try:
+        ws = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
+        w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
+        H = q.shape[1]
+        if not hasattr(w, "plan"):  # before 0.2: begin_forward / forward
+            w.begin_forward(indptr, indices, last, H, HKV, D, P, data_type=q.dtype)
+            return lambda: w.forward(q, (Kc, Vc))
+        try:
+            w.plan(indptr, indices, last, H, HKV, D, P, q_data_type=q.dtype, kv_data_type=Kc.dtype)
+        except TypeError:
+            w.plan(indptr, indices, last, H, HKV, D, P, data_type=q.dtype)
         return lambda: w.run(q, (Kc, Vc))
-    w.begin_forward(indptr, indices, last, H, HKV, D, P, data_type=q.dtype)
-    return lambda: w.forward(q, (Kc, Vc))
+    except Exception as e:
+        return str(e)[:200]
 
 
 def paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nbytes, stream):
@@ -180,7 +187,9 @@ def paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nby
                 rec(kind="paged", sys=tag + ("_split" if split else ""), shape=shape, page=P, B=B, HKV=HKV,
                     G=G, M=M, kv_tokens=sum(lens), ms=t, tbps=nbytes / t / 1e9, rel_l2=err, ok=bool(err < 1e-2))
         fi = flashinfer_decode(q, Kc, Vc, indptr, indices, last, HKV, P)
-        if fi is not None:
+        if isinstance(fi, str):
+            rec(kind="paged", sys="flashinfer", shape=shape, error=fi)
+        elif fi is not None:
             try:
                 out = fi()
                 err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
