@@ -1,6 +1,7 @@
 /*
 ** lowering/gpu/gather.c: K and V rows whose place follows the key through
-** index arithmetic or a gather, as a paged KV cache reads them:
+** index arithmetic or a gather (and Q rows whose place follows the query
+** row so), as a paged KV cache reads them:
 ** Kc[block[b, j / P], j % P, h / G, d] takes key j of sequence b from slot
 ** j % P of page block[b, j / P]. Such a read has no one row stride along
 ** the keys: a tile's loader adds to the read's fixed part (every subscript
@@ -13,18 +14,19 @@
 */
 #include "gpu.h"
 
-/* Subscript x of a read in node `node` follows the key through index
-** arithmetic of the key and grid indices, with i32 inputs read at such
-** subscripts (a gather); *reads set where it reads one. 0 where it names
-** another index (a query row, a contracted one) or reads a computed
-** tensor, which the loader cannot evaluate per row. */
-static int key_arith(const Plan *p, int node, const Expr *x, int *key, int *reads)
+/* Subscript x of a read in node `node` follows the tile's rows (`along`:
+** IDX_KEY or IDX_QUERY) through index arithmetic of those rows and grid
+** indices, with i32 inputs read at such subscripts (a gather); *key set
+** where it names the rows' index, *reads where it reads an input. 0 where
+** it names another index or reads a computed tensor, which the loader
+** cannot evaluate per row. */
+static int row_arith(const Plan *p, int node, const Expr *x, IndexKind along, int *key, int *reads)
 {
 	switch (x->kind) {
 	case EX_INDEX: {
 		IndexKind k = plan_index_kind(p, node, x->var);
-		*key |= k == IDX_KEY;
-		return k == IDX_KEY || k == IDX_GRID;
+		*key |= k == along;
+		return k == along || k == IDX_GRID;
 	}
 	case EX_ACCESS:
 		if (x->tensor->def || x->tensor->type != VT_INT)
@@ -43,41 +45,43 @@ static int key_arith(const Plan *p, int node, const Expr *x, int *key, int *read
 	if (x->type != VT_INT)
 		return 0;
 	for (int k = 0; k < x->nargs; k++)
-		if (!key_arith(p, node, x->args[k], key, reads))
+		if (!row_arith(p, node, x->args[k], along, key, reads))
 			return 0;
 	return 1;
 }
 
-int gpu_gather_subscript(const Plan *p, int node, const Expr *x)
+int gpu_gather_subscript(const Plan *p, int node, const Expr *x, IndexKind along)
 {
 	int key = 0, reads = 0;
-	return x->kind != EX_INDEX && key_arith(p, node, x, &key, &reads) && key;
+	return x->kind != EX_INDEX && row_arith(p, node, x, along, &key, &reads) && key;
 }
 
-/* Subscript k of read e follows the key (a plain key index included). */
-static int key_dependent(KernelGen *g, int node, const Expr *e, int k)
+/* Subscript k of read e follows the rows (a plain index of them included). */
+static int row_dependent(KernelGen *g, int node, const Expr *e, int k, IndexKind along)
 {
 	const Expr *x = e->args[k];
 	if (x->kind == EX_INDEX)
-		return plan_index_kind(g->p, node, x->var) == IDX_KEY;
-	return gpu_gather_subscript(g->p, node, x);
+		return plan_index_kind(g->p, node, x->var) == along;
+	return gpu_gather_subscript(g->p, node, x, along);
 }
 
-/* The address of e's fixed part: every key-dependent subscript taken as
-** 0 (the caller has set the row to the CTA's first, for a packed head). */
-PReg gpu_gather_base(KernelGen *g, int node, const Expr *e)
+/* The address of e's fixed part: every subscript that follows the rows
+** taken as 0 (the caller has set the row to the CTA's first, for a packed
+** head). */
+PReg gpu_gather_base(KernelGen *g, int node, const Expr *e, IndexKind along)
 {
 	Expr **args = ARENA_ARRAY(g->a, Expr *, e->nargs);
 	for (int k = 0; k < e->nargs; k++)
-		args[k] = key_dependent(g, node, e, k) ? expr_int(g->a, 0) : e->args[k];
+		args[k] = row_dependent(g, node, e, k, along) ? expr_int(g->a, 0) : e->args[k];
 	return gpu_addr(g, e->tensor, args);
 }
 
-/* The byte offset from e's fixed part of key j's row (b64), and in *ok
-** whether the row is copied: j below ext and every gathered index inside
-** its dimension. The key is clamped into [0, ext) first, so that the table
-** is read inside its own extent. */
-PReg gpu_gather_row(KernelGen *g, int node, const Expr *e, PReg j, PReg ext, PReg *ok)
+/* The byte offset from e's fixed part of row j's (a key or a query row, as
+** `along` says; b64), and in *ok whether the row is copied: j below ext and
+** every gathered index inside its dimension. j is clamped into [0, ext)
+** first, so that the table is read inside its own extent. */
+PReg gpu_gather_row(KernelGen *g, int node, const Expr *e, IndexKind along, PReg j, PReg ext,
+		    PReg *ok)
 {
 	PReg jc = gpu_reg(g, PC_B64), last = gpu_reg(g, PC_B64), zero = gpu_reg(g, PC_B64);
 	gpu_op3(g, PTX_SUB, ".s64", po_r(last), po_r(ext), po_i(1));
@@ -87,14 +91,18 @@ PReg gpu_gather_row(KernelGen *g, int node, const Expr *e, PReg j, PReg ext, PRe
 	*ok = gpu_reg(g, PC_PRED);
 	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(*ok), po_r(j), po_r(ext));
 	int snode = g->node, selem = g->elem;
-	PReg scol = g->col;
-	g->node = node, g->col = jc, g->elem = -1;
+	PReg scol = g->col, srow = g->row;
+	g->node = node, g->elem = -1;
+	if (along == IDX_KEY)
+		g->col = jc;
+	else
+		g->row = jc;
 	PReg off = zero;
 	for (int k = 0; k < e->nargs - 1; k++) {
-		if (!key_dependent(g, node, e, k))
+		if (!row_dependent(g, node, e, k, along))
 			continue;
 		int key = 0, reads = 0;
-		key_arith(g->p, node, e->args[k], &key, &reads);
+		row_arith(g->p, node, e->args[k], along, &key, &reads);
 		PReg x = gpu_expr(g, e->args[k]);
 		if (reads) {
 			PReg n = gpu_expr(g, e->tensor->shape[k]), in = gpu_reg(g, PC_PRED);
@@ -106,7 +114,7 @@ PReg gpu_gather_row(KernelGen *g, int node, const Expr *e, PReg j, PReg ext, PRe
 			po_r(g->par.stride[e->tensor->id][k]), po_r(off));
 		off = o;
 	}
-	g->node = snode, g->col = scol, g->elem = selem;
+	g->node = snode, g->col = scol, g->row = srow, g->elem = selem;
 	PReg bytes = gpu_reg(g, PC_B64);
 	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(bytes), po_r(off), po_i(dtype_size(e->tensor->dtype)));
 	return bytes;

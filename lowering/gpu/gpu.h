@@ -121,7 +121,7 @@ typedef struct QKContraction {
 	const Expr *a, *b; /* the two input reads; a has the query index, b the key index */
 	int dvar;          /* the contracted variable of the node */
 	long D;
-	int bgather; /* b's rows are placed through a gather (gather.c) */
+	int agather, bgather; /* a's, b's rows are placed through a gather (gather.c) */
 } QKContraction;
 
 typedef struct PVContraction {
@@ -151,7 +151,7 @@ typedef struct KernelShape {
 	const Expr *vreads[GPU_MAXG]; /* distinct V reads */
 	int nvreads;
 	int vgather[GPU_MAXG]; /* a V read's rows are placed through a gather (gather.c) */
-	int gathers;           /* some K or V read is (the targets that take it) */
+	int gathers;           /* some Q, K or V read is (the targets that take it) */
 	long DV;
 	/* the target's tile-size choice: 0 its first, others after ptxas spilled
 	** (GpuTarget.retune) */
@@ -386,14 +386,16 @@ PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args); /* byte address
 PReg gpu_pconst(KernelGen *g, int v);                            /* a constant predicate */
 PReg gpu_fconst(KernelGen *g, float v);                          /* an f32 constant */
 /* gather.c: K and V reads whose rows follow the key through index
-** arithmetic or a gather (Kc[block[b, j / P], j % P, ..]) */
+** arithmetic or a gather (Kc[block[b, j / P], j % P, ..]), and Q reads whose
+** rows follow the query row so; `along` is IDX_KEY or IDX_QUERY */
 /* Subscript x of node's read is such arithmetic (not a plain index). */
-int gpu_gather_subscript(const Plan *p, int node, const Expr *x);
-/* The address of the read's fixed part (key-dependent subscripts as 0). */
-PReg gpu_gather_base(KernelGen *g, int node, const Expr *e);
-/* Key j's row offset in bytes from that base; *ok: j < ext and every
+int gpu_gather_subscript(const Plan *p, int node, const Expr *x, IndexKind along);
+/* The address of the read's fixed part (row-dependent subscripts as 0). */
+PReg gpu_gather_base(KernelGen *g, int node, const Expr *e, IndexKind along);
+/* Row j's offset in bytes from that base; *ok: j < ext and every
 ** gathered index inside its dimension (else zero-fill the row). */
-PReg gpu_gather_row(KernelGen *g, int node, const Expr *e, PReg j, PReg ext, PReg *ok);
+PReg gpu_gather_row(KernelGen *g, int node, const Expr *e, IndexKind along, PReg j, PReg ext,
+		    PReg *ok);
 /* divide.c: s64 floor a / b or a % b; div is b's expression where the caller has it
 ** (a divisor dim's magic triple, a power of two), else NULL */
 PReg gpu_floordiv(KernelGen *g, PReg a, PReg b, const Expr *div, int mod);

@@ -28,9 +28,10 @@ static int packed_head(const Plan *p, int node, const Expr *x, int qcls, const E
 
 /* An input read whose subscripts are grid expressions except one plain
 ** `want` index and, last and plain, `last` (K and V reads may also take a
-** packed head q / X, see packed_head). A K or V read (gather non-NULL) may
-** instead place its rows through index arithmetic of the key or a gather
-** (a paged cache's Kc[block[b, j / P], j % P, ..], gather.c): *gather set. */
+** packed head q / X, see packed_head). With gather non-NULL the read may
+** instead place its rows through index arithmetic of its row index (the
+** key or the query row) or a gather (a paged cache's Kc[block[b, j / P],
+** j % P, ..], gather.c): *gather set. */
 static int operand(const Plan *p, int node, const Expr *e, int want_cls, int last_var, int qcls,
 		   int scls, const Expr **pack, int *gather)
 {
@@ -50,7 +51,8 @@ static int operand(const Plan *p, int node, const Expr *e, int want_cls, int las
 		}
 		if (packed_head(p, node, x, qcls, pack))
 			continue;
-		if (gather && want_cls == scls && gpu_gather_subscript(p, node, x)) {
+		if (gather &&
+		    gpu_gather_subscript(p, node, x, want_cls == scls ? IDX_KEY : IDX_QUERY)) {
 			follows = 1;
 			continue;
 		}
@@ -179,14 +181,14 @@ static const Expr *gathered_read(const Expr *e)
 }
 
 /* Why node n's gather is not one the kernels take, naming the read and
-** its line: they place only K and V rows through one. */
+** its line: they place only Q, K and V rows through one. */
 static const char *gather_reason(Arena *a, const Node *n, const Expr *r)
 {
 	return arena_printf(a,
 			    "%s: '%s' is read through a gather at line %d that the GPU kernels "
-			    "do not take: they gather only the rows of K and V, through i32 "
-			    "inputs read at the key and grid indices (K[block[b, j / P], j %% P, "
-			    "..]); --target=cpu runs it",
+			    "do not take: they gather only the rows of Q, K and V, through i32 "
+			    "inputs read at their row's index and grid indices (K[block[b, j / "
+			    "P], j %% P, ..]); --target=cpu runs it",
 			    n->out->name, r->tensor->name, r->loc.line);
 }
 
@@ -263,13 +265,13 @@ static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 		return head_dim_reason(a, n, "contracted", n->vars[d].extent);
 	for (int side = 0; side < 2; side++) {
 		const Expr *qa = strip(b->args[side]), *kb = strip(b->args[!side]);
-		int kg = 0;
-		if (operand(p, i, qa, s->qcls, d, s->qcls, s->scls, NULL, NULL) &&
+		int qg = 0, kg = 0;
+		if (operand(p, i, qa, s->qcls, d, s->qcls, s->scls, NULL, &qg) &&
 		    operand(p, i, kb, s->scls, d, s->qcls, s->scls, &s->pack, &kg)) {
 			if (s->nqk == GPU_MAXG)
 				return "more than two contractions with K";
-			s->qk[s->nqk] = (QKContraction){qa, kb, d, D, kg};
-			s->gathers |= kg;
+			s->qk[s->nqk] = (QKContraction){qa, kb, d, D, qg, kg};
+			s->gathers |= qg | kg;
 			s->node[i] = (ShapeNode){SN_GEMM1, s->nqk++};
 			return NULL;
 		}

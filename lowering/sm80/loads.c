@@ -36,7 +36,7 @@ static int row_position(KernelGen *g, int gnode, const Expr *acc, int rowcls)
 /* The loader of a tile of `rows` rows of read acc (node gnode) along class
 ** rowcls, width elements each, into shared memory at sbase + soff with
 ** rows sstride bytes apart: each thread's chunks and their addresses.
-** With `gather` the read's rows follow the key through a gather. */
+** With `gather` the read's rows follow their index through a gather. */
 static void tile_load_setup(KernelGen *g, TileLoad *L, int gnode, const Expr *acc, int rowcls,
 			    int rows, long width, uint32_t soff, uint32_t sstride, PReg sbase,
 			    PReg tid, int gather)
@@ -58,7 +58,9 @@ static void tile_load_setup(KernelGen *g, TileLoad *L, int gnode, const Expr *ac
 	if (rowcls != g->s->qcls)
 		g->row = g->q0; /* a packed K/V head is q0 / X for all the CTA's rows */
 	L->gacc = gather ? acc : NULL, L->gnode = gnode;
-	L->base = gather ? gpu_gather_base(g, gnode, acc) : gpu_addr(g, acc->tensor, acc->args);
+	L->along = rowcls == g->s->scls ? IDX_KEY : IDX_QUERY;
+	L->base =
+	    gather ? gpu_gather_base(g, gnode, acc, L->along) : gpu_addr(g, acc->tensor, acc->args);
 	g->row = saverow, g->col = savecol;
 	PReg col = gpu_reg(g, PC_B64);
 	L->row0 = gpu_reg(g, PC_B64), L->loff = gpu_reg(g, PC_B64),
@@ -89,7 +91,7 @@ static void tile_load_setup(KernelGen *g, TileLoad *L, int gnode, const Expr *ac
 	gpu_op3(g, PTX_ADD, ".u32", po_r(L->saddr), po_r(L->saddr), po_i(soff));
 }
 
-/* One 16-byte chunk of a gathered read (L->gacc): key grow's row offset
+/* One 16-byte chunk of a gathered read (L->gacc): row grow's offset
 ** through the gather from colbase (the read's fixed part plus the chunk's
 ** column) into shared address dst; a row the gather does not copy (past
 ** ext, or a gathered index outside the tensor) is zero-filled from the
@@ -97,7 +99,7 @@ static void tile_load_setup(KernelGen *g, TileLoad *L, int gnode, const Expr *ac
 static void gather_chunk(KernelGen *g, const TileLoad *L, PReg grow, PReg colbase, PReg ext,
 			 PtxOpnd dst)
 {
-	PReg ok, off = gpu_gather_row(g, L->gnode, L->gacc, grow, ext, &ok);
+	PReg ok, off = gpu_gather_row(g, L->gnode, L->gacc, L->along, grow, ext, &ok);
 	PReg a = gpu_reg(g, PC_B64), p = gpu_reg(g, PC_B64), t = gpu_reg(g, PC_B64),
 	     bytes = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_ADD, ".s64", po_r(a), po_r(colbase), po_r(off));
@@ -147,34 +149,35 @@ static void tile_load_general(KernelGen *g, const TileLoad *L, PReg first, PReg 
 }
 
 /* A gathered tile (L->gacc) where D/8 divides the block. A warp's
-** threads copy chunks of 16 of the tile's rows: per = 32 / cpr first rows
-** row0 (cpr chunks a row), each with the rows row0 + step it. So lane l
-** evaluates the gather of one of them, warp * per + (l % 16) % per + step
-** ((l % 16) / per): one table read per thread and tile instead of one per
-** chunk, and few registers live across the copies. Each chunk takes its
-** row's offset and byte count (16, or 0 for a row not copied) from the
-** lane that computed them, lane / cpr + per it, by shuffles (the copies
-** run in every lane of a warp alike). */
+** threads copy chunks of R = rows / 4 of the tile's rows (16 of a K or V
+** tile, 16 or 32 of Q's): per = 32 / cpr first rows row0 (cpr chunks a
+** row), each with the rows row0 + step it. So lane l evaluates the gather
+** of one of them, warp * per + (l % R) % per + step ((l % R) / per): one
+** table read per thread and tile instead of one per chunk, and few
+** registers live across the copies. Each chunk takes its row's offset and
+** byte count (16, or 0 for a row not copied) from the lane that computed
+** them, lane / cpr + per it, by shuffles (the copies run in every lane of
+** a warp alike). */
 static void tile_load_gathered(KernelGen *g, const TileLoad *L, PReg first, PReg ext,
 			       uint32_t soff_extra)
 {
-	int per = (int)(32 / L->cpr);
-	PReg tid = gpu_reg(g, PC_B32), lane = gpu_reg(g, PC_B32), l16 = gpu_reg(g, PC_B32),
+	int per = (int)(32 / L->cpr), rows = per * L->n;
+	PReg tid = gpu_reg(g, PC_B32), lane = gpu_reg(g, PC_B32), lr = gpu_reg(g, PC_B32),
 	     r = gpu_reg(g, PC_B32), t = gpu_reg(g, PC_B32), r64 = gpu_reg(g, PC_B64),
 	     j = gpu_reg(g, PC_B64);
 	gpu_op2(g, PTX_MOV, ".u32", po_r(tid), po_sym("%tid.x"));
 	gpu_op3(g, PTX_AND, ".b32", po_r(lane), po_r(tid), po_i(31));
-	gpu_op3(g, PTX_AND, ".b32", po_r(l16), po_r(lane), po_i(15));
-	/* the lane's row: warp * per + l16 % per + step * (l16 / per) */
+	gpu_op3(g, PTX_AND, ".b32", po_r(lr), po_r(lane), po_i(rows - 1));
+	/* the lane's row: warp * per + lr % per + step * (lr / per), lr = l % R */
 	gpu_op3(g, PTX_SHR, ".u32", po_r(r), po_r(tid), po_i(5));
 	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(r), po_r(r), po_i(per));
-	gpu_op3(g, PTX_AND, ".b32", po_r(t), po_r(l16), po_i(per - 1));
+	gpu_op3(g, PTX_AND, ".b32", po_r(t), po_r(lr), po_i(per - 1));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(r), po_r(r), po_r(t));
-	gpu_op3(g, PTX_SHR, ".u32", po_r(t), po_r(l16), po_i(gpu_log2(per)));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(t), po_r(lr), po_i(gpu_log2(per)));
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(r), po_r(t), po_i(L->step), po_r(r));
 	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(r64), po_r(r));
 	gpu_op3(g, PTX_ADD, ".s64", po_r(j), po_r(first), po_r(r64));
-	PReg ok, off = gpu_gather_row(g, L->gnode, L->gacc, j, ext, &ok);
+	PReg ok, off = gpu_gather_row(g, L->gnode, L->gacc, L->along, j, ext, &ok);
 	PReg lo = gpu_reg(g, PC_B32), hi = gpu_reg(g, PC_B32), nb = gpu_reg(g, PC_B32),
 	     k0 = gpu_reg(g, PC_B32);
 	PReg pair[2] = {lo, hi};
@@ -378,7 +381,7 @@ int sm80_setup_loads(KernelGen *g, int table)
 			if (s->node[i].kind == SN_GEMM1 && s->node[i].gemm == k)
 				node = i;
 		tile_load_setup(g, &k8->lq[k], node, s->qk[k].a, s->qcls, g->cta_rows, s->qk[k].D,
-				sm->q[k], sm->qs[k], sbase, tid, 0);
+				sm->q[k], sm->qs[k], sbase, tid, s->qk[k].agather);
 		if (!qlate)
 			tile_load(g, &k8->lq[k], g->q0, g->qext, 0, 0);
 		tile_load_setup(g, &k8->lk[k], node, s->qk[k].b, s->scls, GPU_BN, s->qk[k].D,

@@ -50,6 +50,7 @@ typedef struct TileLoad {
 	** base is its fixed part, each row's offset evaluated per chunk */
 	const Expr *gacc;
 	int gnode;
+	IndexKind along; /* the rows: keys (K, V) or query rows (Q) */
 } TileLoad;
 
 /* Q fragments of one contraction: in registers (qf[m][kk], loaded once), or

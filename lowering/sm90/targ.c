@@ -33,7 +33,8 @@ const char *sm90_refusal(const Plan *p, const KernelShape *s)
 		return "masks that read data per key tile (document ids) are not yet taken by "
 		       "the sm_90a producer; --target=sm_80 takes them";
 	if (s->gathers)
-		return "K or V rows read through a gather (a paged KV cache's page table) are not "
+		return "Q, K or V rows read through a gather (a paged KV cache's page table) are "
+		       "not "
 		       "yet taken by the sm_90a producer, whose TMA boxes need rows one stride "
 		       "apart; --target=sm_80 takes them (the default bundle runs its sm_80 "
 		       "kernel on Hopper)";
