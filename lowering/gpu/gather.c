@@ -119,3 +119,53 @@ PReg gpu_gather_row(KernelGen *g, int node, const Expr *e, IndexKind along, PReg
 	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(bytes), po_r(off), po_i(dtype_size(e->tensor->dtype)));
 	return bytes;
 }
+
+/* Each lane of the 128 copying threads (tid32: 0 to 127) evaluates one of
+** the rows its warp copies, where cpr (chunks of 16 bytes a row) divides
+** 32: the threads copy chunks in order, so a warp's threads hold per = 32 /
+** cpr first rows row0 (warp * per + lane / cpr), each with the rows row0 +
+** step it, it < n: R = per n rows a warp (16 of a 64-row tile, 32 of a
+** 128-row one). Lane l takes row warp * per + (l % R) % per + step ((l % R)
+** / per) from first, and the chunks take its offset and byte count by
+** shuffles (gpu_gather_take): one table read per thread and tile instead
+** of one per chunk, and few registers live across the copies. */
+void gpu_gather_lanes(KernelGen *g, int node, const Expr *e, IndexKind along, PReg tid32, long cpr,
+		      int n, int step, PReg first, PReg ext, GatherLanes *gl)
+{
+	int per = (int)(32 / cpr), rows = per * n;
+	PReg lane = gpu_reg(g, PC_B32), lr = gpu_reg(g, PC_B32), r = gpu_reg(g, PC_B32),
+	     t = gpu_reg(g, PC_B32), r64 = gpu_reg(g, PC_B64), j = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_AND, ".b32", po_r(lane), po_r(tid32), po_i(31));
+	gpu_op3(g, PTX_AND, ".b32", po_r(lr), po_r(lane), po_i(rows - 1));
+	/* the lane's row: warp * per + lr % per + step * (lr / per), lr = l % R */
+	gpu_op3(g, PTX_SHR, ".u32", po_r(r), po_r(tid32), po_i(5));
+	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(r), po_r(r), po_i(per));
+	gpu_op3(g, PTX_AND, ".b32", po_r(t), po_r(lr), po_i(per - 1));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(r), po_r(r), po_r(t));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(t), po_r(lr), po_i(gpu_log2(per)));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(r), po_r(t), po_i(step), po_r(r));
+	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(r64), po_r(r));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(j), po_r(first), po_r(r64));
+	PReg ok, off = gpu_gather_row(g, node, e, along, j, ext, &ok);
+	gl->lo = gpu_reg(g, PC_B32), gl->hi = gpu_reg(g, PC_B32), gl->nb = gpu_reg(g, PC_B32);
+	gl->k0 = gpu_reg(g, PC_B32), gl->per = per;
+	PReg pair[2] = {gl->lo, gl->hi};
+	gpu_op2(g, PTX_MOV, ".b64", po_vec(pair, 2), po_r(off));
+	gpu_op4(g, PTX_SELP, ".b32", po_r(gl->nb), po_i(16), po_i(0), po_r(ok));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(gl->k0), po_r(lane), po_i(gpu_log2(cpr)));
+}
+
+/* Chunk it's row offset (b64, from the read's fixed part) and byte count
+** (b32: 16, or 0 for a row not copied), from the lane that evaluated that
+** row: lane / cpr + per it. Every lane of the warp runs it alike. */
+void gpu_gather_take(KernelGen *g, const GatherLanes *gl, int it, PReg *off, PReg *bytes)
+{
+	PReg src = gpu_reg(g, PC_B32), l = gpu_reg(g, PC_B32), h = gpu_reg(g, PC_B32);
+	*bytes = gpu_reg(g, PC_B32), *off = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_ADD, ".u32", po_r(src), po_r(gl->k0), po_i(gl->per * it));
+	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(l), po_r(gl->lo), po_r(src), po_i(31), po_i(-1));
+	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(h), po_r(gl->hi), po_r(src), po_i(31), po_i(-1));
+	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(*bytes), po_r(gl->nb), po_r(src), po_i(31), po_i(-1));
+	PReg got[2] = {l, h};
+	gpu_op2(g, PTX_MOV, ".b64", po_r(*off), po_vec(got, 2));
+}

@@ -396,6 +396,15 @@ PReg gpu_gather_base(KernelGen *g, int node, const Expr *e, IndexKind along);
 ** gathered index inside its dimension (else zero-fill the row). */
 PReg gpu_gather_row(KernelGen *g, int node, const Expr *e, IndexKind along, PReg j, PReg ext,
 		    PReg *ok);
+/* A tile's rows evaluated one per lane of the 128 copying threads, for
+** their chunks to take by shuffles (where cpr divides 32; gather.c). */
+typedef struct GatherLanes {
+	PReg lo, hi, nb, k0; /* the lane's row offset, byte count, lane / cpr */
+	int per;
+} GatherLanes;
+void gpu_gather_lanes(KernelGen *g, int node, const Expr *e, IndexKind along, PReg tid32, long cpr,
+		      int n, int step, PReg first, PReg ext, GatherLanes *gl);
+void gpu_gather_take(KernelGen *g, const GatherLanes *gl, int it, PReg *off, PReg *bytes);
 /* divide.c: s64 floor a / b or a % b; div is b's expression where the caller has it
 ** (a divisor dim's magic triple, a power of two), else NULL */
 PReg gpu_floordiv(KernelGen *g, PReg a, PReg b, const Expr *div, int mod);

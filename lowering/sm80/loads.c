@@ -148,56 +148,24 @@ static void tile_load_general(KernelGen *g, const TileLoad *L, PReg first, PReg 
 	}
 }
 
-/* A gathered tile (L->gacc) where D/8 divides the block. A warp's
-** threads copy chunks of R = rows / 4 of the tile's rows (16 of a K or V
-** tile, 16 or 32 of Q's): per = 32 / cpr first rows row0 (cpr chunks a
-** row), each with the rows row0 + step it. So lane l evaluates the gather
-** of one of them, warp * per + (l % R) % per + step ((l % R) / per): one
-** table read per thread and tile instead of one per chunk, and few
-** registers live across the copies. Each chunk takes its row's offset and
-** byte count (16, or 0 for a row not copied) from the lane that computed
-** them, lane / cpr + per it, by shuffles (the copies run in every lane of
-** a warp alike). */
+/* A gathered tile (L->gacc) where D/8 divides the block: each lane
+** evaluates one of its warp's rows, and each chunk takes its row's offset
+** and byte count by shuffles (gpu_gather_lanes); a row not copied reads 0
+** bytes from the tensor's own pointer. */
 static void tile_load_gathered(KernelGen *g, const TileLoad *L, PReg first, PReg ext,
 			       uint32_t soff_extra)
 {
-	int per = (int)(32 / L->cpr), rows = per * L->n;
-	PReg tid = gpu_reg(g, PC_B32), lane = gpu_reg(g, PC_B32), lr = gpu_reg(g, PC_B32),
-	     r = gpu_reg(g, PC_B32), t = gpu_reg(g, PC_B32), r64 = gpu_reg(g, PC_B64),
-	     j = gpu_reg(g, PC_B64);
+	PReg tid = gpu_reg(g, PC_B32);
 	gpu_op2(g, PTX_MOV, ".u32", po_r(tid), po_sym("%tid.x"));
-	gpu_op3(g, PTX_AND, ".b32", po_r(lane), po_r(tid), po_i(31));
-	gpu_op3(g, PTX_AND, ".b32", po_r(lr), po_r(lane), po_i(rows - 1));
-	/* the lane's row: warp * per + lr % per + step * (lr / per), lr = l % R */
-	gpu_op3(g, PTX_SHR, ".u32", po_r(r), po_r(tid), po_i(5));
-	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(r), po_r(r), po_i(per));
-	gpu_op3(g, PTX_AND, ".b32", po_r(t), po_r(lr), po_i(per - 1));
-	gpu_op3(g, PTX_ADD, ".u32", po_r(r), po_r(r), po_r(t));
-	gpu_op3(g, PTX_SHR, ".u32", po_r(t), po_r(lr), po_i(gpu_log2(per)));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(r), po_r(t), po_i(L->step), po_r(r));
-	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(r64), po_r(r));
-	gpu_op3(g, PTX_ADD, ".s64", po_r(j), po_r(first), po_r(r64));
-	PReg ok, off = gpu_gather_row(g, L->gnode, L->gacc, L->along, j, ext, &ok);
-	PReg lo = gpu_reg(g, PC_B32), hi = gpu_reg(g, PC_B32), nb = gpu_reg(g, PC_B32),
-	     k0 = gpu_reg(g, PC_B32);
-	PReg pair[2] = {lo, hi};
-	gpu_op2(g, PTX_MOV, ".b64", po_vec(pair, 2), po_r(off));
-	gpu_op4(g, PTX_SELP, ".b32", po_r(nb), po_i(16), po_i(0), po_r(ok));
-	gpu_op3(g, PTX_SHR, ".u32", po_r(k0), po_r(lane), po_i(gpu_log2(L->cpr)));
+	GatherLanes gl;
+	gpu_gather_lanes(g, L->gnode, L->gacc, L->along, tid, L->cpr, L->n, L->step, first, ext,
+			 &gl);
 	PReg p = gpu_reg(g, PC_B64), tp = gpu_reg(g, PC_B64);
 	gpu_op2(g, PTX_LD, ".param.u64", po_r(p), po_memsym(L->pname, 0));
 	gpu_op2(g, PTX_CVTA, ".to.global.u64", po_r(tp), po_r(p));
 	for (int it = 0; it < L->n; it++) {
-		PReg src = gpu_reg(g, PC_B32), l = gpu_reg(g, PC_B32), h = gpu_reg(g, PC_B32),
-		     bytes = gpu_reg(g, PC_B32), o = gpu_reg(g, PC_B64), a = gpu_reg(g, PC_B64),
-		     in = gpu_reg(g, PC_PRED);
-		gpu_op3(g, PTX_ADD, ".u32", po_r(src), po_r(k0), po_i(per * it));
-		gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(l), po_r(lo), po_r(src), po_i(31), po_i(-1));
-		gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(h), po_r(hi), po_r(src), po_i(31), po_i(-1));
-		gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(bytes), po_r(nb), po_r(src), po_i(31),
-			po_i(-1));
-		PReg got[2] = {l, h};
-		gpu_op2(g, PTX_MOV, ".b64", po_r(o), po_vec(got, 2));
+		PReg o, bytes, a = gpu_reg(g, PC_B64), in = gpu_reg(g, PC_PRED);
+		gpu_gather_take(g, &gl, it, &o, &bytes);
 		gpu_op3(g, PTX_ADD, ".s64", po_r(a), po_r(L->baseoff), po_r(o));
 		gpu_op3(g, PTX_SETP, ".ne.u32", po_r(in), po_r(bytes), po_i(0));
 		gpu_op4(g, PTX_SELP, ".b64", po_r(a), po_r(a), po_r(tp), po_r(in));
