@@ -14,7 +14,8 @@ Bandwidth counts the K and V bytes a decode step must read once,
 copy ceiling is a device-to-device copy of 2 GiB (read + write bytes / time).
 Every attnc output is checked against SDPA's (rel L2 below 1e-2).
 
-Paged rows (gen/paged_decode.c: examples/paged_decode.attn with --parts): the
+Paged rows (gen/paged_decode.c: examples/paged_decode.attn with --parts, and
+gen/paged_decode80.c, sm_80's kernel alone, where present): the
 same sequences and kv lengths in a paged cache of P = 16 and 64 slots a page,
 Kc[NP, P, HKV, D] (FlashInfer's NHD layout), each sequence's pages a random
 permutation of the pool, shared by none; attnc's plain and split launches
@@ -225,6 +226,8 @@ def main():
     plibs = []
     if os.path.exists(os.path.join(HERE, "gen", "paged_decode.c")):
         plibs.append(("attnc_paged", library("paged_decode", "paged_decode")))
+    if os.path.exists(os.path.join(HERE, "gen", "paged_decode80.c")):
+        plibs.append(("attnc_paged_sm80", library("paged_decode80", "paged_decode")))
     stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     big = torch.empty(1 << 30, dtype=torch.int16, device="cuda")
     dst = torch.empty_like(big)
@@ -308,8 +311,9 @@ def main():
     if plibs:
         pg = {(r.get("shape"), r["sys"]): r for r in rows if r.get("kind") == "paged" and "tbps" in r}
         lines.append("")
-        lines.append("%-15s %8s %8s %8s %9s %8s %10s %6s" % ("paged shape", "attnc", "split", "anchor", "anchor_is",
-                                                           "/contig", "split/anch", "ok"))
+        lines.append("%-15s %8s %8s %8s %8s %9s %8s %10s %6s" % ("paged shape", "attnc", "split", "split80",
+                                                                "anchor", "anchor_is", "/contig", "split/anch",
+                                                                "ok"))
         for label, *_ in shapes():
             for P in (16, 64):
                 sh = "%s_p%d" % (label, P)
@@ -317,8 +321,8 @@ def main():
                 an = "flashinfer" if g("flashinfer") else "sdpa_gathered"
                 s, a, c = g("attnc_paged_split"), g(an), by.get((label, "attnc_split"), {}).get("tbps")
                 fmt = lambda x: "%8.2f" % x if x else "%8s" % "-"
-                lines.append("%-15s %s %s %s %9s %8s %10s %6s" % (
-                    sh, fmt(g("attnc_paged")), fmt(s), fmt(a), an if a else "-",
+                lines.append("%-15s %s %s %s %s %9s %8s %10s %6s" % (
+                    sh, fmt(g("attnc_paged")), fmt(s), fmt(g("attnc_paged_sm80_split")), fmt(a), an if a else "-",
                     "%.2f" % (s / c) if s and c else "-", "%.2f" % (s / a) if s and a else "-",
                     pg.get((sh, "attnc_paged_split"), {}).get("ok")))
         lines.append("paged: TB/s of the same K+V bytes (copy ceiling %.2f TB/s); /contig: split over the "
