@@ -14,6 +14,17 @@ Bandwidth counts the K and V bytes a decode step must read once,
 copy ceiling is a device-to-device copy of 2 GiB (read + write bytes / time).
 Every attnc output is checked against SDPA's (rel L2 below 1e-2).
 
+Paged rows (gen/paged_decode.c: examples/paged_decode.attn with --parts, and
+gen/paged_decode80.c, sm_80's kernel alone, where present): the
+same sequences and kv lengths in a paged cache of P = 16 and 64 slots a page,
+Kc[NP, P, HKV, D] (FlashInfer's NHD layout), each sequence's pages a random
+permutation of the pool, shared by none; attnc's plain and split launches
+read K and V through the page table. The anchor is FlashInfer's
+BatchDecodeWithPagedKVCacheWrapper on the same pages where flashinfer is
+importable, else SDPA (FlashAttention-2 backend) on the contiguous tensors
+the pages were filled from (what the same step costs without paging). The
+same K and V bytes count for the bandwidth.
+
 usage: python3 decode.py     writes DATE-COMMIT-decode/{meta,decode}.json and
 decode.txt under $OUT (bench/rundir.sh, bench/results/README.md)
 """
@@ -64,8 +75,8 @@ def bench(fn):
     return do_bench(fn, warmup=50, rep=300, return_mode="median")
 
 
-def library(name="decode"):
-    """gen/NAME.c (the cascade `decode`) built with the runtime into lib/NAME.so."""
+def library(name="decode", casc="decode"):
+    """gen/NAME.c (the cascade `casc`) built with the runtime into lib/NAME.so."""
     so = os.path.join(HERE, "lib", name + ".so")
     os.makedirs(os.path.dirname(so), exist_ok=True)
     rt = [os.path.join(HERE, "runtime", f) for f in os.listdir(os.path.join(HERE, "runtime"))
@@ -74,8 +85,8 @@ def library(name="decode"):
                     os.path.join(HERE, "gen", name + ".c")] + rt + ["-ldl", "-lpthread", "-lm", "-o", so],
                    check=True)
     lib = ctypes.CDLL(so)
-    lib.decode_launch_generic.restype = ctypes.c_int
-    lib.decode_launch_part_generic.restype = ctypes.c_int
+    getattr(lib, casc + "_launch_generic").restype = ctypes.c_int
+    getattr(lib, casc + "_launch_part_generic").restype = ctypes.c_int
     lib.attnrt_last_error.restype = ctypes.c_char_p
     return lib
 
@@ -95,6 +106,109 @@ def shapes():
             ("balanced16", 16, 8, 4, mean, [mean] * 16)]
 
 
+def paged_pool(lens, M, P, HKV, K, V):
+    """K and V (B, HKV, M, D) moved into a paged cache of P slots a page: each
+    sequence gets ceil(kv_len / P) pages of a random permutation of the pool
+    (no page shared), its table padded with page 0 past them. Returns the
+    caches (NP, P, HKV, D), the table (B, MAXP) and FlashInfer's indptr,
+    indices and last page lengths."""
+    g = torch.Generator().manual_seed(11)
+    need = [(n + P - 1) // P for n in lens]
+    NP = max(sum(need), 1)
+    MAXP = (M + P - 1) // P
+    perm = torch.randperm(NP, generator=g).to(torch.int32)
+    B = len(lens)
+    block = torch.zeros(B, MAXP, dtype=torch.int32)
+    indptr, at = [0], 0
+    for b in range(B):
+        block[b, :need[b]] = perm[at:at + need[b]]
+        at += need[b]
+        indptr.append(at)
+    Kc = torch.zeros(NP, P, HKV, D, device="cuda", dtype=K.dtype)
+    Vc = torch.zeros_like(Kc)
+    for b in range(B):
+        n = lens[b]
+        pages = block[b, :need[b]].long().cuda()
+        j = torch.arange(n, device="cuda")
+        Kc[pages[j // P], j % P] = K[b, :, :n].transpose(0, 1)
+        Vc[pages[j // P], j % P] = V[b, :, :n].transpose(0, 1)
+    last = torch.tensor([(n - 1) % P + 1 if n else 0 for n in lens], dtype=torch.int32)
+    return Kc, Vc, block.cuda(), torch.tensor(indptr, dtype=torch.int32).cuda(), perm[:at].cuda(), last.cuda()
+
+
+def flashinfer_decode(q, Kc, Vc, indptr, indices, last, HKV, P):
+    """FlashInfer's paged decode on the same pages (a function that runs it),
+    None without flashinfer, or the error text where its planning fails."""
+    try:
+        import flashinfer
+    except ImportError:
+        return None
+    try:
+        ws = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
+        w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
+        H = q.shape[1]
+        if not hasattr(w, "plan"):  # before 0.2: begin_forward / forward
+            w.begin_forward(indptr, indices, last, H, HKV, D, P, data_type=q.dtype)
+            return lambda: w.forward(q, (Kc, Vc))
+        try:
+            w.plan(indptr, indices, last, H, HKV, D, P, q_data_type=q.dtype, kv_data_type=Kc.dtype)
+        except TypeError:
+            w.plan(indptr, indices, last, H, HKV, D, P, data_type=q.dtype)
+        return lambda: w.run(q, (Kc, Vc))
+    except Exception as e:
+        return str(e)[:200]
+
+
+def paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nbytes, stream):
+    """The paged rows of one shape: attnc plain and split, and the anchor."""
+    H = HKV * G
+    for P in (16, 64):
+        Kc, Vc, block, indptr, indices, last = paged_pool(lens, M, P, HKV, K, V)
+        NP, MAXP = Kc.shape[0], block.shape[1]
+        kv = torch.tensor(lens, dtype=torch.int32, device="cuda")
+        o = torch.empty(B, H, D, device="cuda", dtype=torch.bfloat16)
+        lse = torch.empty(B, H, device="cuda", dtype=torch.float32)
+        ptrs = (ctypes.c_void_p * 8)(*[t.data_ptr() for t in (q, Kc, Vc, block, kv, o, lse)])
+        dims = (ctypes.c_long * 7)(B, HKV, G, NP, P, MAXP, D)
+        params = (ctypes.c_double * 1)(D ** -0.5)
+        part = Part(0, 0, 0, 0, 0, 2, ws.data_ptr(), ws_bytes, None, 0)
+        shape = "%s_p%d" % (label, P)
+        for tag, lib in plibs:
+            for split in (0, 1):
+                def run(lib=lib, split=split):
+                    rc = (lib.paged_decode_launch_part_generic(ptrs, None, dims, params, ctypes.byref(part), stream())
+                          if split else lib.paged_decode_launch_generic(ptrs, None, dims, params, stream()))
+                    if rc:
+                        raise RuntimeError(lib.attnrt_last_error().decode())
+                o.fill_(float("nan"))
+                run()
+                torch.cuda.synchronize()
+                err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
+                t = bench(run)
+                rec(kind="paged", sys=tag + ("_split" if split else ""), shape=shape, page=P, B=B, HKV=HKV,
+                    G=G, M=M, kv_tokens=sum(lens), ms=t, tbps=nbytes / t / 1e9, rel_l2=err, ok=bool(err < 1e-2))
+        fi = flashinfer_decode(q, Kc, Vc, indptr, indices, last, HKV, P)
+        if isinstance(fi, str):
+            rec(kind="paged", sys="flashinfer", shape=shape, error=fi)
+        elif fi is not None:
+            try:
+                out = fi()
+                err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+                t = bench(fi)
+                rec(kind="paged", sys="flashinfer", shape=shape, page=P, B=B, HKV=HKV, G=G, M=M,
+                    kv_tokens=sum(lens), ms=t, tbps=nbytes / t / 1e9, rel_l2=err)
+            except Exception as e:
+                rec(kind="paged", sys="flashinfer", shape=shape, error=str(e)[:200])
+        elif len(set(lens)) == 1:
+            qs = q[:, :, None, :]
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                t = bench(lambda: F.scaled_dot_product_attention(qs, K, V, enable_gqa=True))
+            rec(kind="paged", sys="sdpa_gathered", shape=shape, page=P, B=B, HKV=HKV, G=G, M=M,
+                kv_tokens=sum(lens), ms=t, tbps=nbytes / t / 1e9)
+        del Kc, Vc, block, o, lse
+        torch.cuda.empty_cache()
+
+
 def main():
     env = dict(os.environ, OUT=OUT)
     env.setdefault("DEVICE", torch.cuda.get_device_name())
@@ -108,6 +222,12 @@ def main():
     # which of the bundle's images decodes faster
     if os.path.exists(os.path.join(HERE, "gen", "decode80.c")):
         libs.append(("attnc_sm80", library("decode80")))
+    # the paged cache (gen/paged_decode.c), where prepared
+    plibs = []
+    if os.path.exists(os.path.join(HERE, "gen", "paged_decode.c")):
+        plibs.append(("attnc_paged", library("paged_decode", "paged_decode")))
+    if os.path.exists(os.path.join(HERE, "gen", "paged_decode80.c")):
+        plibs.append(("attnc_paged_sm80", library("paged_decode80", "paged_decode")))
     stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     big = torch.empty(1 << 30, dtype=torch.int16, device="cuda")
     dst = torch.empty_like(big)
@@ -170,6 +290,8 @@ def main():
                         ms=t, tbps=nbytes / t / 1e9)
                 except Exception as e:
                     rec(kind="decode", sys=name, shape=label, error=str(e)[:200])
+        if plibs:
+            paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nbytes, stream)
         del q, K, V, o, lse, ref
         torch.cuda.empty_cache()
     json.dump(rows, open(os.path.join(run, "decode.json"), "w"), indent=1)
@@ -186,6 +308,26 @@ def main():
             by.get((label, "attnc_split"), {}).get("ok")))
     lines.append("TB/s of K+V read; copy ceiling %.2f TB/s; %s %s %s %s" % (
         copy_tbps, meta.get("target"), meta.get("device"), meta.get("commit"), meta.get("date")))
+    if plibs:
+        pg = {(r.get("shape"), r["sys"]): r for r in rows if r.get("kind") == "paged" and "tbps" in r}
+        lines.append("")
+        lines.append("%-15s %8s %8s %8s %8s %9s %8s %10s %6s" % ("paged shape", "attnc", "split", "split80",
+                                                                "anchor", "anchor_is", "/contig", "split/anch",
+                                                                "ok"))
+        for label, *_ in shapes():
+            for P in (16, 64):
+                sh = "%s_p%d" % (label, P)
+                g = lambda s: pg.get((sh, s), {}).get("tbps")
+                an = "flashinfer" if g("flashinfer") else "sdpa_gathered"
+                s, a, c = g("attnc_paged_split"), g(an), by.get((label, "attnc_split"), {}).get("tbps")
+                fmt = lambda x: "%8.2f" % x if x else "%8s" % "-"
+                lines.append("%-15s %s %s %s %s %9s %8s %10s %6s" % (
+                    sh, fmt(g("attnc_paged")), fmt(s), fmt(g("attnc_paged_sm80_split")), fmt(a), an if a else "-",
+                    "%.2f" % (s / c) if s and c else "-", "%.2f" % (s / a) if s and a else "-",
+                    pg.get((sh, "attnc_paged_split"), {}).get("ok")))
+        lines.append("paged: TB/s of the same K+V bytes (copy ceiling %.2f TB/s); /contig: split over the "
+                     "contiguous split; anchor: FlashInfer's paged decode, else SDPA FA2 on the contiguous "
+                     "tensors" % copy_tbps)
     open(os.path.join(run, "decode.txt"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -64,6 +64,12 @@ done
 # states, for split-KV
 "$ATTNC" --target=$TARGET --parts examples/decode.attn -o "$DIR/gen/decode"
 "$ATTNC" --target=sm_80 --parts examples/decode.attn -o "$DIR/gen/decode80"
+# decode over a paged cache (bench/decode.py's paged rows), and as
+# paged_decode80 sm_80's kernel alone (the other image on a Hopper device);
+# a target that refused gathers would give the sm_80 kernel for both
+"$ATTNC" --target=$TARGET --parts examples/paged_decode.attn -o "$DIR/gen/paged_decode" 2> /dev/null ||
+	"$ATTNC" --target=sm_80 --parts examples/paged_decode.attn -o "$DIR/gen/paged_decode"
+"$ATTNC" --target=sm_80 --parts examples/paged_decode.attn -o "$DIR/gen/paged_decode80"
 # neighbourhood attention (bench/neighborhood.py): the 2-D and 3-D examples
 # (and as NAME80, sm_80 alone: the other image on a Hopper device)
 for n in neighborhood2d neighborhood3d; do

@@ -14,6 +14,8 @@
 **   shift.c     relative-position biases taken from one row per row block
 **   expr.c      expressions as PTX values (per element, row, output)
 **   divide.c    integer floor division and modulo (magic triples of dims)
+**   gather.c    K and V rows placed through index arithmetic or a gather
+**               (a paged KV cache's page table): per-row addresses
 **   ranges.c    ranges of i32 data over a tile's rows or keys
 **   hoist.c     moving straight-line code into the kernel's prologue
 **   tileclass.c interval tests of masks over a tile (always / never)
@@ -121,6 +123,7 @@ typedef struct QKContraction {
 	const Expr *a, *b; /* the two input reads; a has the query index, b the key index */
 	int dvar;          /* the contracted variable of the node */
 	long D;
+	int agather, bgather; /* a's, b's rows are placed through a gather (gather.c) */
 } QKContraction;
 
 typedef struct PVContraction {
@@ -149,6 +152,8 @@ typedef struct KernelShape {
 	int npv;
 	const Expr *vreads[GPU_MAXG]; /* distinct V reads */
 	int nvreads;
+	int vgather[GPU_MAXG]; /* a V read's rows are placed through a gather (gather.c) */
+	int gathers;           /* some Q, K or V read is (the targets that take it) */
 	long DV;
 	/* the target's tile-size choice: 0 its first, others after ptxas spilled
 	** (GpuTarget.retune) */
@@ -389,6 +394,26 @@ PReg gpu_load(KernelGen *g, const Tensor *t, Expr *const *args);
 PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args); /* byte address (b64) */
 PReg gpu_pconst(KernelGen *g, int v);                            /* a constant predicate */
 PReg gpu_fconst(KernelGen *g, float v);                          /* an f32 constant */
+/* gather.c: K and V reads whose rows follow the key through index
+** arithmetic or a gather (Kc[block[b, j / P], j % P, ..]), and Q reads whose
+** rows follow the query row so; `along` is IDX_KEY or IDX_QUERY */
+/* Subscript x of node's read is such arithmetic (not a plain index). */
+int gpu_gather_subscript(const Plan *p, int node, const Expr *x, IndexKind along);
+/* The address of the read's fixed part (row-dependent subscripts as 0). */
+PReg gpu_gather_base(KernelGen *g, int node, const Expr *e, IndexKind along);
+/* Row j's offset in bytes from that base; *ok: j < ext and every
+** gathered index inside its dimension (else zero-fill the row). */
+PReg gpu_gather_row(KernelGen *g, int node, const Expr *e, IndexKind along, PReg j, PReg ext,
+		    PReg *ok);
+/* A tile's rows evaluated one per lane of the 128 copying threads, for
+** their chunks to take by shuffles (where cpr divides 32; gather.c). */
+typedef struct GatherLanes {
+	PReg lo, hi, nb, k0; /* the lane's row offset, byte count, lane / cpr */
+	int per;
+} GatherLanes;
+void gpu_gather_lanes(KernelGen *g, int node, const Expr *e, IndexKind along, PReg tid32, long cpr,
+		      int n, int step, PReg first, PReg ext, GatherLanes *gl);
+void gpu_gather_take(KernelGen *g, const GatherLanes *gl, int it, PReg *off, PReg *bytes);
 /* divide.c: s64 floor a / b or a % b; div is b's expression where the caller has it
 ** (a divisor dim's magic triple, a power of two), else NULL; small: a is known
 ** to lie in [0, 2^31) (gpu_small_dividend), and divides in 32 bits */

@@ -28,9 +28,12 @@ static int packed_head(const Plan *p, int node, const Expr *x, int qcls, const E
 
 /* An input read whose subscripts are grid expressions except one plain
 ** `want` index and, last and plain, `last` (K and V reads may also take a
-** packed head q / X, see packed_head). */
+** packed head q / X, see packed_head). With gather non-NULL the read may
+** instead place its rows through index arithmetic of its row index (the
+** key or the query row) or a gather (a paged cache's Kc[block[b, j / P],
+** j % P, ..], gather.c): *gather set. */
 static int operand(const Plan *p, int node, const Expr *e, int want_cls, int last_var, int qcls,
-		   int scls, const Expr **pack)
+		   int scls, const Expr **pack, int *gather)
 {
 	if (e->kind != EX_ACCESS || e->tensor->def || e->tensor->type != VT_FLOAT || e->nargs < 2)
 		return 0;
@@ -39,7 +42,7 @@ static int operand(const Plan *p, int node, const Expr *e, int want_cls, int las
 	const Expr *l = e->args[e->nargs - 1];
 	if (l->kind != EX_INDEX || l->var != last_var)
 		return 0;
-	int seen = 0;
+	int seen = 0, follows = 0;
 	for (int k = 0; k < e->nargs - 1; k++) {
 		const Expr *x = e->args[k];
 		if (x->kind == EX_INDEX && p->cls[node][x->var] == want_cls) {
@@ -48,12 +51,19 @@ static int operand(const Plan *p, int node, const Expr *e, int want_cls, int las
 		}
 		if (packed_head(p, node, x, qcls, pack))
 			continue;
+		if (gather &&
+		    gpu_gather_subscript(p, node, x, want_cls == scls ? IDX_KEY : IDX_QUERY)) {
+			follows = 1;
+			continue;
+		}
 		unsigned long long vs = expr_vars(x);
 		for (int v = 0; v < 64; v++)
 			if ((vs >> v & 1) && plan_index_kind(p, node, v) != IDX_GRID)
 				return 0;
 	}
-	return seen == 1;
+	if (gather)
+		*gather = follows;
+	return follows ? seen <= 1 : seen == 1;
 }
 
 static const Expr *strip(const Expr *e)
@@ -144,6 +154,44 @@ static void split_row_factors(Arena *a, const Expr *x, int sv, const Expr **xj, 
 	*xj = reads_key ? x : NULL, *xr = reads_key ? NULL : x;
 }
 
+/* e reads some tensor. */
+static int reads_any(const Expr *e)
+{
+	if (e->kind == EX_ACCESS)
+		return 1;
+	for (int k = 0; k < e->nargs; k++)
+		if (reads_any(e->args[k]))
+			return 1;
+	return 0;
+}
+
+/* The first access in e whose subscripts read a tensor (a gather), or NULL. */
+static const Expr *gathered_read(const Expr *e)
+{
+	if (!e)
+		return NULL;
+	for (int k = 0; k < e->nargs; k++) {
+		if (e->kind == EX_ACCESS && reads_any(e->args[k]))
+			return e;
+		const Expr *r = gathered_read(e->args[k]);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+/* Why node n's gather is not one the kernels take, naming the read and
+** its line: they place only Q, K and V rows through one. */
+static const char *gather_reason(Arena *a, const Node *n, const Expr *r)
+{
+	return arena_printf(a,
+			    "%s: '%s' is read through a gather at line %d that the GPU kernels "
+			    "do not take: they gather only the rows of Q, K and V, through i32 "
+			    "inputs read at their row's index and grid indices (K[block[b, j / "
+			    "P], j %% P, ..]); --target=cpu runs it",
+			    node_what(a, n), r->tensor->name, r->loc.line);
+}
+
 static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 {
 	const Node *n = p->c->nodes.v[i];
@@ -159,7 +207,8 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 			evar = v;
 	for (int side = 0; side < 2; side++) {
 		const Expr *v = strip(b->args[side]), *x = b->args[!side];
-		if (!operand(p, i, v, p->cls[i][sv], evar, s->qcls, s->scls, &s->pack))
+		int vg = 0;
+		if (!operand(p, i, v, p->cls[i][sv], evar, s->qcls, s->scls, &s->pack, &vg))
 			continue;
 		if (expr_vars(x) & (1ull << evar))
 			continue;
@@ -187,47 +236,22 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 			if (s->nvreads == GPU_MAXG)
 				return "more than two V tensors";
 			pv->vslot = s->nvreads;
+			s->vgather[s->nvreads] = vg, s->gathers |= vg;
 			s->vreads[s->nvreads++] = v;
 		}
 		s->node[i] = (ShapeNode){SN_GEMM2, s->npv++};
 		return NULL;
 	}
+	const Expr *gr = gathered_read(b);
+	if (gr)
+		return gather_reason(a, n, gr);
 	return arena_printf(a, "%s: no factor of its body reads V at the key and value indices",
 			    node_what(a, n));
-}
-
-/* e reads some tensor. */
-static int reads_any(const Expr *e)
-{
-	if (e->kind == EX_ACCESS)
-		return 1;
-	for (int k = 0; k < e->nargs; k++)
-		if (reads_any(e->args[k]))
-			return 1;
-	return 0;
-}
-
-/* e has an access whose subscripts read a tensor (a gather: a page table). */
-static int gathers(const Expr *e)
-{
-	if (!e)
-		return 0;
-	for (int k = 0; k < e->nargs; k++)
-		if (e->kind == EX_ACCESS ? reads_any(e->args[k]) : gathers(e->args[k]))
-			return 1;
-	return 0;
 }
 
 static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 {
 	const Node *n = p->c->nodes.v[i];
-	if (gathers(n->body))
-		return arena_printf(
-		    a,
-		    "%s: an operand is read through a gather (a page table, "
-		    "K[block[b, j / P], j %% P, ..]); the GPU kernels do not gather "
-		    "yet (--target=cpu runs it)",
-		    node_what(a, n));
 	if (n->red != RED_SUM || n->nred != 1)
 		return arena_printf(a, "%s: a reduction inside a tile must be one sum (Q K^T)",
 				    node_what(a, n));
@@ -241,15 +265,20 @@ static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 		return head_dim_reason(a, n, "contracted", n->vars[d].extent);
 	for (int side = 0; side < 2; side++) {
 		const Expr *qa = strip(b->args[side]), *kb = strip(b->args[!side]);
-		if (operand(p, i, qa, s->qcls, d, s->qcls, s->scls, NULL) &&
-		    operand(p, i, kb, s->scls, d, s->qcls, s->scls, &s->pack)) {
+		int qg = 0, kg = 0;
+		if (operand(p, i, qa, s->qcls, d, s->qcls, s->scls, NULL, &qg) &&
+		    operand(p, i, kb, s->scls, d, s->qcls, s->scls, &s->pack, &kg)) {
 			if (s->nqk == GPU_MAXG)
 				return "more than two contractions with K";
-			s->qk[s->nqk] = (QKContraction){qa, kb, d, D};
+			s->qk[s->nqk] = (QKContraction){qa, kb, d, D, qg, kg};
+			s->gathers |= qg | kg;
 			s->node[i] = (ShapeNode){SN_GEMM1, s->nqk++};
 			return NULL;
 		}
 	}
+	const Expr *gr = gathered_read(b);
+	if (gr)
+		return gather_reason(a, n, gr);
 	return arena_printf(
 	    a,
 	    "%s: the operands must be bf16/f16 inputs read as Q[.., i, .., d] and K[.., j, .., d] "

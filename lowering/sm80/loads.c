@@ -33,9 +33,13 @@ static int row_position(KernelGen *g, int gnode, const Expr *acc, int rowcls)
 	return 0;
 }
 
+/* The loader of a tile of `rows` rows of read acc (node gnode) along class
+** rowcls, width elements each, into shared memory at sbase + soff with
+** rows sstride bytes apart: each thread's chunks and their addresses.
+** With `gather` the read's rows follow their index through a gather. */
 static void tile_load_setup(KernelGen *g, TileLoad *L, int gnode, const Expr *acc, int rowcls,
 			    int rows, long width, uint32_t soff, uint32_t sstride, PReg sbase,
-			    PReg tid)
+			    PReg tid, int gather)
 {
 	long cpr = width / 8; /* chunks per row */
 	L->n = (int)(rows * cpr / GPU_THREADS);
@@ -53,7 +57,10 @@ static void tile_load_setup(KernelGen *g, TileLoad *L, int gnode, const Expr *ac
 	g->row = g->col = zero;
 	if (rowcls != g->s->qcls)
 		g->row = g->q0; /* a packed K/V head is q0 / X for all the CTA's rows */
-	L->base = gpu_addr(g, acc->tensor, acc->args);
+	L->gacc = gather ? acc : NULL, L->gnode = gnode;
+	L->along = rowcls == g->s->scls ? IDX_KEY : IDX_QUERY;
+	L->base =
+	    gather ? gpu_gather_base(g, gnode, acc, L->along) : gpu_addr(g, acc->tensor, acc->args);
 	g->row = saverow, g->col = savecol;
 	PReg col = gpu_reg(g, PC_B64);
 	L->row0 = gpu_reg(g, PC_B64), L->loff = gpu_reg(g, PC_B64),
@@ -66,7 +73,10 @@ static void tile_load_setup(KernelGen *g, TileLoad *L, int gnode, const Expr *ac
 	gpu_op3(g, PTX_REM, ".u32", po_r(c32), po_r(L->tid32), po_i(cpr));
 	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(L->row0), po_r(r32));
 	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(col), po_r(c32));
-	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(L->loff), po_r(L->row0), po_r(L->rowstride));
+	if (gather) /* the rows' offsets come from the gather, per chunk */
+		gpu_op2(g, PTX_MOV, ".b64", po_r(L->loff), po_i(0));
+	else
+		gpu_op3(g, PTX_MUL, ".lo.s64", po_r(L->loff), po_r(L->row0), po_r(L->rowstride));
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(L->loff), po_r(col), po_i(16), po_r(L->loff));
 	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(L->stepbytes), po_r(L->rowstride), po_i(L->step));
 	L->baseoff = gpu_reg(g, PC_B64);
@@ -79,6 +89,25 @@ static void tile_load_setup(KernelGen *g, TileLoad *L, int gnode, const Expr *ac
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(L->saddr), po_r(gpu_u32(g, col)), po_i(16),
 		po_r(L->saddr));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(L->saddr), po_r(L->saddr), po_i(soff));
+}
+
+/* One 16-byte chunk of a gathered read (L->gacc): row grow's offset
+** through the gather from colbase (the read's fixed part plus the chunk's
+** column) into shared address dst; a row the gather does not copy (past
+** ext, or a gathered index outside the tensor) is zero-filled from the
+** tensor's first element. */
+static void gather_chunk(KernelGen *g, const TileLoad *L, PReg grow, PReg colbase, PReg ext,
+			 PtxOpnd dst)
+{
+	PReg ok, off = gpu_gather_row(g, L->gnode, L->gacc, L->along, grow, ext, &ok);
+	PReg a = gpu_reg(g, PC_B64), p = gpu_reg(g, PC_B64), t = gpu_reg(g, PC_B64),
+	     bytes = gpu_reg(g, PC_B32);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(a), po_r(colbase), po_r(off));
+	gpu_op2(g, PTX_LD, ".param.u64", po_r(p), po_memsym(L->pname, 0));
+	gpu_op2(g, PTX_CVTA, ".to.global.u64", po_r(t), po_r(p));
+	gpu_op4(g, PTX_SELP, ".b64", po_r(a), po_r(a), po_r(t), po_r(ok));
+	gpu_op4(g, PTX_SELP, ".b32", po_r(bytes), po_i(16), po_i(0), po_r(ok));
+	gpu_op4(g, PTX_CP_ASYNC, ".cg.shared.global", dst, po_mem(a, 0), po_i(16), po_r(bytes));
 }
 
 /* The general case: chunk c = it*128 + tid is (c / cpr, c % cpr). */
@@ -97,6 +126,16 @@ static void tile_load_general(KernelGen *g, const TileLoad *L, PReg first, PReg 
 		PReg grow = gpu_reg(g, PC_B64), ok = gpu_reg(g, PC_PRED), a = gpu_reg(g, PC_B64),
 		     bytes = gpu_reg(g, PC_B32), sa = gpu_reg(g, PC_B32);
 		gpu_op3(g, PTX_ADD, ".s64", po_r(grow), po_r(first), po_r(r64));
+		if (L->gacc) {
+			PReg cb = gpu_reg(g, PC_B64);
+			gpu_op4(g, PTX_MAD, ".lo.s64", po_r(cb), po_r(c64), po_i(16),
+				po_r(L->base));
+			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(sa), po_r(r), po_i(L->sstride),
+				po_r(sdst));
+			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(sa), po_r(col), po_i(16), po_r(sa));
+			gather_chunk(g, L, grow, cb, ext, po_mem(sa, 0));
+			continue;
+		}
 		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(ok), po_r(grow), po_r(ext));
 		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(r64), po_r(L->rowstride), po_r(tile));
 		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(c64), po_i(16), po_r(a));
@@ -106,6 +145,34 @@ static void tile_load_general(KernelGen *g, const TileLoad *L, PReg first, PReg 
 		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(sa), po_r(col), po_i(16), po_r(sa));
 		gpu_op4(g, PTX_CP_ASYNC, ".cg.shared.global", po_mem(sa, 0), po_mem(a, 0), po_i(16),
 			po_r(bytes));
+	}
+}
+
+/* A gathered tile (L->gacc) where D/8 divides the block: each lane
+** evaluates one of its warp's rows, and each chunk takes its row's offset
+** and byte count by shuffles (gpu_gather_lanes); a row not copied reads 0
+** bytes from the tensor's own pointer. */
+static void tile_load_gathered(KernelGen *g, const TileLoad *L, PReg first, PReg ext,
+			       uint32_t soff_extra)
+{
+	PReg tid = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_MOV, ".u32", po_r(tid), po_sym("%tid.x"));
+	GatherLanes gl;
+	gpu_gather_lanes(g, L->gnode, L->gacc, L->along, tid, L->cpr, L->n, L->step, first, ext,
+			 &gl);
+	PReg p = gpu_reg(g, PC_B64), tp = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_LD, ".param.u64", po_r(p), po_memsym(L->pname, 0));
+	gpu_op2(g, PTX_CVTA, ".to.global.u64", po_r(tp), po_r(p));
+	for (int it = 0; it < L->n; it++) {
+		PReg o, bytes, a = gpu_reg(g, PC_B64), in = gpu_reg(g, PC_PRED);
+		gpu_gather_take(g, &gl, it, &o, &bytes);
+		gpu_op3(g, PTX_ADD, ".s64", po_r(a), po_r(L->baseoff), po_r(o));
+		gpu_op3(g, PTX_SETP, ".ne.u32", po_r(in), po_r(bytes), po_i(0));
+		gpu_op4(g, PTX_SELP, ".b64", po_r(a), po_r(a), po_r(tp), po_r(in));
+		gpu_op4(g, PTX_CP_ASYNC, ".cg.shared.global",
+			po_mem(L->saddr, (int32_t)(soff_extra +
+						   (uint32_t)it * (uint32_t)L->step * L->sstride)),
+			po_mem(a, 0), po_i(16), po_r(bytes));
 	}
 }
 
@@ -120,6 +187,10 @@ static void tile_load(KernelGen *g, const TileLoad *L, PReg first, PReg ext, uin
 		PReg d = gpu_reg(g, PC_B32);
 		gpu_op3(g, PTX_ADD, ".u32", po_r(d), po_r(L->sbase), po_i(L->soff + soff_extra));
 		tile_load_general(g, L, first, ext, d);
+		return;
+	}
+	if (L->gacc) {
+		tile_load_gathered(g, L, first, ext, soff_extra);
 		return;
 	}
 	/* src = first * rowstride + baseoff, with first a multiple of step (and
@@ -278,11 +349,11 @@ int sm80_setup_loads(KernelGen *g, int table)
 			if (s->node[i].kind == SN_GEMM1 && s->node[i].gemm == k)
 				node = i;
 		tile_load_setup(g, &k8->lq[k], node, s->qk[k].a, s->qcls, g->cta_rows, s->qk[k].D,
-				sm->q[k], sm->qs[k], sbase, tid);
+				sm->q[k], sm->qs[k], sbase, tid, s->qk[k].agather);
 		if (!qlate)
 			tile_load(g, &k8->lq[k], g->q0, g->qext, 0, 0);
 		tile_load_setup(g, &k8->lk[k], node, s->qk[k].b, s->scls, GPU_BN, s->qk[k].D,
-				sm->k[k], sm->ks[k], sbase, tid);
+				sm->k[k], sm->ks[k], sbase, tid, s->qk[k].bgather);
 		k8->kaddr[k] = sm80_lane_addr(g, sbase, sm->k[k], sm->ks[k], 0);
 	}
 	for (int v = 0; v < s->nvreads; v++) {
@@ -291,7 +362,7 @@ int sm80_setup_loads(KernelGen *g, int table)
 			if (s->node[i].kind == SN_GEMM2 && s->pv[s->node[i].gemm].vslot == v)
 				node = i;
 		tile_load_setup(g, &k8->lv[v], node, s->vreads[v], s->scls, GPU_BN, s->DV, sm->v[v],
-				sm->vs, sbase, tid);
+				sm->vs, sbase, tid, s->vgather[v]);
 		k8->vaddr[v] = sm80_lane_addr(g, sbase, sm->v[v], sm->vs, 1);
 	}
 	if (!qlate)

@@ -46,6 +46,11 @@ typedef struct TileLoad {
 	const char *pname; /* the tensor's pointer parameter: a valid address */
 	int stepshift;     /* log2(step) */
 	int aligned;       /* tile starts are multiples of step (K and V tiles) */
+	/* a read whose rows follow the key through a gather (gpu/gather.c):
+	** base is its fixed part, each row's offset evaluated per chunk */
+	const Expr *gacc;
+	int gnode;
+	IndexKind along; /* the rows: keys (K, V) or query rows (Q) */
 } TileLoad;
 
 /* Q fragments of one contraction: in registers (qf[m][kk], loaded once), or

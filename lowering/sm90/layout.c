@@ -36,7 +36,8 @@ static int row_dim(KernelGen *g, int node, const Expr *e, int cls)
 }
 
 /* A tensor map for read e: its box is GPU_TMAP_INNER elements along the
-** last dimension, rows along rowdim, 1 elsewhere. */
+** last dimension, rows along rowdim, 1 elsewhere. A gathered read has no
+** map (the producer copies it with cp.async, gather.c). */
 static void add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls, uint32_t rows,
 		    uint32_t box_rows, long inner)
 {
@@ -44,6 +45,10 @@ static void add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls, 
 	r->e = e, r->node = node, r->rows = rows;
 	r->rowdim = row_dim(g, node, e, cls);
 	r->panels = (int)(inner / GPU_TMAP_INNER);
+	if (cls == s->scls && sm90_gathered(s)) {
+		r->map = -1;
+		return;
+	}
 	r->map = s->ntmaps++;
 	GpuTmap *m = &s->tmap[r->map];
 	m->tensor = e->tensor->id, m->rank = e->tensor->rank;
@@ -102,9 +107,10 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	}
 	k9->stage_bytes = st;
 	k9->stage_tx = 0;
-	for (int k = 0; k < s->nqk; k++)
+	for (int k = 0; k < s->nqk && !sm90_gathered(s); k++)
 		k9->stage_tx += GPU_BN * (uint32_t)s->qk[k].D * 2;
-	k9->stage_tx += (uint32_t)s->nvreads * GPU_BN * (uint32_t)s->DV * 2;
+	if (!sm90_gathered(s))
+		k9->stage_tx += (uint32_t)s->nvreads * GPU_BN * (uint32_t)s->DV * 2;
 	k9->stage0 = off;
 	int ns = SM90_MAX_STAGES;
 	while (ns > 2 && off + (uint32_t)ns * st + 1024 > SM90_SMEM)

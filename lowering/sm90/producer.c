@@ -124,14 +124,23 @@ static void load_q(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 
 /* The producer's loop: per tile of the stream, the stage's empty wait (of
 ** the phase before the current one: a fresh barrier passes it), the full
-** barrier armed with the stage's bytes, K and V copied. */
+** barrier armed with the stage's bytes, K and V copied. Gathered K and V
+** (gather.c): every producer thread runs the loop, copies its chunks and
+** arrives on the full barrier as they land; no bytes are armed. */
 static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 {
 	const KernelShape *s = g->s;
+	int gathered = sm90_gathered(s);
 	PReg fk[GPU_MAXG][GPU_TMAP_MAX_RANK], fv[GPU_MAXG][GPU_TMAP_MAX_RANK];
-	for (int k = 0; k < s->nqk; k++)
+	PReg tid32 = {0}, colbase[2 * GPU_MAXG], col[2 * GPU_MAXG];
+	if (gathered) {
+		tid32 = gpu_reg(g, PC_B32);
+		gpu_op2(g, PTX_MOV, ".u32", po_r(tid32), po_sym("%tid.x"));
+		sm90_gather_setup(g, tid32, colbase, col);
+	}
+	for (int k = 0; k < s->nqk && !gathered; k++)
 		fixed_coords(g, &k9->k[k], fk[k]);
-	for (int v = 0; v < s->nvreads; v++)
+	for (int v = 0; v < s->nvreads && !gathered; v++)
 		fixed_coords(g, &k9->v[v], fv[v]);
 	PReg start = gpu_reg(g, PC_B64), j0 = gpu_reg(g, PC_B64), nxt = gpu_reg(g, PC_B64),
 	     any = gpu_reg(g, PC_PRED), all = gpu_reg(g, PC_PRED);
@@ -154,18 +163,21 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 	gpu_op3(g, PTX_ADD, ".u32", po_r(eb), po_r(eb), po_i(k9->empty));
 	gpu_op3(g, PTX_XOR, ".b32", po_r(eph), po_r(ph), po_i(1));
 	sm90_wait(g, eb, eph);
-	gpu_op3(g, PTX_MBAR_ARRIVE, ".expect_tx.shared::cta.b64", po_sym("_"), po_mem(fb, 0),
-		po_i(k9->stage_tx));
+	if (!gathered)
+		gpu_op3(g, PTX_MBAR_ARRIVE, ".expect_tx.shared::cta.b64", po_sym("_"),
+			po_mem(fb, 0), po_i(k9->stage_tx));
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(sa), po_r(stage), po_i(k9->stage_bytes),
 		po_r(g->sbase));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(sa), po_r(sa), po_i(k9->stage0));
+	if (gathered)
+		sm90_gather_copy(g, tid32, colbase, col, j0, sa, fb);
 	PReg j32 = gpu_u32(g, j0);
-	for (int k = 0; k < s->nqk; k++)
+	for (int k = 0; k < s->nqk && !gathered; k++)
 		for (int p = 0; p < k9->k[k].panels; p++)
 			tma_copy(g, &k9->k[k], maps[k9->k[k].map], fk[k], j32, p,
 				 saddr(g, sa, k9->k[k].off + (uint32_t)p * GPU_BN * SM90_PANEL_ROW),
 				 fb);
-	for (int v = 0; v < s->nvreads; v++)
+	for (int v = 0; v < s->nvreads && !gathered; v++)
 		for (int p = 0; p < k9->v[v].panels; p++)
 			tma_copy(g, &k9->v[v], maps[k9->v[v].map], fv[v], j32, p,
 				 saddr(g, sa, k9->v[v].off + (uint32_t)p * GPU_BN * SM90_PANEL_ROW),
@@ -175,6 +187,11 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 	gpu_scan(g, &sc, nxt, j0, any, all);
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lloop));
 	ptx_label(g->f, Ldone);
+	if (gathered) {
+		/* no thread ends with its copies in flight (cp.async.wait_all) */
+		gpu_op0(g, PTX_CP_COMMIT, "");
+		gpu_op1(g, PTX_CP_WAIT, "", po_i(0));
+	}
 }
 
 /* The role split, after the grid decode (every thread has the CTA's place):
@@ -195,9 +212,12 @@ void sm90_producer(KernelGen *g)
 	gpu_op1(g, PTX_BRA, "", po_label(Linit));
 	ptx_guard(g->f, t0, 0);
 	gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64", po_mem(g->sbase, (int32_t)k9->qbar), po_i(1));
+	int gathered = sm90_gathered(s);
 	for (int st = 0; st < k9->nstages; st++) {
+		/* gathered tiles: one arrival per producer thread (gather.c) */
 		gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64",
-			po_mem(g->sbase, (int32_t)(k9->full + 8 * st)), po_i(1));
+			po_mem(g->sbase, (int32_t)(k9->full + 8 * st)),
+			po_i(gathered ? GPU_THREADS : 1));
 		gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64",
 			po_mem(g->sbase, (int32_t)(k9->empty + 8 * st)),
 			po_i(gpu_warps(g->t) * 32));
@@ -208,18 +228,26 @@ void sm90_producer(KernelGen *g)
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(cons), po_r(tid), po_i(GPU_THREADS));
 	gpu_op1(g, PTX_BRA, "", po_label(Lcons));
 	ptx_guard(g->f, cons, 0);
-	/* the producer warpgroup */
-	gpu_op1(g, PTX_SETMAXNREG, ".dec.sync.aligned.u32", po_i(SM90_PRODUCER_REGS));
-	int Lexit = ptx_new_label(g->f);
-	gpu_op1(g, PTX_BRA, "", po_label(Lexit));
+	/* the producer warpgroup: its first thread alone, or all of it where
+	** K and V are gathered (Q still by its first thread) */
+	int pregs, cregs;
+	sm90_gather_regs(s, &pregs, &cregs);
+	gpu_op1(g, PTX_SETMAXNREG, ".dec.sync.aligned.u32", po_i(pregs));
+	int Lexit = ptx_new_label(g->f), Lnoq = gathered ? ptx_new_label(g->f) : Lexit;
+	gpu_op1(g, PTX_BRA, "", po_label(gathered ? Lnoq : Lexit));
 	ptx_guard(g->f, t0, 0);
 	for (int m = 0; m < s->ntmaps; m++)
 		maps[m] = map_addr(g, names[m]);
 	load_q(g, k9, maps);
+	if (gathered) {
+		/* warp 0 whole again before the copies' shuffles and uniform waits */
+		ptx_label(g->f, Lnoq);
+		gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
+	}
 	stream(g, k9, maps);
 	ptx_label(g->f, Lexit);
 	gpu_op0(g, PTX_RET, "");
 	/* the consumers */
 	ptx_label(g->f, Lcons);
-	gpu_op1(g, PTX_SETMAXNREG, ".inc.sync.aligned.u32", po_i(SM90_CONSUMER_REGS));
+	gpu_op1(g, PTX_SETMAXNREG, ".inc.sync.aligned.u32", po_i(cregs));
 }

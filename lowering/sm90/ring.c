@@ -8,7 +8,9 @@
 */
 #include "sm90.h"
 
-/* The stage's address, then the wait for its full barrier. */
+/* The stage's address, then the wait for its full barrier. Gathered K and
+** V tiles were written by the producer's cp.async, the generic proxy: a
+** proxy fence orders them before this warpgroup's wgmma reads. */
 void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 {
 	(void)buf, (void)keeps_true_max;
@@ -17,6 +19,8 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(k9->stage_addr), po_r(k9->stage), po_i(k9->stage_bytes),
 		po_r(g->sbase));
 	sm90_wait(g, sm90_stage_bar(g, k9->stage, k9->full), k9->phase);
+	if (sm90_gathered(g->s))
+		gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
 	if (k9->turns)
 		gpu_op2(g, PTX_BAR, "", po_r(k9->turn_mine), po_i(gpu_warps(g->t) * 32));
 	k9->release_due = 1, k9->handover_due = k9->turns;

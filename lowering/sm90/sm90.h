@@ -18,6 +18,7 @@
 **   layout.c    shared memory (1024-byte aligned swizzled tiles, stages,
 **               barriers) and the tensor maps
 **   producer.c  the role split, barrier set-up and the producer's loop
+**   gather.c    the producer's cp.async copies of gathered K and V rows
 **   mma.c       wgmma descriptors and the two contractions
 **   ring.c      the consumers' place in the ring: waits, releases
 **   consumer.c  the consumers' other hooks: the stream's start, stores
@@ -34,7 +35,14 @@ enum {
 	SM90_CONSUMER_WARPS = 8,
 	SM90_THREADS = 128 + 32 * SM90_CONSUMER_WARPS,
 	SM90_PRODUCER_REGS = 24,
-	SM90_CONSUMER_REGS = 240
+	SM90_CONSUMER_REGS = 240,
+	/* a producer that gathers (gather.c) evaluates page tables and copies
+	** with 128 threads: 56 + 2 * 224 = 3 * 168, or 72 + 2 * 216 where a
+	** row is wider than 128 elements (16 chunks a thread and tensor) */
+	SM90_PRODUCER_REGS_GATHER = 56,
+	SM90_CONSUMER_REGS_GATHER = 224,
+	SM90_PRODUCER_REGS_GATHER_WIDE = 72,
+	SM90_CONSUMER_REGS_GATHER_WIDE = 216
 };
 /* Shared memory a CTA may take (227 KB), less the barriers' kilobyte. */
 enum { SM90_SMEM = 226 * 1024, SM90_MAX_STAGES = 4 };
@@ -108,6 +116,13 @@ int sm90_q_in_regs(const KernelShape *s);
 void sm90_q_frags(KernelGen *g);
 void sm90_contract_qk(KernelGen *g, int node);
 void sm90_contract_pv(KernelGen *g, int node, const PReg *p);
+
+/* gather.c */
+int sm90_gathered(const KernelShape *s);
+void sm90_gather_regs(const KernelShape *s, int *producer, int *consumer);
+void sm90_gather_setup(KernelGen *g, PReg tid32, PReg *colbase, PReg *col);
+void sm90_gather_copy(KernelGen *g, PReg tid32, const PReg *colbase, const PReg *col, PReg j0,
+		      PReg sa, PReg fb);
 
 /* consumer.c */
 int sm90_setup_loads(KernelGen *g, int table);

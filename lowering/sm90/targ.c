@@ -24,13 +24,32 @@ static int one_window_wanted(const KernelShape *s)
 /* What the sm_90a kernels cannot take yet, as a reason (NULL: they can):
 ** masks that read data per tile need the tile table, whose scan the
 ** producer does not run; the 128-byte swizzle's panels need head dims that
-** are multiples of 64; a tensor map has at most five dimensions. */
+** are multiples of 64; a tensor map has at most five dimensions; K or V
+** rows placed through a gather (a paged cache) have no tensor map's box. */
 const char *sm90_refusal(const Plan *p, const KernelShape *s)
 {
 	KernelGen g = {.p = p, .c = p->c, .s = (KernelShape *)s, .t = &T_sm90};
 	if (gpu_table_wanted(&g))
 		return "masks that read data per key tile (document ids) are not yet taken by "
 		       "the sm_90a producer; --target=sm_80 takes them";
+	for (int k = 0; k < s->nqk && s->gathers; k++)
+		if (s->qk[k].agather)
+			return "Q rows read through a gather are not yet taken by sm_90a (Q comes "
+			       "by "
+			       "one TMA box); --target=sm_80 takes them (the default bundle runs "
+			       "its "
+			       "sm_80 kernel on Hopper)";
+	for (int r = 0; r < s->nqk + s->nvreads && s->gathers; r++) {
+		int gk = r < s->nqk ? s->qk[r].bgather : s->vgather[r - s->nqk];
+		long w = r < s->nqk ? s->qk[r].D : s->DV;
+		if (gk != sm90_gathered(s))
+			return "K and V read one through a gather and one not are not yet taken by "
+			       "sm_90a; --target=sm_80 takes them";
+		if (gk && 32 % (w / 8))
+			return "gathered K and V rows with head dims other than 64, 128 and 256 "
+			       "are "
+			       "not yet taken by sm_90a; --target=sm_80 takes them";
+	}
 	for (int k = 0; k < s->nqk; k++) {
 		if (s->qk[k].D % GPU_TMAP_INNER)
 			return "head dims that are not multiples of 64 are not yet taken by sm_90a";

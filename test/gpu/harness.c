@@ -5,13 +5,16 @@
 ** embedded, launched through libattnrt) and gen/<file>_cpu.c (the portable
 ** C back end, itself checked against the MLIR reference in CI).
 **
-**   harness B=2,H=4,N=300[,ramp=R] [seed] [--int NAME=lo:hi[:run]] [--time ITERS]
+**   harness B=2,H=4,N=300[,ramp=R] [seed] [--int NAME=lo:hi[:run]|NAME=perm:DIM]
+**           [--time ITERS]
 **
 ** Seeded random inputs (normal, rounded to bf16/f16 where declared; with
 ** ramp=R, element e of n is also scaled by 1 + R e / n, so that scores
 ** grow along the keys and running maxes keep moving; i32 inputs uniform in
 ** lo:hi, or with :run in runs of 1 to run equal values, like the ids of
-** packed documents), outputs
+** packed documents; perm:DIM, distinct values drawn from a random
+** permutation of 0 to DIM - 1, like a page table whose pages no two
+** sequences share), outputs
 ** poisoned with NaN before the launch, then every output compared with the
 ** C back end: relative L2 error, NaN count, and the positions of infinities
 ** (logsumexp of empty rows is -inf). Prints one line per output, and
@@ -219,6 +222,28 @@ static int check_parts(int nt, const int *kind, const int *dt, const char *const
 }
 #endif
 
+/* The first n values of a random permutation of 0..m-1 into v (n <= m):
+** a page table's pages, each owned by one sequence, scattered over the
+** pool. Returns 0 where m < n. */
+static int fill_perm(int32_t *v, long n, long m)
+{
+	if (m < n)
+		return 0;
+	int32_t *all = malloc((size_t)m * sizeof *all);
+	for (long i = 0; i < m; i++)
+		all[i] = (int32_t)i;
+	for (long i = 0; i < n; i++) {
+		long k = i + (long)(unit() * (double)(m - i));
+		if (k >= m)
+			k = m - 1;
+		int32_t t = all[i];
+		all[i] = all[k], all[k] = t;
+		v[i] = all[i];
+	}
+	free(all);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	int nt, nd, np;
@@ -299,14 +324,34 @@ int main(int argc, char **argv)
 		hraw[i] = calloc((size_t)numel[i], (size_t)esize(dt[i]));
 		check(attnrt_malloc(&dev[i], (size_t)numel[i] * (size_t)esize(dt[i])), "malloc");
 		if (kind[i] == K_IN) {
-			long lo = 0, hi = maxdim, run = 1, left = 0;
+			long lo = 0, hi = maxdim, run = 1, left = 0, perm = -1;
 			int32_t v = 0;
 			for (int q = 0; q < nints; q++) {
 				size_t l = strlen(name[i]);
-				if (!strncmp(ints[q], name[i], l) && ints[q][l] == '=')
+				if (strncmp(ints[q], name[i], l) || ints[q][l] != '=')
+					continue;
+				if (!strncmp(ints[q] + l + 1, "perm:", 5)) {
+					for (int k = 0; k < nd; k++)
+						if (!strcmp(F(_dim_name)(k), ints[q] + l + 6))
+							perm = dims[k];
+					if (perm < 0) {
+						printf("%s: no dim %s\nFAIL\n", ints[q],
+						       ints[q] + l + 6);
+						return 1;
+					}
+				} else
 					sscanf(ints[q] + l + 1, "%ld:%ld:%ld", &lo, &hi, &run);
 			}
-			for (long e = 0; e < numel[i]; e++) {
+			if (perm >= 0) {
+				if (dt[i] != T_I32 || !fill_perm(hraw[i], numel[i], perm)) {
+					printf("%s: %ld distinct values of 0 to %ld - 1 do not "
+					       "fit\nFAIL\n",
+					       name[i], numel[i], perm);
+					return 1;
+				}
+				memcpy(host_f[i], hraw[i], (size_t)numel[i] * 4);
+			}
+			for (long e = 0; e < numel[i] && perm < 0; e++) {
 				if (dt[i] == T_I32) {
 					/* runs of 1 to `run` equal values: packed documents */
 					if (left-- <= 0) {

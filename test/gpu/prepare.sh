@@ -23,7 +23,9 @@ rm -rf "$DIR" && mkdir -p "$DIR/gen"
 # attention's O = (1 - lam) V at N = 1, which P rounded to bf16 with lam lost;
 # ramp=R: scores that grow along the keys, so that running maxes move)  [int ranges;
 # lo:hi:run gives runs of equal ids, packed documents; N > 8192 crosses the
-# tile table's window; N = 181 and 4001: ragged rows whose later batches start off 16 bytes]
+# tile table's window; N = 181 and 4001: ragged rows whose later batches start off 16 bytes;
+# perm:DIM gives distinct values of 0 to DIM - 1, a page table whose pages are scattered
+# over the pool and shared by no two sequences]
 cat > "$DIR/plan.txt" <<'CASES'
 full full B=2,H=3,N=200,M=333 B=1,H=2,N=1,M=77 B=2,H=2,N=64,M=64 B=1,H=2,N=300,M=900,ramp=8 B=2,H=3,N=200,M=333,param0=-0.09 B=1,H=2,N=130,M=250,param0=0
 causal causal B=2,H=4,N=257 B=1,H=1,N=1 B=3,H=2,N=64 B=2,H=2,N=600,ramp=8
@@ -55,6 +57,11 @@ selfattn selfattn B=2,H=3,N=200 B=1,H=1,N=1 B=1,H=2,N=300,ramp=8
 mathfns sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1 B=1,H=2,N=300,ramp=4
 neighborhood2d neighborhood2d B=2,H=2,IH=13,IW=11 B=1,H=1,IH=7,IW=7 B=1,H=2,IH=40,IW=33 B=1,H=1,IH=5,IW=9 B=1,H=2,IH=64,IW=64
 neighborhood3d neighborhood3d B=1,H=2,T=4,IH=9,IW=10 B=1,H=1,T=3,IH=7,IW=7 B=1,H=1,T=2,IH=8,IW=8 B=1,H=2,T=5,IH=16,IW=16
+paged_decode paged_decode B=3,HKV=2,G=4,NP=80,P=16,MAXP=20 B=2,HKV=2,G=8,NP=20,P=64,MAXP=5 B=2,HKV=1,G=8,NP=100,P=7,MAXP=45 B=2,HKV=2,G=4,NP=700,P=1,MAXP=300 B=3,HKV=3,G=1,NP=10,P=128,MAXP=3 B=1,HKV=2,G=8,NP=40,P=32,MAXP=30,ramp=8 --int block=perm:NP --int kv_len=0:300
+paged_decode_long paged_decode B=2,HKV=2,G=4,NP=1200,P=16,MAXP=570 B=1,HKV=1,G=8,NP=200,P=64,MAXP=150 B=2,HKV=2,G=4,NP=1000,P=24,MAXP=400 --int block=perm:NP --int kv_len=3000:9000
+paged_prefill paged_prefill B=2,HKV=2,G=2,N=100,NP=50,P=16,MAXP=20 B=2,HKV=1,G=1,N=300,NP=12,P=64,MAXP=5 B=1,HKV=2,G=4,N=1,NP=30,P=16,MAXP=20 B=3,HKV=1,G=2,N=70,NP=200,P=7,MAXP=45 B=1,HKV=2,G=2,N=200,NP=20,P=32,MAXP=10,ramp=8 --int block=perm:NP --int kv_len=0:300
+gather_q gather_q B=2,H=3,N=200 B=1,H=2,N=64 B=2,H=1,N=130 --int perm=0:63
+paged_prefill_d64 paged_prefill B=2,HKV=2,G=2,N=100,NP=50,P=16,MAXP=20 B=1,HKV=1,G=4,N=250,NP=10,P=64,MAXP=5 --int block=perm:NP --int kv_len=0:300
 tc_not causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 tc_mix causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 CASES
@@ -93,6 +100,14 @@ while read -r file casc rest; do
 		src="$DIR/src/$file.attn"
 		sed -e 's# where j <= i;#;#' -e 's/^attention causal /attention selfattn /' \
 			examples/causal.attn > "$src"
+		;;
+	gather_q)
+		# Q's rows read through a gather (the lit test's input)
+		src=test/lit/ptx/Inputs/gather_q.attn
+		;;
+	*_long)
+		# the same example over longer sequences: split-KV over many tiles
+		src="examples/${file%_long}.attn"
 		;;
 	tc_*)
 		src="$DIR/src/$file.attn"

@@ -131,6 +131,13 @@ static int vis_kv_len(const Naive *a, long b, long i, long j)
 	return j < (long)a->kv_len[b];
 }
 
+/* Prefill over a paged cache (paged_prefill.attn): the first kv_len[b]
+** keys, causal with query i at position kv_len[b] - N + i. */
+static int vis_kv_causal(const Naive *a, long b, long i, long j)
+{
+	return j < (long)a->kv_len[b] && j <= (long)a->kv_len[b] - a->N + i;
+}
+
 /* Whether coordinate y of a key lies in the window of radius r around
 ** coordinate x of the query, on an axis of n positions: the 2r + 1
 ** positions from NATTEN's start, clamped so that the window stays inside. */
@@ -715,6 +722,25 @@ static Spec specs[] = {
      0,
      0,
      0.0},
+    {"paged_prefill.attn",
+     "paged_prefill",
+     F_SOFTMAX,
+     HEADS_GQA,
+     vis_kv_causal,
+     NULL,
+     128,
+     128,
+     0,
+     "q",
+     "Kc",
+     "Vc",
+     "o",
+     "lse",
+     {"B=2 HKV=3 G=4 N=5 NP=17 P=6 MAXP=7", "B=3 HKV=2 G=4 N=1 NP=19 P=5 MAXP=6",
+      "B=2 HKV=3 G=5 N=9 NP=11 P=16 MAXP=4"},
+     0,
+     0,
+     0.0},
     {"sigmoid.attn",
      "sigmoid_attn",
      F_SIGMOID,
@@ -1006,6 +1032,7 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	    (sp->score != score_softcap_alibi || a->slope) &&
 	    (sp->score != score_bias || a->bias) && (sp->score != score_t5 || a->bucket_bias) &&
 	    (sp->visible != vis_kv_len || a->kv_len) &&
+	    (sp->visible != vis_kv_causal || a->kv_len) &&
 	    (sp->visible != vis_prefix || a->prefix_len) && (sp->visible != vis_document || a->doc);
 	for (int k = 0; k < b->c->params.n; k++) {
 		const char *pn = ((Param *)b->c->params.v[k])->name;
