@@ -220,6 +220,9 @@ typedef struct Cascade {
 
 typedef struct Program {
 	PtrVec cascades; /* Cascade* in file order */
+	/* GradSplit* (grad.h): backwards cut into GPU kernels, whose pieces
+	** `cascades` lists; the GPU interface adds NAME_bwd_launch for each */
+	PtrVec grads;
 } Program;
 
 /* Names and properties, shared by every printer and emitter. */

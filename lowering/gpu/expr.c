@@ -88,7 +88,7 @@ int gpu_index_kind(KernelGen *g, int v)
 		return 's';
 	if (k == IDX_QUERY)
 		return 'q';
-	if (g->p->cls[g->node][v] == g->s->ecls && g->stage == 1)
+	if (gpu_value_class(g->s, g->p->cls[g->node][v]) && g->stage == 1)
 		return 'e';
 	return k == IDX_GRID ? 'g' : 'x';
 }
