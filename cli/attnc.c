@@ -514,8 +514,8 @@ static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FI
 				ptrvec_push(a, &r->cascades, s.pre);
 			if (!failed && s.dq)
 				ptrvec_push(a, &r->cascades, s.dq);
-			if (!failed && s.dkv)
-				ptrvec_push(a, &r->cascades, s.dkv);
+			for (int k = 0; !failed && k < s.ndkv; k++)
+				ptrvec_push(a, &r->cascades, s.dkv[k]);
 			continue;
 		}
 		ptrvec_push(a, &r->cascades, b);

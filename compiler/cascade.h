@@ -216,6 +216,9 @@ typedef struct Cascade {
 	PtrVec params;  /* Param* */
 	PtrVec tensors; /* Tensor*: inputs and outputs in declaration order, then temporaries */
 	PtrVec nodes;   /* Node*, topologically ordered */
+	/* GPU kernels of 64 query rows per CTA: a backward's pieces
+	** (compiler/grad_split.c), whose sm_80 registers do not fit 128 */
+	int rows64;
 } Cascade;
 
 typedef struct Program {

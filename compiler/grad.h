@@ -40,9 +40,14 @@ Cascade *grad_derive(Arena *a, Diag *d, const Cascade *c, int flash, PtrVec *not
 ** over the keys (dQ); dkv: over key tiles, streaming the query rows, those
 ** reduced over the query rows (dK, dV). Incoming gradients of 16-bit
 ** outputs take the output's dtype. A NULL piece has nothing to do. */
+enum { GRAD_MAX_DKV = 8 };
 typedef struct GradSplit {
 	Cascade *bwd; /* the backward with the GPU's dtypes: its interface */
-	Cascade *pre, *dq, *dkv;
+	Cascade *pre, *dq;
+	/* one kernel for dK and dV, or, at head dims above 64, one per gradient
+	** (NAME_bwd_dK, NAME_bwd_dV: both accumulators do not fit one) */
+	Cascade *dkv[GRAD_MAX_DKV];
+	int ndkv;
 	PtrVec ws;
 } GradSplit;
 

@@ -115,6 +115,7 @@ static Cascade *piece(Arena *a, const Cascade *c0, const char *name, const char 
 	}
 	Cascade *r = ARENA_NEW(a, Cascade);
 	r->name = name, r->loc = c->loc, r->dims = c->dims, r->params = c->params;
+	r->rows64 = 1;
 	/* inputs (the original ones, then the row pass's results), outputs,
 	** temporaries: the order the interfaces take */
 	for (int pass = 0; pass < 4; pass++)
@@ -144,6 +145,27 @@ static Cascade *piece(Arena *a, const Cascade *c0, const char *name, const char 
 			ptrvec_push(a, &r->nodes, n);
 		}
 	return r;
+}
+
+/* Two or more gradients along the keys, one of them over a compile-time
+** value dimension wider than 64: each gets a kernel of its own. */
+static int wide_keys(const Cascade *b, const char *outk)
+{
+	int cnt = 0, wide = 0;
+	for (int i = 0; i < b->nodes.n; i++) {
+		const Node *x = b->nodes.v[i];
+		if (!outk[i])
+			continue;
+		cnt++;
+		for (int v = 0; v < x->nfree; v++) {
+			const Expr *e = x->vars[v].extent;
+			long w = e->kind == EX_INT   ? e->ival
+				 : e->kind == EX_DIM ? e->dim->fixed
+						     : 0;
+			wide |= w > 64;
+		}
+	}
+	return cnt > 1 && wide;
 }
 
 int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSplit *s)
@@ -206,12 +228,16 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		else {
 			diag_error(
 			    d, x->loc,
-			    "%s: the GPU backward computes gradients that reduce over the "
-			    "keys along the query rows (dQ) or over the query rows along the "
-			    "keys (dK, dV); '%s' reduces over %s (a trainable input's "
-			    "gradient is not on the GPU yet; --target=cpu runs it)",
+			    "%s: the GPU backward computes gradients reduced over the keys "
+			    "alone along the query rows (dQ) or over the query rows alone along "
+			    "the keys (dK, dV); '%s' reduces over %s (--target=cpu runs it)",
 			    bwd->name, x->out->name,
-			    hi == 2 && hj == 2 ? "both" : "neither of them as such");
+			    hi == 2 && hj == 2
+				? "both (a trainable input's gradient is not on the GPU yet)"
+			    : hi == 2 || hj == 2
+				? "more indices than those (a head shared by a group of query "
+				  "heads, GQA)"
+				: "neither");
 			failed = 1;
 		}
 	}
@@ -242,10 +268,6 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 				outr[i] = 1;
 		}
 	}
-	for (int i = 0; i < n; i++)
-		if (keepr[i] && !outr[i]) {
-			/* a row value only the row pass reads stays a temporary */
-		}
 	int any = 0;
 	for (int i = 0; i < n; i++)
 		any |= outr[i];
@@ -257,6 +279,25 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	for (int i = 0; i < n; i++)
 		anyq |= outq[i], anyk |= outk[i];
 	s->dq = anyq ? piece(a, b, arena_printf(a, "%s_dq", bwd->name), needq, outq, outr) : NULL;
-	s->dkv = anyk ? piece(a, b, arena_printf(a, "%s_dkv", bwd->name), needk, outk, outr) : NULL;
+	if (anyk && !wide_keys(b, outk))
+		s->dkv[s->ndkv++] =
+		    piece(a, b, arena_printf(a, "%s_dkv", bwd->name), needk, outk, outr);
+	/* wide heads: a kernel per gradient (dK, dV), each recomputing the
+	** scores, where both accumulators and both score tiles do not fit the
+	** registers of one (sm_80: 255 per thread) */
+	for (int i = 0; anyk && wide_keys(b, outk) && i < n; i++) {
+		if (!outk[i] || s->ndkv == GRAD_MAX_DKV)
+			continue;
+		char *one = ARENA_ARRAY(a, char, n + 1), *need = ARENA_ARRAY(a, char, n + 1);
+		one[i] = 1;
+		need_closure(b, i, need);
+		for (int k = 0; k < n; k++)
+			need[k] &= !keepr[k];
+		s->dkv[s->ndkv++] =
+		    piece(a, b,
+			  arena_printf(a, "%s_%s", bwd->name,
+				       c_name(a, ((Node *)b->nodes.v[i])->out->name)),
+			  need, one, outr);
+	}
 	return 0;
 }

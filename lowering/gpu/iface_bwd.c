@@ -134,7 +134,8 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 		n, n);
 	piece_call(o, s, s->pre);
 	piece_call(o, s, s->dq);
-	piece_call(o, s, s->dkv);
+	for (int k = 0; k < s->ndkv; k++)
+		piece_call(o, s, s->dkv[k]);
 	fputs("\treturn 0;\n}\n", o);
 	/* shapes: the pieces' tensors are the backward's */
 	fprintf(o,
@@ -155,7 +156,7 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 	}
 	fputs("\tdefault: break;\n\t}\n\t(void)dims;\n}\n", o);
 	/* the typed API over the generic one; defaults through a piece's */
-	const Cascade *p = s->dq ? s->dq : s->dkv;
+	const Cascade *p = s->dq ? s->dq : s->dkv[0];
 	fprintf(o, "\nvoid %s_gpu_defaults(%s_gpu_args *a)\n{\n\t%s_gpu_args t;\n", n, n, p->name);
 	fputs("\tmemset(&t, 0, sizeof t);\n", o);
 	for (int i = 0; i < c->dims.n; i++) {
