@@ -155,6 +155,13 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 		fputs("\t\tbreak;\n", o);
 	}
 	fputs("\tdefault: break;\n\t}\n\t(void)dims;\n}\n", o);
+	fprintf(o, "\nint %s_elem_bytes(int tensor)\n{\n\tswitch (tensor) {\n", n);
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		if (t->kind != TK_TEMP)
+			fprintf(o, "\tcase %d: return %d;\n", i, dtype_size(t->dtype));
+	}
+	fputs("\tdefault: return 0;\n\t}\n}\n", o);
 	/* the typed API over the generic one; defaults through a piece's */
 	const Cascade *p = s->dq ? s->dq : s->dkv[0];
 	fprintf(o, "\nvoid %s_gpu_defaults(%s_gpu_args *a)\n{\n\t%s_gpu_args t;\n", n, n, p->name);
