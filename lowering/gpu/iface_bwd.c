@@ -62,8 +62,11 @@ void iface_bwd_decls(FILE *o, const GradSplit *s)
 	    "*stream);\n"
 	    "int %s_launch_generic(void *const *ptrs, const int64_t *const *strides, const long "
 	    "*dims, const double *params, void *workspace, size_t bytes, void *stream);\n"
-	    "void %s_shape(int tensor, const long *dims, int64_t *shape);\n",
-	    n, n, n, n, n);
+	    "void %s_shape(int tensor, const long *dims, int64_t *shape);\n"
+	    "/* Bytes per element of tensor i: incoming gradients of 16-bit outputs\n"
+	    "** come in their dtype (the CPU's backward takes them in f32). */\n"
+	    "int %s_elem_bytes(int tensor);\n",
+	    n, n, n, n, n, n);
 }
 
 /* One piece's launch: its tensors from the backward's arrays by name, the
