@@ -149,16 +149,18 @@ static int check_request(const Options *o, int target_given)
 					   "(the GPU kernels' C interface comes with -o)");
 		return usage_error("%s (asked for: %s)", target_table[t].why_not, request_label(e));
 	}
-	if (o->grad &&
-	    (o->emit == EMIT_PTX || (o->emit == EMIT_NONE && o->out) ||
-	     (o->emit == EMIT_HEADER && target_given && strcmp(o->target, "cpu"))) &&
-	    (!target_given || strcmp(o->target, "sm_80")))
-		return usage_error("--grad: the backward's GPU kernels are built for "
-				   "--target=sm_80 only yet (asked for: %s with --target=%s); "
-				   "use --target=sm_80, or --emit=c and --emit=header with "
-				   "--target=cpu",
-				   request_label(o->emit),
-				   target_given ? o->target : "sm_80,sm_90a");
+	int gpu_out = o->emit == EMIT_PTX || (o->emit == EMIT_NONE && o->out) ||
+		      (o->emit == EMIT_HEADER && target_given && strcmp(o->target, "cpu"));
+	if (o->grad && gpu_out && target_given && strcmp(o->target, "sm_80"))
+		return usage_error(
+		    "--grad: the backward's GPU kernels are sm_80 code (the default "
+		    "bundle runs them on Hopper too; asked for: %s with --target=%s); "
+		    "use --target=sm_80 or no --target, or --emit=c and "
+		    "--emit=header with --target=cpu",
+		    request_label(o->emit), o->target);
+	if (o->grad && gpu_out && o->parts)
+		return usage_error("--grad: the backward's kernels have no entry of partial states "
+				   "(--parts) yet");
 	if (o->out && !strcmp(o->out, "-") && o->emit == EMIT_NONE)
 		return usage_error(
 		    "-o - writes one form to standard output; the GPU bundle is several "
