@@ -168,6 +168,79 @@ static int wide_keys(const Cascade *b, const char *outk)
 	return cnt > 1 && wide;
 }
 
+/* The factors of a float product, flattened (f[] gets at most 16). */
+static int factors(Expr *e, Expr **f, int n)
+{
+	if (e->kind == EX_BINOP && e->op == OP_MUL && e->type == VT_FLOAT) {
+		n = factors(e->args[0], f, n);
+		return factors(e->args[1], f, n);
+	}
+	if (n < 16)
+		f[n] = e;
+	return n + 1;
+}
+
+/* The product of f[0..n), or NULL for none. */
+static Expr *product(Arena *a, Expr **f, int n)
+{
+	Expr *r = NULL;
+	for (int k = 0; k < n; k++)
+		r = r ? expr_binop(a, OP_MUL, r, f[k]) : f[k];
+	return r;
+}
+
+/* A sum over one index whose body has factors that do not read it
+** (sigmoid's dS = sum[e](dO V s'(S)), s' per (i, j)) becomes the sum of the
+** others (a contraction the tensor cores take, dP = sum[e](dO V)) times
+** them, as a node of its own after it. The filter must not read the
+** reduced index. */
+static void factor_sums(Arena *a, Cascade *b)
+{
+	PtrVec nodes = {0};
+	for (int i = 0; i < b->nodes.n; i++) {
+		Node *x = b->nodes.v[i];
+		Expr *f[16], *dep[16], *ind[16];
+		int n = x->red == RED_SUM && x->nred == 1 && x->out->type == VT_FLOAT
+			    ? factors(x->body, f, 0)
+			    : 0;
+		int r = x->nfree, nd = 0, ni = 0;
+		if (n > 16 || (x->filter && (expr_vars(x->filter) >> r & 1)))
+			n = 0;
+		for (int k = 0; k < n; k++) {
+			if (expr_vars(f[k]) >> r & 1)
+				dep[nd++] = f[k];
+			else
+				ind[ni++] = f[k];
+		}
+		if (!nd || !ni) {
+			ptrvec_push(a, &nodes, x);
+			continue;
+		}
+		Tensor *t = ARENA_NEW(a, Tensor);
+		*t = *x->out;
+		t->name = arena_printf(a, "%s.c", x->out->name);
+		t->kind = TK_TEMP, t->dtype = DT_F32, t->trainable = 0;
+		t->id = b->tensors.n;
+		ptrvec_push(a, &b->tensors, t);
+		Node *c = ARENA_NEW(a, Node);
+		*c = *x;
+		c->out = t, c->body = product(a, dep, nd);
+		t->def = c;
+		ptrvec_push(a, &nodes, c);
+		Expr *rd = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
+		rd->tensor = t, rd->nargs = x->nfree;
+		rd->args = ARENA_ARRAY(a, Expr *, x->nfree + 1);
+		for (int v = 0; v < x->nfree; v++)
+			rd->args[v] = expr_index(a, v);
+		x->red = RED_NONE, x->nred = 0;
+		x->body = expr_binop(a, OP_MUL, rd, product(a, ind, ni));
+		ptrvec_push(a, &nodes, x);
+	}
+	for (int i = 0; i < nodes.n; i++)
+		((Node *)nodes.v[i])->id = i;
+	b->nodes = nodes;
+}
+
 int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSplit *s)
 {
 	memset(s, 0, sizeof *s);
@@ -184,6 +257,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			x->dtype = o->dtype;
 	}
 	s->bwd = b;
+	factor_sums(a, b);
 	Plan *fp = plan_build(a, fwd, "sm_80");
 	Plan *bp = ARENA_NEW(a, Plan);
 	bp->orig = bp->c = b, bp->target = "sm_80";
@@ -221,23 +295,29 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		if (x->out->kind != TK_OUT)
 			continue;
 		int hi = has_class(bp, i, I), hj = has_class(bp, i, J);
-		if ((hi & 1) && hj == 2)
+		if ((hi & 1) && hj == 2 && x->nred == 1)
 			outq[i] = 1;
-		else if ((hj & 1) && hi == 2)
+		else if ((hj & 1) && hi == 2 && x->nred == 1)
 			outk[i] = 1;
 		else {
+			const char *red = "";
+			for (int v = x->nfree; v < x->nfree + x->nred; v++)
+				red = arena_printf(a, "%s%s%s", red, v > x->nfree ? ", " : "",
+						   x->vars[v].name);
 			diag_error(
 			    d, x->loc,
 			    "%s: the GPU backward computes gradients reduced over the keys "
 			    "alone along the query rows (dQ) or over the query rows alone along "
-			    "the keys (dK, dV); '%s' reduces over %s (--target=cpu runs it)",
-			    bwd->name, x->out->name,
-			    hi == 2 && hj == 2
-				? "both (a trainable input's gradient is not on the GPU yet)"
-			    : hi == 2 || hj == 2
-				? "more indices than those (a head shared by a group of query "
-				  "heads, GQA)"
-				: "neither");
+			    "the keys (dK, dV); '%s' reduces over %s%s (--target=cpu runs it)",
+			    bwd->name, x->out->name, x->nred ? red : "nothing",
+			    !((hi | hj) & 1)
+				? " (the gradient of a table or a trainable input: not on the GPU "
+				  "yet)"
+			    : (hi & hj & 1) ? " (a bias over the query rows and the keys: not "
+					      "on the GPU yet)"
+			    : x->nred       ? " (a K/V head shared by a group of query heads: GQA)"
+				      : " (the sum of the gradients of an input read as several "
+					"operands)");
 			failed = 1;
 		}
 	}
@@ -266,6 +346,21 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			if ((needq[j] || needk[j]) &&
 			    (expr_reads(y->body, x->out) || expr_reads(y->filter, x->out)))
 				outr[i] = 1;
+		}
+	}
+	/* a reduction over a kernel's stream other than its gradients (the
+	** softmax's max and sum where no logsumexp was saved) is a second pass */
+	for (int i = 0; i < n; i++) {
+		const Node *x = b->nodes.v[i];
+		if ((needq[i] && !outq[i] && (has_class(bp, i, J) & 2)) ||
+		    (needk[i] && !outk[i] && (has_class(bp, i, I) & 2))) {
+			diag_error(d, x->loc,
+				   "%s: the GPU backward recomputes P from the forward's saved "
+				   "logsumexp; '%s' (%s) would need a pass of its own over the "
+				   "keys: give the forward an output L = logsumexp over the keys "
+				   "of the same scores (--target=cpu runs it as it is)",
+				   bwd->name, x->out->name, x->origin ? x->origin : "a reduction");
+			return 1;
 		}
 	}
 	int any = 0;
