@@ -320,7 +320,8 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		if (!why && t->refusal && !rows)
 			why = t->refusal(p, &s);
 		if (!why && rows && t->consumer_tid0)
-			why = "the row pass runs on the sm_80 kernels only";
+			why = "the row pass takes a CTA of the builder's threads alone (no "
+			      "producer warps)";
 		if (why) {
 			diag_error(d, c->loc, "cannot generate an %s kernel for '%s': %s", t->name,
 				   c->name, why);
