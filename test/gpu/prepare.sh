@@ -32,12 +32,13 @@ prefix_lm prefix_lm B=3,H=2,N=160 B=2,H=1,N=1 B=1,H=2,N=400 --int prefix_len=0:1
 document document B=2,H=2,N=180 B=1,H=1,N=1 B=1,H=2,N=700 --int doc=0:40:150
 causal_d64 causal B=2,H=4,N=257 B=1,H=1,N=1 B=2,H=2,N=600
 full_d64 full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=900
+causal_strict causal B=2,H=2,N=130 B=1,H=1,N=1 B=1,H=2,N=300
 gqa gqa B=2,HKV=2,G=4,N=130,M=190
 mqa mqa B=2,H=4,N=150
 sink gpt_oss_sink B=2,H=3,N=140
-sigmoid sigmoid_attn B=2,H=3,N=150
+sigmoid sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1 B=1,H=2,N=300
 diff diff_attn B=2,H=2,N=120
-mla mla B=2,H=2,N=140
+mla mla B=2,H=2,N=140 B=1,H=1,N=1
 decode decode B=2,HKV=2,G=4,M=300 --int kv_len=0:300
 relpos_bias relpos_bias B=2,H=3,N=100,M=170
 softcap_alibi softcap_alibi B=2,H=2,N=150
@@ -51,6 +52,12 @@ CASES
 			# head dim 64: dK and dV in one kernel (lowering: grad_split.c)
 			src="$DIR/src/$file.attn"
 			sed -e 's/dims D = 128;/dims D = 64;/' "examples/${file%_d64}.attn" > "$src"
+			;;
+		causal_strict)
+			# j < i: row 0 has no key (L = -inf; its gradients and what it
+			# adds to dK and dV are 0), and every row at N = 1
+			src="$DIR/src/$file.attn"
+			sed -e 's/where j <= i;/where j < i;/' examples/causal.attn > "$src"
 			;;
 		esac
 		if ! "$ATTNC" --grad --target=sm_80 "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
