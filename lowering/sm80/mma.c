@@ -101,7 +101,7 @@ static int q_in_regs(const KernelShape *s, int mt)
 	int rmax = 0;
 	for (int i = 0; i < s->p->c->nodes.n; i++)
 		rmax |= s->node[i].kind == SN_RMAX;
-	return regs <= (s->nqk == 2 && !rmax ? 160 : 192);
+	return regs <= (s->nqk == 2 && !rmax ? 128 : 192);
 }
 
 /* Each row block's Q address for ldmatrix, and its fragments when they
