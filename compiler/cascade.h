@@ -219,6 +219,11 @@ typedef struct Cascade {
 	/* GPU kernels of 64 query rows per CTA: a backward's pieces
 	** (compiler/grad_split.c), whose sm_80 registers do not fit 128 */
 	int rows64;
+	/* the kernel's first row tiles have the most keys (a backward's kernel
+	** over key tiles, streaming the query rows: under a causal mask the
+	** first keys are read by every later row), so its launch order takes
+	** them first (lowering/gpu/abi.c) */
+	int first_rows_longest;
 } Cascade;
 
 typedef struct Program {

@@ -394,5 +394,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 				       c_name(a, ((Node *)b->nodes.v[i])->out->name)),
 			  need, one, outr);
 	}
+	for (int k = 0; k < s->ndkv; k++)
+		s->dkv[k]->first_rows_longest = 1;
 	return 0;
 }
