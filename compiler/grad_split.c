@@ -241,6 +241,9 @@ static void factor_sums(Arena *a, Cascade *b)
 	b->nodes = nodes;
 }
 
+/* The cut (grad.h): each gradient to the kernel whose stream it reduces,
+** the row values they read to the row pass, the rest recomputed per
+** kernel; what fits neither is one error at its statement. */
 int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSplit *s)
 {
 	memset(s, 0, sizeof *s);

@@ -37,6 +37,7 @@ static int ws_index(const GradSplit *s, const Tensor *t)
 	return -1;
 }
 
+/* The header's part: what a caller of the backward needs. */
 void iface_bwd_decls(FILE *o, const GradSplit *s)
 {
 	const Cascade *c = s->bwd;
@@ -100,6 +101,8 @@ static void piece_call(FILE *o, const GradSplit *s, const Cascade *p)
 		p->name);
 }
 
+/* The source's part: the workspace layout, the pieces' launches in
+** order, shapes and element sizes, and the typed API over them. */
 void iface_bwd_functions(FILE *o, const GradSplit *s)
 {
 	const Cascade *c = s->bwd;

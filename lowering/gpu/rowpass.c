@@ -105,6 +105,8 @@ static PReg row_value(KernelGen *g, int i)
 	return acc;
 }
 
+/* The row pass: the forward's parameters and grid decode (so that its
+** launcher is the forward's), one row a thread, every node in order. */
 PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s)
 {
 	KernelGen G = {0};
