@@ -18,7 +18,10 @@ FLOPs, counted two ways for each attnc row:
   keeps at least one pair in it, and skipped otherwise. tile_frac is that
   count over N^2 (1 for full: every tile is computed).
 
-usage: python3 anchors.py [D ...] [--n N ...] [--mla]   (default D 128 64, N 2048 8192)
+usage: python3 anchors.py [D ...] [--n N ...] [--mla] [--bwd]   (default D 128 64, N 2048 8192)
+--bwd: the backward instead (bwd_rows): attnc's NAME_bwd_launch against
+SDPA's backward (FlashAttention-2, cuDNN) for full and causal and
+FlexAttention's for every variant, FLOPs 2.5 times the forward's.
 At a head dim with no variant kernels (256: full and causal only) the other
 variants are left out, anchors too; --mla adds causal attention with MLA's
 head dims (Q, K 192, V 128: mla_causal) at each N, against whichever of
@@ -58,13 +61,13 @@ def rec(**kw):
     print(json.dumps(kw), flush=True)
 
 
-def start_run(kind="anchors"):
+def start_run(kind="anchors", script="anchors"):
     """The run's folder (DATE-COMMIT-kind), made by rundir.sh with torch's
     name for the device; fills run_meta from its meta.json."""
     env = dict(os.environ, OUT=OUT)
     env.setdefault("DEVICE", torch.cuda.get_device_name())
     run = subprocess.run(["sh", os.path.join(HERE, "rundir.sh"), kind,
-                          "bench/%s.py " % kind + " ".join(sys.argv[1:])],
+                          "bench/%s.py " % script + " ".join(sys.argv[1:])],
                          env=env, check=True, capture_output=True, text=True).stdout.strip()
     meta = json.load(open(os.path.join(run, "meta.json")))
     for k in ("target", "device", "commit", "date"):
@@ -253,8 +256,141 @@ def mla_rows(N):
     torch.cuda.empty_cache()
 
 
+_bwd_libs = {}
+
+
+def ours_bwd(name):
+    """The generated NAME_bwd_launch_generic of kernel file `name` (attnc --grad),
+    its workspace query, and the order of its tensors (the pointer fields of
+    NAME_bwd_gpu_args in gen/name.h)."""
+    if name not in _bwd_libs:
+        os.makedirs(os.path.join(HERE, "lib"), exist_ok=True)
+        so = os.path.join(HERE, "lib", name + ".so")
+        rt = [os.path.join(HERE, "runtime", f) for f in ("driver.c", "module.c", "launch.c", "check.c", "tmap.c")]
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-D_GNU_SOURCE", "-I" + os.path.join(HERE, "runtime"),
+                        os.path.join(HERE, "gen", name + ".c")] + rt + ["-ldl", "-lpthread", "-lm", "-o", so],
+                       check=True)
+        lib = ctypes.CDLL(so)
+        fwd = getattr(lib, name + "_launch_generic")
+        bwd = getattr(lib, name + "_bwd_launch_generic")
+        wsb = getattr(lib, name + "_bwd_workspace_bytes_generic")
+        for f in (fwd, bwd):
+            f.restype = ctypes.c_int
+        fwd.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_long),
+                        ctypes.POINTER(ctypes.c_double), ctypes.c_void_p]
+        bwd.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_long),
+                        ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        wsb.restype = ctypes.c_size_t
+        wsb.argtypes = [ctypes.POINTER(ctypes.c_long)]
+        err = lib.attnrt_last_error
+        err.restype = ctypes.c_char_p
+        src = open(os.path.join(HERE, "gen", name + ".h")).read()
+        body = re.search(r"typedef struct %s_bwd_gpu_args \{(.*?)\}" % name, src, re.S).group(1)
+        order = re.findall(r"^\t(?:const )?void \*(\w+);", body, re.M)
+        _bwd_libs[name] = (fwd, bwd, wsb, err, order)
+    return _bwd_libs[name]
+
+
+def bwd_rows(D, N, flex):
+    """The backward of full and causal against SDPA's FlashAttention-2 and
+    cuDNN backends, and of the masked and modified variants against
+    FlexAttention's, on the same q, k, v and dO; attnc's NAME_g_dD (the
+    variant with its logsumexp saved, attnc --grad) after its own forward.
+    Each anchor times torch.autograd.grad of its output (its backward
+    kernels alone: the forward is not timed); attnc times NAME_bwd_launch
+    (row pass, dQ, dK and dV). FLOPs: 2.5 times the forward's
+    (4 B H N^2 D times the mask's fraction). Gradients checked against the
+    anchor's: rel_err is the largest of dQ's, dK's and dV's."""
+    from torch.nn.attention.flex_attention import create_block_mask
+    H, B = 16, max(1, 32768 // N)
+    scale = D ** -0.5
+    q, k, v = (torch.randn(B, H, N, D, device=dev, dtype=dt, requires_grad=True) for _ in range(3))
+    do = torch.randn(B, H, N, D, device=dev, dtype=dt)
+    slopes = torch.exp2(-8.0 * torch.arange(1, H + 1, device=dev, dtype=torch.float32) / H)
+    W = 1024
+    doc = (torch.arange(N, device=dev, dtype=torch.int32) // W).repeat(B, 1).contiguous()
+    fl = lambda fr: 2.5 * 4 * B * H * N * N * D * fr / 1e9
+    win = min(1.0, (W * N - W * (W - 1) / 2) / (N * N)) if N > W else 0.5
+    cases = [
+        ("full", None, None, 1.0, {}, [scale]),
+        ("causal", None, lambda b, h, i, j: i >= j, 0.5, {}, [scale]),
+        ("sliding1024", None, lambda b, h, i, j: (i >= j) & (i - j < W), win, {}, [scale]),
+        ("document1024", None, lambda b, h, i, j: (i // W) == (j // W), min(1.0, W / N), {"doc": doc}, [scale]),
+        ("prefixlm1024", None, lambda b, h, i, j: (j < W) | (i >= j), 0.5 + 0.5 * min(1.0, W / N) ** 2, {},
+         [scale]),
+        ("alibi", lambda s, b, h, i, j: s + slopes[h] * (j - i), None, 1.0, {"slope": slopes}, [scale]),
+        ("softcap30", lambda s, b, h, i, j: 30.0 * torch.tanh(s / 30.0), None, 1.0, {}, [scale, 30.0]),
+        ("alibi_causal", lambda s, b, h, i, j: s + slopes[h] * (j - i), lambda b, h, i, j: i >= j, 0.5,
+         {"slope": slopes}, [scale]),
+    ]
+    for vname, smod, mmod, fr, extra, params in cases:
+        ref = None
+        anchors = []
+        if vname in ("full", "causal"):
+            for be, sname in ((SDPBackend.FLASH_ATTENTION, "sdpa_flash2"), (SDPBackend.CUDNN_ATTENTION, "sdpa_cudnn")):
+                anchors.append((sname, lambda be=be: _sdpa(q, k, v, vname == "causal", be)))
+        anchors.append(("flex", lambda: _flex(flex, q, k, v, smod, mmod, N)))
+        for sname, make in anchors:
+            try:
+                o = make()
+                f = lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+                g = f()
+                ref = g if ref is None else ref
+                ms = bench(f)
+                rec(sys=sname, variant=vname, phase="bwd", B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms)
+            except Exception as e:
+                rec(sys=sname, variant=vname, phase="bwd", N=N, D=D, error=str(e)[:200])
+        name = "%s_g_d%d" % (vname, D)
+        try:
+            fwd, bwd, wsb, err, order = ours_bwd(name)
+            dims = (ctypes.c_long * 4)(B, H, N, D)
+            p = (ctypes.c_double * len(params))(*params)
+            stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+            o = torch.empty(B, H, N, D, device=dev, dtype=dt)
+            lse = torch.empty(B, H, N, device=dev, dtype=torch.float32)
+            fin = [q.detach(), k.detach(), v.detach()] + [extra[x] for x in ("slope", "doc") if x in extra]
+            fp = (ctypes.c_void_p * 16)(*[t.data_ptr() for t in fin + [o, lse]])
+            if fwd(fp, None, dims, p, stream):
+                raise RuntimeError(err().decode())
+            t = {"Q": q.detach(), "K": k.detach(), "V": v.detach(), "O": o, "L": lse, "dO": do,
+                 "dL": torch.zeros_like(lse), "dQ": torch.empty_like(o), "dK": torch.empty_like(o),
+                 "dV": torch.empty_like(o)}
+            t.update(extra)
+            bp = (ctypes.c_void_p * 32)(*[t[x].data_ptr() for x in order])
+            nb = wsb(dims)
+            ws = torch.empty(max(1, nb), device=dev, dtype=torch.uint8)
+
+            def run():
+                if bwd(bp, None, dims, p, ctypes.c_void_p(ws.data_ptr()), nb, stream):
+                    raise RuntimeError(err().decode())
+            for x in ("dQ", "dK", "dV"):
+                t[x].fill_(float("nan"))
+            run()
+            torch.cuda.synchronize()
+            e = max(rel(t[x], r) for x, r in zip(("dQ", "dK", "dV"), ref)) if ref is not None else None
+            ms = bench(run)
+            rec(sys="attnc", variant=vname, phase="bwd", B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms, rel_err=e)
+        except Exception as e:
+            rec(sys="attnc", variant=vname, phase="bwd", N=N, D=D, error=str(e)[:200])
+    del q, k, v, do
+    torch.cuda.empty_cache()
+
+
+def _sdpa(q, k, v, causal, be):
+    with sdpa_kernel(be):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def _flex(flex, q, k, v, smod, mmod, N):
+    from torch.nn.attention.flex_attention import create_block_mask
+    bm = create_block_mask(mmod, B=None, H=None, Q_LEN=N, KV_LEN=N) if mmod else None
+    return flex(q, k, v, score_mod=smod, block_mask=bm)
+
+
 def main():
     Ds = [int(x) for x in sys.argv[1:] if x.isdigit()] or [128, 64]
+    if "--bwd" in sys.argv:
+        return main_bwd(Ds)
     Ns = [2048, 8192]
     if "--n" in sys.argv:
         Ns = [int(sys.argv[i + 1]) for i, x in enumerate(sys.argv) if x == "--n"]
@@ -328,6 +464,34 @@ def main():
     with open(os.path.join(run_dir, "anchors.txt"), "w") as f:
         table(rows, Ds, Ns, f)
     table(rows, Ds, Ns)
+
+def main_bwd(Ds):
+    """anchors.py --bwd: the backward rows (bwd_rows) at each D and N, into a
+    run folder of kind anchors-bwd: anchors.json and the table."""
+    Ns = [2048, 8192]
+    if "--n" in sys.argv:
+        Ns = [int(sys.argv[i + 1]) for i, x in enumerate(sys.argv) if x == "--n"]
+    from torch.nn.attention.flex_attention import flex_attention
+    import torch._dynamo
+    for k in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+              "accumulated_recompile_limit"):
+        if hasattr(torch._dynamo.config, k):
+            setattr(torch._dynamo.config, k, 4096)
+    flex = torch.compile(flex_attention, dynamic=False)
+    print("device", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+    run_dir = start_run("anchors-bwd", "anchors")
+    print("run", run_dir, flush=True)
+    for D in Ds:
+        for N in Ns:
+            bwd_rows(D, N, flex)
+    json.dump(rows, open(os.path.join(run_dir, "anchors.json"), "w"), indent=1)
+    with open(os.path.join(run_dir, "anchors.txt"), "w") as f:
+        for r in rows:
+            f.write("%-8s %-14s D=%-4s N=%-6s %s\n" % (r["sys"], r["variant"], r["D"], r["N"],
+                    "ms %.3f tflops %.1f rel_err %s" % (r["ms"], r["tflops"], r.get("rel_err"))
+                    if "ms" in r else "error " + r["error"]))
+    print(open(os.path.join(run_dir, "anchors.txt")).read())
+
 
 if __name__ == "__main__":
     t0 = time.time()

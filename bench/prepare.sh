@@ -7,6 +7,8 @@
 # and times attnc itself (compile-time benchmark: attnc's own time and
 # ptxas's, per variant; the total includes ptxas for sm_90 with -v, a second
 # PTX when the 128-row kernel spilled, and ptxas for sm_80).
+# With BWD=1 (default) also each D 128 and 64 variant's backward (attnc
+# --grad, sm_80) for anchors.py --bwd.
 # DIR/build.json records the commit of this checkout (COMMIT overrides it),
 # whether its tracked files had uncommitted changes, and the target, for
 # rundir.sh to name the runs made from DIR on the GPU machine. The compile
@@ -77,6 +79,23 @@ for n in neighborhood2d neighborhood3d; do
 	sed "s/^attention $n /attention ${n}80 /" "examples/$n.attn" > "$DIR/attn/${n}80.attn"
 	"$ATTNC" --target=sm_80 "$DIR/attn/${n}80.attn" -o "$DIR/gen/${n}80"
 	rm "$DIR/attn/${n}80.attn"
+done
+# the backward (anchors.py --bwd): each D 128 and 64 variant with its
+# logsumexp saved as L (the backward recomputes P from it), compiled with
+# --grad for sm_80 as NAME_g_dD (the bundle runs the same code on Hopper)
+BWD=${BWD:-1}
+for f in "$DIR"/attn/*_d128.attn "$DIR"/attn/*_d64.attn; do
+	[ "$BWD" = 1 ] && [ -f "$f" ] || continue
+	n=$(basename "$f" .attn)
+	v=${n%_d*}
+	g="$DIR/attn/${v}_g_${n##*_}.attn"
+	sed -e "s/^attention $n /attention ${v}_g_${n##*_} /" \
+		-e 's/^  out O\[B, H, N, D\] : bf16;/&\n  out L[B, H, N] : f32;/' \
+		-e 's/^}$/  L[b, h, i] = logsumexp[j](S[b, h, i, j]);\n}/' "$f" > "$g"
+	if ! "$ATTNC" --grad --target=sm_80 "$g" -o "$DIR/gen/$(basename "$g" .attn)"; then
+		echo "skip the backward of $n"
+	fi
+	rm -f "$g"
 done
 cp bench/anchors.py bench/decode.py bench/neighborhood.py bench/table.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
 cp -r runtime "$DIR/runtime"

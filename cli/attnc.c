@@ -310,7 +310,7 @@ static int compile_gpu(const GpuTarget *t, const GpuTarget *t2, const char *outb
 	im.target = t->name;
 	im.ncubins = t->ncubins;
 	im.info = ARENA_ARRAY(&a, GpuKernelInfo, p->cascades.n + 1);
-	Program p2 = {{0}};
+	Program p2 = {{0}, {0}};
 	int *alt_index = ARENA_ARRAY(&a, int, p->cascades.n + 1);
 	const char **why = ARENA_ARRAY(&a, const char *, p->cascades.n + 1);
 	if (t2) {
@@ -491,7 +491,7 @@ static int emit_gpu_header(const char *path, const Program *p, int bundle, int p
 ** the backward cascades alone, --explain the derivation's notes (printed
 ** here), the other forms each forward followed by its backward. NULL after
 ** a diagnostic. */
-static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FILE *out)
+static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FILE *out, int gpu)
 {
 	Program *r = ARENA_NEW(a, Program);
 	int failed = 0;
@@ -504,6 +504,20 @@ static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FI
 			continue; /* the next block's diagnostics still come */
 		if (emit != EMIT_CASCADE)
 			ptrvec_push(a, &r->cascades, c);
+		if (gpu) {
+			GradSplit *sp = ARENA_NEW(a, GradSplit), s;
+			failed |= grad_split(a, d, c, b, sp);
+			s = *sp;
+			if (!failed)
+				ptrvec_push(a, &r->grads, sp);
+			if (!failed && s.pre)
+				ptrvec_push(a, &r->cascades, s.pre);
+			if (!failed && s.dq)
+				ptrvec_push(a, &r->cascades, s.dq);
+			for (int k = 0; !failed && k < s.ndkv; k++)
+				ptrvec_push(a, &r->cascades, s.dkv[k]);
+			continue;
+		}
 		ptrvec_push(a, &r->cascades, b);
 		if (emit != EMIT_EXPLAIN)
 			continue;
@@ -553,7 +567,9 @@ int main(int argc, char **argv)
 	Program *p = f < 0 ? NULL : front_compile(&arena, &d, f);
 	int gpu_code = o.emit == EMIT_PTX || (o.emit == EMIT_NONE && o.out);
 	if (p && o.grad) {
-		p = with_backward(&arena, &d, p, o.emit, stdout);
+		p = with_backward(&arena, &d, p, o.emit, stdout,
+				  gpu_code || (o.emit == EMIT_HEADER && o.target_given &&
+					       strcmp(o.target, "cpu")));
 		if (o.emit == EMIT_EXPLAIN)
 			o.emit = EMIT_NONE, out = NULL; /* the notes were the output */
 	}

@@ -50,7 +50,9 @@ static const char usage_text[] =
     "  --grad             the backward too (NAME_bwd, derived by reverse mode):\n"
     "                     --emit=cascade prints it, --explain says how each\n"
     "                     gradient was derived, --emit=c and --emit=header\n"
-    "                     (--target=cpu) add it beside the forward\n"
+    "                     (--target=cpu) add it beside the forward; with -o or\n"
+    "                     --emit=ptx (--target=sm_80 or the default bundle) its\n"
+    "                     GPU kernels and NAME_bwd_launch (docs/gpu.md)\n"
     "  --f64              use f64 as the float type of --emit=mlir and --emit=c\n"
     "  --max-errors=N     stop after N errors (default 20)\n"
     "  -h, --help         print this help\n"
@@ -149,12 +151,18 @@ static int check_request(const Options *o, int target_given)
 					   "(the GPU kernels' C interface comes with -o)");
 		return usage_error("%s (asked for: %s)", target_table[t].why_not, request_label(e));
 	}
-	if (o->grad && (o->emit == EMIT_PTX || (o->emit == EMIT_NONE && o->out) ||
-			(o->emit == EMIT_HEADER && target_given && strcmp(o->target, "cpu"))))
-		return usage_error("--grad: the backward has no GPU kernels yet (asked for: %s); "
-				   "use --emit=cascade, --explain, or --emit=c and --emit=header "
-				   "with --target=cpu",
-				   request_label(o->emit));
+	int gpu_out = o->emit == EMIT_PTX || (o->emit == EMIT_NONE && o->out) ||
+		      (o->emit == EMIT_HEADER && target_given && strcmp(o->target, "cpu"));
+	if (o->grad && gpu_out && target_given && strcmp(o->target, "sm_80"))
+		return usage_error(
+		    "--grad: the backward's GPU kernels are sm_80 code (the default "
+		    "bundle runs them on Hopper too; asked for: %s with --target=%s); "
+		    "use --target=sm_80 or no --target, or --emit=c and "
+		    "--emit=header with --target=cpu",
+		    request_label(o->emit), o->target);
+	if (o->grad && gpu_out && o->parts)
+		return usage_error("--grad: the backward's kernels have no entry of partial states "
+				   "(--parts) yet");
 	if (o->out && !strcmp(o->out, "-") && o->emit == EMIT_NONE)
 		return usage_error(
 		    "-o - writes one form to standard output; the GPU bundle is several "

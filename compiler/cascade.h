@@ -216,10 +216,21 @@ typedef struct Cascade {
 	PtrVec params;  /* Param* */
 	PtrVec tensors; /* Tensor*: inputs and outputs in declaration order, then temporaries */
 	PtrVec nodes;   /* Node*, topologically ordered */
+	/* GPU kernels of 64 query rows per CTA: a backward's pieces
+	** (compiler/grad_split.c), whose sm_80 registers do not fit 128 */
+	int rows64;
+	/* the kernel's first row tiles have the most keys (a backward's kernel
+	** over key tiles, streaming the query rows: under a causal mask the
+	** first keys are read by every later row), so its launch order takes
+	** them first (lowering/gpu/abi.c) */
+	int first_rows_longest;
 } Cascade;
 
 typedef struct Program {
 	PtrVec cascades; /* Cascade* in file order */
+	/* GradSplit* (grad.h): backwards cut into GPU kernels, whose pieces
+	** `cascades` lists; the GPU interface adds NAME_bwd_launch for each */
+	PtrVec grads;
 } Program;
 
 /* Names and properties, shared by every printer and emitter. */

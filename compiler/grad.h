@@ -32,4 +32,27 @@ int grad_wants(const Tensor *t);
 ** (the row term Delta and P recomputed from a saved logsumexp). */
 Cascade *grad_derive(Arena *a, Diag *d, const Cascade *c, int flash, PtrVec *notes);
 
+/* The backward as the GPU runs it (grad_split.c): pieces that are each an
+** ordinary cascade, run in this order. pre: the row pass, values of the
+** query rows that read no key (the row term Delta), its outputs held in
+** the workspace (ws: the backward's tensors, Tensor*, in pre's output
+** order); dq: over query tiles, streaming the keys, the gradients reduced
+** over the keys (dQ); dkv: over key tiles, streaming the query rows, those
+** reduced over the query rows (dK, dV). Incoming gradients of 16-bit
+** outputs take the output's dtype. A NULL piece has nothing to do. */
+enum { GRAD_MAX_DKV = 8 };
+typedef struct GradSplit {
+	Cascade *bwd; /* the backward with the GPU's dtypes: its interface */
+	Cascade *pre, *dq;
+	/* one kernel for dK and dV, or, at head dims above 64, one per gradient
+	** (NAME_bwd_dK, NAME_bwd_dV: both accumulators do not fit one) */
+	Cascade *dkv[GRAD_MAX_DKV];
+	int ndkv;
+	PtrVec ws;
+} GradSplit;
+
+/* Fills s from the forward fwd and its backward bwd (grad_derive with
+** flash); nonzero after one diagnostic per gradient that is neither kind. */
+int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSplit *s);
+
 #endif

@@ -24,6 +24,37 @@ static void note_barriers(Arena *a, Plan *p)
 	}
 }
 
+/* A GPU plan with no stream (a backward's row pass, lowering/gpu/rowpass.c):
+** the grid is the indices every output is indexed by, the last of the
+** first output's tiled (as the query rows are). */
+static void row_grid(Plan *p)
+{
+	Cascade *c = p->c;
+	for (int k = 0; k < p->nclasses; k++)
+		p->classes[k].grid = 1;
+	int first = -1;
+	for (int i = 0; i < c->nodes.n; i++) {
+		Node *n = c->nodes.v[i];
+		for (int k = 0; k < p->nclasses; k++) {
+			int has = 0;
+			for (int v = 0; v < n->nfree; v++)
+				has |= p->cls[i][v] == k;
+			if (!has)
+				p->classes[k].grid = 0;
+		}
+		if (first < 0 && n->out->kind == TK_OUT)
+			first = i;
+	}
+	if (first < 0)
+		return;
+	Node *n = c->nodes.v[first];
+	for (int v = n->nfree - 1; v >= 0; v--)
+		if (p->classes[p->cls[first][v]].grid) {
+			p->classes[p->cls[first][v]].qtile = 1;
+			return;
+		}
+}
+
 /* The kernel's grid: indices every running state and every tile value is
 ** indexed by (batch, heads, queries; not the value dimension of V, which
 ** only the states carry); the query-like one, last in the first output, is
@@ -47,9 +78,11 @@ static void choose_grid(Plan *p)
 				p->classes[k].grid = 0;
 		}
 	}
-	if (!any)
+	if (!any && (p->stream >= 0 || !strcmp(p->target, "cpu")))
 		for (int k = 0; k < p->nclasses; k++)
 			p->classes[k].grid = 0;
+	if (!any && p->stream < 0 && strcmp(p->target, "cpu"))
+		row_grid(p);
 	for (int i = 0; i < c->nodes.n; i++) {
 		Node *n = c->nodes.v[i];
 		if (n->out->kind != TK_OUT || p->np[i].role == ROLE_PROLOGUE)

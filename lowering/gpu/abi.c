@@ -238,7 +238,9 @@ static PReg special32(KernelGen *g, const char *sreg)
 ** within the L2. Where every CTA streams the same keys (no mask reads the
 ** query row) there is no long CTA to start first, and the launch order
 ** stays: a head's query tiles start together and share its K and V tiles
-** in the L2 within a short time. */
+** in the L2 within a short time. A backward's kernel over key tiles
+** (Cascade.first_rows_longest) takes its tiles first to last: under a
+** causal mask the first keys are read by the most query rows. */
 static void launch_order(KernelGen *g, PReg qt, PReg rest)
 {
 	PReg nx = special32(g, "%nctaid.x"), ny = special32(g, "%nctaid.y"),
@@ -277,9 +279,14 @@ static void launch_order(KernelGen *g, PReg qt, PReg rest)
 	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(t), po_r(q), po_r(gs));
 	gpu_op3(g, PTX_SUB, ".u32", po_r(y), po_r(r), po_r(t));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(y), po_r(y), po_r(y0));
-	gpu_op3(g, PTX_SUB, ".u32", po_r(t), po_r(nx), po_r(q));
-	gpu_op3(g, PTX_SUB, ".u32", po_r(t), po_r(t), po_i(1));
-	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(qt), po_r(t));
+	if (g->c->first_rows_longest) {
+		/* a backward over key tiles: the first keys stream the most rows */
+		gpu_op2(g, PTX_CVT, ".u64.u32", po_r(qt), po_r(q));
+	} else {
+		gpu_op3(g, PTX_SUB, ".u32", po_r(t), po_r(nx), po_r(q));
+		gpu_op3(g, PTX_SUB, ".u32", po_r(t), po_r(t), po_i(1));
+		gpu_op2(g, PTX_CVT, ".u64.u32", po_r(qt), po_r(t));
+	}
 	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(rest), po_r(y));
 }
 

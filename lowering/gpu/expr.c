@@ -39,7 +39,7 @@ typedef struct ExprCache {
 	struct {
 		const Expr *e;
 		char kind;
-		int slot, sub; /* sub: computed in a subscript (clamped keys) */
+		int slot, node, sub; /* sub: computed in a subscript (clamped keys) */
 		PReg v;
 	} im[GPU_INDEX_MEMO];
 	int nim;
@@ -90,7 +90,7 @@ int gpu_index_kind(KernelGen *g, int v)
 		return 's';
 	if (k == IDX_QUERY)
 		return 'q';
-	if (g->p->cls[g->node][v] == g->s->ecls && g->stage == 1)
+	if (gpu_value_class(g->s, g->p->cls[g->node][v]) && g->stage == 1)
 		return 'e';
 	return k == IDX_GRID ? 'g' : 'x';
 }
@@ -808,23 +808,48 @@ static char index_dep(KernelGen *g, const Expr *e)
 	return d;
 }
 
-/* An integer value of the row alone or the key alone, evaluated once per
-** row slot or column of the tile body (index_dep); else the plain value. */
+/* Which index a float input read follows in a tile body (index_dep of its
+** subscripts): a backward's L[b, h, i] and Delta along the rows or, in the
+** kernel over key tiles, along the streamed query rows. */
+static char read_dep(KernelGen *g, const Expr *e)
+{
+	char d = 'c';
+	for (int i = 0; i < e->nargs; i++) {
+		char a = index_dep(g, e->args[i]);
+		if (!a || (a != 'c' && d != 'c' && a != d))
+			return 0;
+		if (a != 'c')
+			d = a;
+	}
+	return d;
+}
+
+/* An integer value or a float input read of the row alone or the key
+** alone, evaluated once per row slot or column of the tile body
+** (index_dep, read_dep); else the plain value. */
 static PReg index_memo(KernelGen *g, const Expr *e, PReg (*eval)(KernelGen *, const Expr *))
 {
-	char k = e->type == VT_INT && g->elem >= 0 && !g->stage ? index_dep(g, e) : 0;
+	char k = 0;
+	if (g->elem >= 0 && !g->stage && e->type == VT_INT)
+		k = index_dep(g, e);
+	else if (g->elem >= 0 && !g->stage && e->kind == EX_ACCESS && e->type == VT_FLOAT)
+		k = read_dep(g, e);
 	if (k != 'q' && k != 's')
 		return eval(g, e);
 	int slot = k == 'q' ? g->half : g->coloff, sub = g->in_subscript > 0;
 	ExprCache *c = g->cache;
+	/* a read is the same in another node of the tile where its indices are
+	** of the same classes (L in P and in dL * P) */
 	for (int i = 0; i < c->nim; i++)
-		if (c->im[i].e == e && c->im[i].kind == k && c->im[i].slot == slot &&
-		    c->im[i].sub == sub)
+		if (c->im[i].kind == k && c->im[i].slot == slot && c->im[i].sub == sub &&
+		    (c->im[i].e == e ||
+		     (e->kind == EX_ACCESS && c->im[i].e->kind == EX_ACCESS &&
+		      gpu_same_read(g, c->im[i].node, c->im[i].e, g->node, e, 0))))
 			return c->im[i].v;
 	PReg v = eval(g, e);
 	if (c->nim < GPU_INDEX_MEMO)
 		c->im[c->nim].e = e, c->im[c->nim].kind = k, c->im[c->nim].slot = slot,
-		c->im[c->nim].sub = sub, c->im[c->nim++].v = v;
+		c->im[c->nim].node = g->node, c->im[c->nim].sub = sub, c->im[c->nim++].v = v;
 	return v;
 }
 
@@ -832,7 +857,8 @@ static PReg expr_value(KernelGen *g, const Expr *e);
 
 PReg gpu_expr(KernelGen *g, const Expr *e)
 {
-	if (e->kind == EX_BINOP || e->kind == EX_SELECT || e->kind == EX_CALL)
+	if (e->kind == EX_BINOP || e->kind == EX_SELECT || e->kind == EX_CALL ||
+	    (e->kind == EX_ACCESS && !e->tensor->def))
 		return index_memo(g, e, expr_value);
 	return expr_value(g, e);
 }

@@ -24,6 +24,7 @@
 **   online.c    the online-softmax rescale and lazy rebasing
 **   maskonce.c  masked scores set to -inf once (which reductions may skip)
 **   epilogue.c  per-row and per-element values after the stream, stores
+**   rowpass.c   kernels of per-row values with no stream (a backward's Delta)
 **   iface.c     the generated C interface (iface.h)
 **   tune.c      the spill/tile-size retry loop (target.h)
 ** Kernel ABI (the generated C interface and the runtime rely on it):
@@ -143,8 +144,10 @@ typedef struct ShapeNode {
 
 typedef struct KernelShape {
 	const Plan *p;
-	/* the classes of the query rows, the keys and V's value index (-1: none) */
-	int qcls, scls, ecls;
+	/* the classes of the query rows, the keys and V's value index (-1: none);
+	** ecls2: a second value index of the same width (a backward's dK over d
+	** beside dV over e), or -1 */
+	int qcls, scls, ecls, ecls2;
 	ShapeNode *node; /* per plan node */
 	QKContraction qk[GPU_MAXG];
 	int nqk;
@@ -180,6 +183,8 @@ typedef struct KernelShape {
 
 /* gpu/shape.c: fills s or returns a reason the plan does not fit. */
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s);
+/* Class cls is a value index of the contractions with V. */
+int gpu_value_class(const KernelShape *s, int cls);
 
 /* ---- the element layout ----------------------------------------------------
 ** The tensor cores' accumulators: a warp's m16 row block of a score tile
@@ -590,6 +595,12 @@ void gpu_parts_finish(KernelGen *g, TileState *t);
 
 /* epilogue.c */
 void gpu_epilogue(KernelGen *g, TileState *t);
+
+/* rowpass.c: a cascade of per-row values with no stream (the backward's
+** row term): its shape (NULL, or why not) and its kernel, NAME_fwd, with
+** the forward's ABI and grid, 128 rows per CTA. */
+const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s);
+PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape *s);
 
 /* kernel.c */
 PtxFunc *gpu_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape *s);

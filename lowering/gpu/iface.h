@@ -65,6 +65,13 @@ void iface_part_functions(FILE *o, const Cascade *c, const Plan *p);
 ** plan's tensors shard along one sequence; else the header says why. */
 void iface_cp_decls(FILE *o, const Cascade *c);
 void iface_cp_functions(FILE *o, const Cascade *c, const Plan *p);
+/* The typed argument struct NAME_gpu_args of a cascade. */
+void iface_args_struct(FILE *o, const Cascade *c);
+/* iface_bwd.c: a GPU backward's NAME_bwd_launch over its pieces' launchers
+** (Program.grads: GradSplit*, compiler/grad.h). */
+struct GradSplit;
+void iface_bwd_decls(FILE *o, const struct GradSplit *s);
+void iface_bwd_functions(FILE *o, const struct GradSplit *s);
 /* An integer expression over dims as C over `dims[]`. */
 void iface_dim_expr(FILE *o, const Expr *e);
 #endif

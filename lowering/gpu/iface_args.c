@@ -48,3 +48,25 @@ void iface_unpack_args(FILE *o, const Cascade *c)
 		fprintf(o, "\tparams[%d] = a->%s;\n", i, ((Param *)c->params.v[i])->name);
 	fputs("\t(void)params;\n", o);
 }
+
+/* NAME_gpu_args: per input and output tensor a device pointer and optional
+** strides, then the dims and the params. */
+void iface_args_struct(FILE *o, const Cascade *c)
+{
+	fprintf(o, "typedef struct %s_gpu_args {\n", c->name);
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		if (t->kind == TK_TEMP)
+			continue;
+		fprintf(o, "\t%svoid *%s; /* %s, %d dims */\n", t->kind == TK_IN ? "const " : "",
+			t->name, dtype_name(t->dtype), t->rank);
+		fprintf(o, "\tconst int64_t *%s_strides;\n", t->name);
+	}
+	for (int i = 0; i < c->dims.n; i++)
+		fprintf(o, "\tlong %s;\n", ((Dim *)c->dims.v[i])->name);
+	for (int i = 0; i < c->params.n; i++) {
+		const Param *p = c->params.v[i];
+		fprintf(o, "\t%s %s;\n", p->type == VT_INT ? "int32_t" : "float", p->name);
+	}
+	fprintf(o, "} %s_gpu_args;\n", c->name);
+}

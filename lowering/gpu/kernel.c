@@ -274,7 +274,7 @@ static int entry_text(EntryText *e, const PtxFunc *f)
 static int build_entry(Arena *a, const GpuTarget *t, const Plan *p, KernelShape *s, EntryText *e,
 		       uint32_t *align, unsigned *smem)
 {
-	PtxFunc *f = gpu_kernel(a, t, p, s);
+	PtxFunc *f = p->stream < 0 ? gpu_row_kernel(a, t, p, s) : gpu_kernel(a, t, p, s);
 	uint32_t fa = ptx_smem_align(f);
 	*align = fa > *align ? fa : *align;
 	if (smem)
@@ -315,9 +315,13 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		const Cascade *c = prog->cascades.v[i];
 		Plan *p = plan_build(&a, c, t->name);
 		KernelShape s;
-		const char *why = gpu_shape(&a, p, &s);
-		if (!why && t->refusal)
+		int rows = p->stream < 0 && !gpu_row_shape(&a, p, &s);
+		const char *why = rows ? NULL : gpu_shape(&a, p, &s);
+		if (!why && t->refusal && !rows)
 			why = t->refusal(p, &s);
+		if (!why && rows && t->consumer_tid0)
+			why = "the row pass takes a CTA of the builder's threads alone (no "
+			      "producer warps)";
 		if (why) {
 			/* at the statement the refusal is about, where there is one */
 			SrcLoc at =
@@ -332,20 +336,21 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		unsigned smem = 0;
 		rc = build_entry(&a, t, p, &s, &main[i], &align, &smem);
 		/* the same kernel without the table's refill (KernelShape.one_window) */
-		int one_window = t->one_window_wanted(&s);
+		int one_window = !rows && t->one_window_wanted(&s);
 		KernelShape v;
 		if (one_window && !rc)
 			rc = variant_entry(&a, t, p, &s, 1, 0, &shortw[i], &align, &v);
 		/* the same kernel over a launch's keys and rows, its states merged
 		** and carried (parts.c) */
 		unsigned part_cta_bytes = 0;
-		if (parts && !rc) {
+		if (parts && !rc && !rows) {
 			rc = variant_entry(&a, t, p, &s, 0, 1, &partw[i], &align, &v);
 			part_cta_bytes = v.part_cta_bytes;
 		}
 		if (info) {
 			info[i].smem = smem;
-			info[i].block_m = (unsigned)(gpu_warps(t) * 16 * t->row_blocks(&s));
+			info[i].block_m =
+			    rows ? GPU_THREADS : (unsigned)(gpu_warps(t) * 16 * t->row_blocks(&s));
 			info[i].block_n = GPU_BN;
 			info[i].data_masks = gpu_data_masks(p);
 			info[i].split_v = s.split_v;

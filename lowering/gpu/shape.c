@@ -219,9 +219,14 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 			return "more than two contractions with V";
 		if (s->DV && s->DV != dv)
 			return "contractions with V of different widths";
-		if (s->ecls >= 0 && s->ecls != p->cls[i][evar])
-			return "contractions with V over different value indices";
-		s->DV = dv, s->ecls = p->cls[i][evar];
+		int ec = p->cls[i][evar];
+		if (s->ecls >= 0 && s->ecls != ec && s->ecls2 >= 0 && s->ecls2 != ec)
+			return "contractions with V over more than two value indices";
+		if (s->ecls < 0)
+			s->ecls = ec;
+		else if (s->ecls != ec)
+			s->ecls2 = ec;
+		s->DV = dv;
 		PVContraction *pv = &s->pv[s->npv];
 		pv->x = x, pv->xrow = NULL, pv->v = v, pv->evar = evar, pv->DV = dv, pv->vslot = -1;
 		if (x->type == VT_FLOAT) {
@@ -287,10 +292,15 @@ static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 	    node_what(a, n));
 }
 
+int gpu_value_class(const KernelShape *s, int cls)
+{
+	return cls >= 0 && (cls == s->ecls || cls == s->ecls2);
+}
+
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 {
 	memset(s, 0, sizeof *s);
-	s->p = p, s->qcls = s->scls = s->ecls = s->why_node = -1;
+	s->p = p, s->qcls = s->scls = s->ecls = s->ecls2 = s->why_node = -1;
 	if (p->stream < 0)
 		return "no streamed index";
 	if (p->passes_after != 1)
@@ -350,7 +360,7 @@ const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 				s->node[i] = (ShapeNode){SN_REF, 0};
 			else if (!(k & 4))
 				s->node[i] = (ShapeNode){SN_EPI_ROW, 0};
-			else if (s->ecls >= 0 && p->cls[i][x] == s->ecls)
+			else if (gpu_value_class(s, p->cls[i][x]))
 				s->node[i] = (ShapeNode){SN_EPI_ELEM, 0};
 			else
 				why = arena_printf(a,

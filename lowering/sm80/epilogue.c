@@ -16,7 +16,7 @@ static int pair_column(KernelGen *g, int i)
 		return -1;
 	int pc = -1;
 	for (int k = 0; k < n->nfree; k++)
-		if (g->p->cls[i][k] == g->s->ecls)
+		if (gpu_value_class(g->s, g->p->cls[i][k]))
 			pc = pc < 0 ? k : -2;
 	return pc < 0 ? -1 : pc;
 }

@@ -40,7 +40,7 @@ int sm80_one_window_wanted(const KernelShape *s)
 ** one contraction pair with head dims up to 128. */
 int sm80_row_blocks(const KernelShape *s)
 {
-	if (s->tiling == SM80_TILING_ROWS64 || s->pack)
+	if (s->tiling == SM80_TILING_ROWS64 || s->pack || s->p->c->rows64)
 		return 1;
 	return s->nqk == 1 && s->npv == 1 && s->qk[0].D <= 128 && s->DV <= 128 ? 2 : 1;
 }

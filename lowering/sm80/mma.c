@@ -96,7 +96,12 @@ static int q_in_regs(const KernelShape *s, int mt)
 	for (int k = 0; k < s->nqk; k++)
 		regs += mt * s->qk[k].D / 16 * 4 + mt * GPU_NEL;
 	regs += (long)s->npv * mt * s->DV / 8 * 4;
-	return regs <= 192;
+	/* two score tiles and no running max (a backward's S and dP): the
+	** element-wise chain between them holds more values than a softmax's */
+	int rmax = 0;
+	for (int i = 0; i < s->p->c->nodes.n; i++)
+		rmax |= s->node[i].kind == SN_RMAX;
+	return regs <= (s->nqk == 2 && !rmax ? 128 : 192);
 }
 
 /* Each row block's Q address for ldmatrix, and its fragments when they

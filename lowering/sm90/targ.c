@@ -29,6 +29,9 @@ static int one_window_wanted(const KernelShape *s)
 const char *sm90_refusal(const Plan *p, const KernelShape *s)
 {
 	KernelGen g = {.p = p, .c = p->c, .s = (KernelShape *)s, .t = &T_sm90};
+	if (p->c->rows64)
+		return "a backward's kernels (compiler/grad_split.c) have no wgmma plan yet: the "
+		       "bundle runs their sm_80 code on Hopper";
 	if (gpu_table_wanted(&g))
 		return "masks that read data per key tile (document ids) are not yet taken by "
 		       "the sm_90a producer; --target=sm_80 takes them";

@@ -16,7 +16,10 @@ for f in gen/*_cpu.c; do
 	# kernels with an entry of partial states (attnc --parts) are checked through it too
 	parts=""
 	grep -q "_launch_part_generic" "gen/$file.h" && parts="-DPARTS -DHEADER=\"$file.h\""
-	gcc -O2 -std=c11 -fopenmp -D_GNU_SOURCE -DNAME="$casc" $parts -Iruntime -Igen harness.c "gen/$file.c" \
+	src=harness.c names="-DNAME=$casc"
+	# a backward's folder (GRAD=1 prepare.sh): grad_harness.c, NAME_bwd
+	[ -f mode.txt ] && src=grad_harness.c names="-DNAME=${casc}_bwd -DFWD=$casc" parts=""
+	gcc -O2 -std=c11 -fopenmp -D_GNU_SOURCE $names $parts -Iruntime -Igen $src "gen/$file.c" \
 		"$f" $RT -ldl -lpthread -lm -o "bin/$file" 2>> "$OUT/build.log" || { echo "build $file FAILED"; fails=1; }
 done
 printf "%-16s %-34s %-10s %-10s %s\n" example shape output rel_l2 result > "$OUT/table.txt"

@@ -16,6 +16,69 @@ parts_opt=""
 DIR=${1:-.carry/gpu}
 rm -rf "$DIR" && mkdir -p "$DIR/gen"
 : > "$DIR/cases.txt"
+# GRAD=1: the backward (attnc --grad, sm_80 only) of every example that
+# compiles it for the GPU, checked by grad_harness.c against the C backward;
+# the others print the diagnostic that refuses them
+GRAD=${GRAD:-0}
+if [ "$GRAD" = 1 ]; then
+	[ "$TARGET" = sm_80 ] || { echo "GRAD=1: the backward's kernels are sm_80 only"; exit 2; }
+	cat > "$DIR/plan.txt" <<'CASES'
+full full B=2,H=3,N=200,M=333 B=1,H=2,N=1,M=77 B=2,H=2,N=64,M=64 B=1,H=2,N=300,M=900,ramp=4
+causal causal B=2,H=4,N=257 B=1,H=1,N=1 B=3,H=2,N=64 B=2,H=2,N=600,ramp=4
+sliding_window sliding_window B=2,H=2,N=700 B=1,H=1,N=33
+alibi alibi B=2,H=4,N=190 B=1,H=2,N=1 B=1,H=2,N=500,ramp=4
+softcap softcap B=2,H=2,N=150 B=1,H=1,N=1 B=1,H=2,N=500,ramp=4
+prefix_lm prefix_lm B=3,H=2,N=160 B=2,H=1,N=1 B=1,H=2,N=400 --int prefix_len=0:160
+document document B=2,H=2,N=180 B=1,H=1,N=1 B=1,H=2,N=700 --int doc=0:40:150
+causal_d64 causal B=2,H=4,N=257 B=1,H=1,N=1 B=2,H=2,N=600
+full_d64 full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=900
+causal_strict causal B=2,H=2,N=130 B=1,H=1,N=1 B=1,H=2,N=300
+gqa gqa B=2,HKV=2,G=4,N=130,M=190
+mqa mqa B=2,H=4,N=150
+sink gpt_oss_sink B=2,H=3,N=140
+sigmoid sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1 B=1,H=2,N=300
+diff diff_attn B=2,H=2,N=120
+mla mla B=2,H=2,N=140 B=1,H=1,N=1
+decode decode B=2,HKV=2,G=4,M=300 --int kv_len=0:300
+relpos_bias relpos_bias B=2,H=3,N=100,M=170
+softcap_alibi softcap_alibi B=2,H=2,N=150
+CASES
+	echo grad > "$DIR/mode.txt"
+	mkdir -p "$DIR/src"
+	while read -r file casc rest; do
+		src="examples/$file.attn"
+		case "$file" in
+		*_d64)
+			# head dim 64: dK and dV in one kernel (lowering: grad_split.c)
+			src="$DIR/src/$file.attn"
+			sed -e 's/dims D = 128;/dims D = 64;/' "examples/${file%_d64}.attn" > "$src"
+			;;
+		causal_strict)
+			# j < i: row 0 has no key (L = -inf; its gradients and what it
+			# adds to dK and dV are 0), and every row at N = 1
+			src="$DIR/src/$file.attn"
+			sed -e 's/where j <= i;/where j < i;/' examples/causal.attn > "$src"
+			;;
+		esac
+		if ! "$ATTNC" --grad --target=sm_80 "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
+			echo "skip $file: $(head -1 "$DIR/gen/$file.err")"
+			continue
+		fi
+		"$ATTNC" --grad --target=cpu --emit=c "$src" -o "$DIR/gen/${file}_cpu.c"
+		ints=""
+		for s in $rest; do
+			case "$s" in *:*) ints="$ints --int $s" ;; esac
+		done
+		for s in $rest; do
+			case "$s" in --int | *:*) ;; *) echo "$file $casc $s$ints" >> "$DIR/cases.txt" ;; esac
+		done
+	done < "$DIR/plan.txt"
+	cp test/gpu/grad_harness.c test/gpu/harness.c test/gpu/gpu_testutil.h test/gpu/device.sh "$DIR/"
+	cp -r runtime "$DIR/runtime"
+	echo "$TARGET" > "$DIR/target.txt"
+	echo "prepared $(wc -l < "$DIR/cases.txt") backward $TARGET cases in $DIR"
+	exit 0
+fi
 # example (NAME_d64: the same with D = 64, O only; NAME_o: O only)  cascade  shape sets (ragged,
 # N_q != N_kv, N = 1, GQA group 1/4/8; paramK=V sets the K-th param: a negative or
 # zero softmax scale, which the kernels fold into the row max and the exponent;

@@ -1,0 +1,403 @@
+/*
+** compiler/grad_split.c: a backward cascade (grad.c) cut into the cascades
+** the GPU runs as kernels (grad.h's GradSplit). The derived backward is
+** one cascade over the query rows i and the keys j of the forward; its
+** gradients reduce either over j (dQ: a kernel over query tiles that
+** streams the keys, as the forward does) or over i (dK, dV: a kernel over
+** key tiles that streams the query rows, the forward with the roles of i
+** and j exchanged). What reads neither (FlashAttention's row term Delta =
+** rowsum(dO * O)) runs first, in a row pass whose results the two kernels
+** read as inputs. Each piece is an ordinary cascade: the forward's
+** pipeline plans it and the GPU builder lowers it.
+*/
+#include <string.h>
+
+#include "grad.h"
+#include "plan.h"
+
+/* The class of dimension `dim` of the tensor named `name` in plan p: the
+** class of a node variable that reads it as a plain index, or -1. */
+static int dim_class(const Plan *p, const char *name, int dim)
+{
+	for (int i = 0; i < p->c->nodes.n; i++) {
+		const Node *n = p->c->nodes.v[i];
+		const Expr *st[256];
+		int sp = 0;
+		if (n->body)
+			st[sp++] = n->body;
+		if (n->filter)
+			st[sp++] = n->filter;
+		while (sp) {
+			const Expr *e = st[--sp];
+			if (e->kind == EX_ACCESS && !strcmp(e->tensor->name, name) &&
+			    dim < e->nargs && e->args[dim]->kind == EX_INDEX)
+				return p->cls[i][e->args[dim]->var];
+			for (int k = 0; k < e->nargs && sp < 256; k++)
+				st[sp++] = e->args[k];
+		}
+	}
+	return -1;
+}
+
+/* The class in the backward's plan b of forward class k of plan f: found
+** through an input dimension both cascades read in that class. */
+static int map_class(const Plan *f, int k, const Plan *b)
+{
+	for (int i = 0; i < f->c->tensors.n; i++) {
+		const Tensor *t = f->c->tensors.v[i];
+		if (t->kind != TK_IN)
+			continue;
+		for (int m = 0; m < t->rank; m++)
+			if (dim_class(f, t->name, m) == k) {
+				int c = dim_class(b, t->name, m);
+				if (c >= 0)
+					return c;
+			}
+	}
+	return -1;
+}
+
+/* Bit 1: node i has a free variable of class k; bit 2: a reduced one. */
+static int has_class(const Plan *p, int i, int k)
+{
+	const Node *n = p->c->nodes.v[i];
+	int m = 0;
+	for (int v = 0; v < n->nfree + n->nred; v++)
+		if (p->cls[i][v] == k)
+			m |= v < n->nfree ? 1 : 2;
+	return m;
+}
+
+/* Marks node i and every node it reads (need[]). */
+static void need_closure(const Cascade *c, int i, char *need)
+{
+	if (need[i])
+		return;
+	need[i] = 1;
+	const Node *n = c->nodes.v[i];
+	for (int t = 0; t < c->tensors.n; t++) {
+		const Tensor *x = c->tensors.v[t];
+		if (x->def && (expr_reads(n->body, x) || expr_reads(n->filter, x)))
+			need_closure(c, x->def->id, need);
+	}
+}
+
+/* A temporary's name as the generated interfaces' fields take it: the
+** dots of desugared names (dO.softmax.sum) become underscores. */
+static const char *c_name(Arena *a, const char *name)
+{
+	char *r = arena_printf(a, "%s", name);
+	for (char *q = r; *q; q++)
+		if (*q == '.')
+			*q = '_';
+	return r;
+}
+
+/* A new cascade NAME from the nodes keep[] of c (a private copy), in
+** order: the outputs among them are out[] (others become temporaries),
+** row-pass results they read become f32 inputs, and tensors nothing reads
+** are dropped. Ids are renumbered; dims and params are shared. */
+static Cascade *piece(Arena *a, const Cascade *c0, const char *name, const char *keep,
+		      const char *out, const char *row)
+{
+	Cascade *c = cascade_clone(a, c0);
+	int nt = c->tensors.n;
+	char *used = ARENA_ARRAY(a, char, nt + 1);
+	for (int i = 0; i < c->nodes.n; i++) {
+		if (!keep[i])
+			continue;
+		const Node *n = c->nodes.v[i];
+		used[n->out->id] = 1;
+		for (int t = 0; t < nt; t++)
+			if (expr_reads(n->body, c->tensors.v[t]) ||
+			    expr_reads(n->filter, c->tensors.v[t]))
+				used[t] = 1;
+	}
+	Cascade *r = ARENA_NEW(a, Cascade);
+	r->name = name, r->loc = c->loc, r->dims = c->dims, r->params = c->params;
+	r->rows64 = 1;
+	/* inputs (the original ones, then the row pass's results), outputs,
+	** temporaries: the order the interfaces take */
+	for (int pass = 0; pass < 4; pass++)
+		for (int t = 0; t < nt; t++) {
+			Tensor *x = c->tensors.v[t];
+			if (!used[t])
+				continue;
+			int d = x->def ? x->def->id : -1;
+			int is_row = d >= 0 && !keep[d] && row[d];
+			int is_out = d >= 0 && keep[d] && out[d];
+			int cls = x->kind == TK_IN ? 0 : is_row ? 1 : is_out ? 2 : 3;
+			if (cls != pass)
+				continue;
+			if (is_row || (d >= 0 && keep[d] && out[d] && strchr(x->name, '.')))
+				x->name = c_name(a, x->name);
+			if (is_row)
+				x->kind = TK_IN, x->def = NULL, x->dtype = DT_F32;
+			else if (d >= 0)
+				x->kind = is_out ? TK_OUT : TK_TEMP;
+			x->id = r->tensors.n;
+			ptrvec_push(a, &r->tensors, x);
+		}
+	for (int i = 0; i < c->nodes.n; i++)
+		if (keep[i]) {
+			Node *n = c->nodes.v[i];
+			n->id = r->nodes.n;
+			ptrvec_push(a, &r->nodes, n);
+		}
+	return r;
+}
+
+/* Two or more gradients along the keys, one of them over a compile-time
+** value dimension wider than 64: each gets a kernel of its own. */
+static int wide_keys(const Cascade *b, const char *outk)
+{
+	int cnt = 0, wide = 0;
+	for (int i = 0; i < b->nodes.n; i++) {
+		const Node *x = b->nodes.v[i];
+		if (!outk[i])
+			continue;
+		cnt++;
+		for (int v = 0; v < x->nfree; v++) {
+			const Expr *e = x->vars[v].extent;
+			long w = e->kind == EX_INT   ? e->ival
+				 : e->kind == EX_DIM ? e->dim->fixed
+						     : 0;
+			wide |= w > 64;
+		}
+	}
+	return cnt > 1 && wide;
+}
+
+/* The factors of a float product, flattened (f[] gets at most 16). */
+static int factors(Expr *e, Expr **f, int n)
+{
+	if (e->kind == EX_BINOP && e->op == OP_MUL && e->type == VT_FLOAT) {
+		n = factors(e->args[0], f, n);
+		return factors(e->args[1], f, n);
+	}
+	if (n < 16)
+		f[n] = e;
+	return n + 1;
+}
+
+/* The product of f[0..n), or NULL for none. */
+static Expr *product(Arena *a, Expr **f, int n)
+{
+	Expr *r = NULL;
+	for (int k = 0; k < n; k++)
+		r = r ? expr_binop(a, OP_MUL, r, f[k]) : f[k];
+	return r;
+}
+
+/* A sum over one index whose body has factors that do not read it
+** (sigmoid's dS = sum[e](dO V s'(S)), s' per (i, j)) becomes the sum of the
+** others (a contraction the tensor cores take, dP = sum[e](dO V)) times
+** them, as a node of its own after it. The filter must not read the
+** reduced index. */
+static void factor_sums(Arena *a, Cascade *b)
+{
+	PtrVec nodes = {0};
+	for (int i = 0; i < b->nodes.n; i++) {
+		Node *x = b->nodes.v[i];
+		Expr *f[16], *dep[16], *ind[16];
+		int n = x->red == RED_SUM && x->nred == 1 && x->out->type == VT_FLOAT
+			    ? factors(x->body, f, 0)
+			    : 0;
+		int r = x->nfree, nd = 0, ni = 0;
+		if (n > 16 || (x->filter && (expr_vars(x->filter) >> r & 1)))
+			n = 0;
+		for (int k = 0; k < n; k++) {
+			if (expr_vars(f[k]) >> r & 1)
+				dep[nd++] = f[k];
+			else
+				ind[ni++] = f[k];
+		}
+		if (!nd || !ni) {
+			ptrvec_push(a, &nodes, x);
+			continue;
+		}
+		Tensor *t = ARENA_NEW(a, Tensor);
+		*t = *x->out;
+		t->name = arena_printf(a, "%s.c", x->out->name);
+		t->kind = TK_TEMP, t->dtype = DT_F32, t->trainable = 0;
+		t->id = b->tensors.n;
+		ptrvec_push(a, &b->tensors, t);
+		Node *c = ARENA_NEW(a, Node);
+		*c = *x;
+		c->out = t, c->body = product(a, dep, nd);
+		t->def = c;
+		ptrvec_push(a, &nodes, c);
+		Expr *rd = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
+		rd->tensor = t, rd->nargs = x->nfree;
+		rd->args = ARENA_ARRAY(a, Expr *, x->nfree + 1);
+		for (int v = 0; v < x->nfree; v++)
+			rd->args[v] = expr_index(a, v);
+		x->red = RED_NONE, x->nred = 0;
+		x->body = expr_binop(a, OP_MUL, rd, product(a, ind, ni));
+		ptrvec_push(a, &nodes, x);
+	}
+	for (int i = 0; i < nodes.n; i++)
+		((Node *)nodes.v[i])->id = i;
+	b->nodes = nodes;
+}
+
+/* The cut (grad.h): each gradient to the kernel whose stream it reduces,
+** the row values they read to the row pass, the rest recomputed per
+** kernel; what fits neither is one error at its statement. */
+int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSplit *s)
+{
+	memset(s, 0, sizeof *s);
+	/* incoming gradients of 16-bit outputs come in the output's dtype, the
+	** tensor cores' operand (the CPU's backward takes them in f32) */
+	Cascade *b = cascade_clone(a, bwd);
+	for (int t = 0; t < b->tensors.n; t++) {
+		Tensor *x = b->tensors.v[t];
+		if (x->kind != TK_IN || x->name[0] != 'd' || cascade_tensor(fwd, x->name))
+			continue;
+		const Tensor *o = cascade_tensor(fwd, x->name + (x->name[1] == '_' ? 2 : 1));
+		if (o && o->kind == TK_OUT && o->rank == x->rank && dtype_size(o->dtype) == 2 &&
+		    dtype_is_float(o->dtype))
+			x->dtype = o->dtype;
+	}
+	s->bwd = b;
+	factor_sums(a, b);
+	Plan *fp = plan_build(a, fwd, "sm_80");
+	Plan *bp = ARENA_NEW(a, Plan);
+	bp->orig = bp->c = b, bp->target = "sm_80";
+	plan_classes(a, bp);
+	int qf = -1;
+	for (int k = 0; k < fp->nclasses; k++)
+		if (fp->classes[k].qtile)
+			qf = k;
+	int I = qf >= 0 ? map_class(fp, qf, bp) : -1;
+	int J = fp->stream >= 0 ? map_class(fp, fp->stream, bp) : -1;
+	if (I < 0 || J < 0 || I == J) {
+		diag_error(d, fwd->loc,
+			   "%s: the GPU backward needs the forward's query rows and keys as two "
+			   "indices of its inputs (--target=cpu runs it)",
+			   bwd->name);
+		return 1;
+	}
+	int n = b->nodes.n, failed = 0;
+	char *row = ARENA_ARRAY(a, char, n + 1), *outq = ARENA_ARRAY(a, char, n + 1),
+	     *outk = ARENA_ARRAY(a, char, n + 1);
+	/* row-pass nodes: neither index reduced, no key index, reading only
+	** inputs and row-pass nodes */
+	for (int i = 0; i < n; i++) {
+		const Node *x = b->nodes.v[i];
+		int ok = !has_class(bp, i, J) && !(has_class(bp, i, I) & 2);
+		for (int t = 0; ok && t < b->tensors.n; t++) {
+			const Tensor *y = b->tensors.v[t];
+			if (y->def && (expr_reads(x->body, y) || expr_reads(x->filter, y)))
+				ok = row[y->def->id];
+		}
+		row[i] = (char)ok;
+	}
+	for (int i = 0; i < n; i++) {
+		const Node *x = b->nodes.v[i];
+		if (x->out->kind != TK_OUT)
+			continue;
+		int hi = has_class(bp, i, I), hj = has_class(bp, i, J);
+		if ((hi & 1) && hj == 2 && x->nred == 1)
+			outq[i] = 1;
+		else if ((hj & 1) && hi == 2 && x->nred == 1)
+			outk[i] = 1;
+		else {
+			const char *red = "";
+			for (int v = x->nfree; v < x->nfree + x->nred; v++)
+				red = arena_printf(a, "%s%s%s", red, v > x->nfree ? ", " : "",
+						   x->vars[v].name);
+			diag_error(
+			    d, x->loc,
+			    "%s: the GPU backward computes gradients reduced over the keys "
+			    "alone along the query rows (dQ) or over the query rows alone along "
+			    "the keys (dK, dV); '%s' reduces over %s%s (--target=cpu runs it)",
+			    bwd->name, x->out->name, x->nred ? red : "nothing",
+			    !((hi | hj) & 1)
+				? " (the gradient of a table or a trainable input: not on the GPU "
+				  "yet)"
+			    : (hi & hj & 1) ? " (a bias over the query rows and the keys: not "
+					      "on the GPU yet)"
+			    : x->nred       ? " (a K/V head shared by a group of query heads: GQA)"
+				      : " (the sum of the gradients of an input read as several "
+					"operands)");
+			failed = 1;
+		}
+	}
+	if (failed)
+		return 1;
+	char *needq = ARENA_ARRAY(a, char, n + 1), *needk = ARENA_ARRAY(a, char, n + 1);
+	for (int i = 0; i < n; i++) {
+		if (outq[i])
+			need_closure(b, i, needq);
+		if (outk[i])
+			need_closure(b, i, needk);
+	}
+	/* the row pass computes what either kernel reads of it; the kernels
+	** keep the rest */
+	char *keepr = ARENA_ARRAY(a, char, n + 1), *outr = ARENA_ARRAY(a, char, n + 1);
+	for (int i = 0; i < n; i++) {
+		if (!row[i] || !(needq[i] || needk[i]))
+			continue;
+		keepr[i] = 1;
+		needq[i] = needk[i] = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		const Node *x = b->nodes.v[i];
+		for (int j = 0; keepr[i] && j < n; j++) {
+			const Node *y = b->nodes.v[j];
+			if ((needq[j] || needk[j]) &&
+			    (expr_reads(y->body, x->out) || expr_reads(y->filter, x->out)))
+				outr[i] = 1;
+		}
+	}
+	/* a reduction over a kernel's stream other than its gradients (the
+	** softmax's max and sum where no logsumexp was saved) is a second pass */
+	for (int i = 0; i < n; i++) {
+		const Node *x = b->nodes.v[i];
+		if ((needq[i] && !outq[i] && (has_class(bp, i, J) & 2)) ||
+		    (needk[i] && !outk[i] && (has_class(bp, i, I) & 2))) {
+			diag_error(d, x->loc,
+				   "%s: the GPU backward recomputes P from the forward's saved "
+				   "logsumexp; '%s' (%s) would need a pass of its own over the "
+				   "keys: give the forward an output L = logsumexp over the keys "
+				   "of the same scores (--target=cpu runs it as it is)",
+				   bwd->name, x->out->name, x->origin ? x->origin : "a reduction");
+			return 1;
+		}
+	}
+	int any = 0;
+	for (int i = 0; i < n; i++)
+		any |= outr[i];
+	s->pre = any ? piece(a, b, arena_printf(a, "%s_pre", bwd->name), keepr, outr, row) : NULL;
+	for (int i = 0; i < n && any; i++)
+		if (outr[i])
+			ptrvec_push(a, &s->ws, ((Node *)b->nodes.v[i])->out);
+	int anyq = 0, anyk = 0;
+	for (int i = 0; i < n; i++)
+		anyq |= outq[i], anyk |= outk[i];
+	s->dq = anyq ? piece(a, b, arena_printf(a, "%s_dq", bwd->name), needq, outq, outr) : NULL;
+	if (anyk && !wide_keys(b, outk))
+		s->dkv[s->ndkv++] =
+		    piece(a, b, arena_printf(a, "%s_dkv", bwd->name), needk, outk, outr);
+	/* wide heads: a kernel per gradient (dK, dV), each recomputing the
+	** scores, where both accumulators and both score tiles do not fit the
+	** registers of one (sm_80: 255 per thread) */
+	for (int i = 0; anyk && wide_keys(b, outk) && i < n; i++) {
+		if (!outk[i] || s->ndkv == GRAD_MAX_DKV)
+			continue;
+		char *one = ARENA_ARRAY(a, char, n + 1), *need = ARENA_ARRAY(a, char, n + 1);
+		one[i] = 1;
+		need_closure(b, i, need);
+		for (int k = 0; k < n; k++)
+			need[k] &= !keepr[k];
+		s->dkv[s->ndkv++] =
+		    piece(a, b,
+			  arena_printf(a, "%s_%s", bwd->name,
+				       c_name(a, ((Node *)b->nodes.v[i])->out->name)),
+			  need, one, outr);
+	}
+	for (int k = 0; k < s->ndkv; k++)
+		s->dkv[k]->first_rows_longest = 1;
+	return 0;
+}

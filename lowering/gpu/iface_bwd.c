@@ -1,0 +1,203 @@
+/*
+** lowering/gpu/iface_bwd.c: the generated C interface of a backward on the
+** GPU (compiler/grad_split.c cuts NAME_bwd into the row pass, the dQ kernel
+** and the dK/dV kernel, each an ordinary cascade with its own launcher from
+** iface.c). NAME_bwd_gpu_args holds the backward's tensors (the forward's
+** inputs, its saved outputs, the incoming gradients, the gradients it
+** writes), dims and params; NAME_bwd_launch runs the pieces in order on one
+** stream, each piece's tensors taken from the args by name and the row
+** pass's results from the caller's workspace (NAME_bwd_workspace_bytes).
+*/
+#include <string.h>
+
+#include "../../compiler/grad.h"
+#include "gpu.h"
+#include "iface.h"
+
+/* The index of the tensor named `name` in c, or -1. */
+static int tensor_index(const Cascade *c, const char *name)
+{
+	for (int i = 0; i < c->tensors.n; i++)
+		if (!strcmp(((const Tensor *)c->tensors.v[i])->name, name))
+			return i;
+	return -1;
+}
+
+/* A workspace tensor's name as the pieces have it (dots made underscores,
+** as grad_split names them). */
+static int ws_index(const GradSplit *s, const Tensor *t)
+{
+	for (int k = 0; k < s->ws.n; k++) {
+		const char *a = ((const Tensor *)s->ws.v[k])->name, *b = t->name;
+		while (*a && *b && (*a == *b || (*a == '.' && *b == '_')))
+			a++, b++;
+		if (!*a && !*b)
+			return k;
+	}
+	return -1;
+}
+
+/* The header's part: what a caller of the backward needs. */
+void iface_bwd_decls(FILE *o, const GradSplit *s)
+{
+	const Cascade *c = s->bwd;
+	const char *n = c->name;
+	iface_args_struct(o, c);
+	fprintf(o,
+		"/* Sets fixed dims and param defaults (set the other dims first). */\n"
+		"void %s_gpu_defaults(%s_gpu_args *a);\n",
+		n, n);
+	fprintf(o,
+		"/* Bytes of device memory %s_launch needs as its workspace for these dims\n"
+		"** (the row pass's results; 0: none). */\n"
+		"size_t %s_workspace_bytes(const %s_gpu_args *a);\n"
+		"size_t %s_workspace_bytes_generic(const long *dims);\n",
+		n, n, n, n);
+	fprintf(
+	    o,
+	    "/* The backward's kernels in order on stream (a CUstream, NULL: the default\n"
+	    "** stream), without synchronising: the row pass, dQ, then dK and dV. The\n"
+	    "** workspace (bytes >= %s_workspace_bytes) is the caller's device memory.\n"
+	    "** Returns 0 or an ATTNRT_ERR_* code; attnrt_last_error() says why. */\n"
+	    "int %s_launch(const %s_gpu_args *a, void *workspace, size_t bytes, void "
+	    "*stream);\n"
+	    "int %s_launch_generic(void *const *ptrs, const int64_t *const *strides, const long "
+	    "*dims, const double *params, void *workspace, size_t bytes, void *stream);\n"
+	    "void %s_shape(int tensor, const long *dims, int64_t *shape);\n"
+	    "/* Bytes per element of tensor i: incoming gradients of 16-bit outputs\n"
+	    "** come in their dtype (the CPU's backward takes them in f32). */\n"
+	    "int %s_elem_bytes(int tensor);\n",
+	    n, n, n, n, n, n);
+}
+
+/* One piece's launch: its tensors from the backward's arrays by name, the
+** row pass's results from the workspace. */
+static void piece_call(FILE *o, const GradSplit *s, const Cascade *p)
+{
+	if (!p)
+		return;
+	fprintf(o, "\t{\n\t\tvoid *pp[%d] = {0};\n\t\tconst int64_t *ps[%d] = {0};\n",
+		p->tensors.n + 1, p->tensors.n + 1);
+	for (int i = 0; i < p->tensors.n; i++) {
+		const Tensor *t = p->tensors.v[i];
+		if (t->kind == TK_TEMP)
+			continue;
+		int w = ws_index(s, t), b = tensor_index(s->bwd, t->name);
+		if (w >= 0)
+			fprintf(o, "\t\tpp[%d] = ws + off[%d];\n", i, w);
+		else if (b >= 0)
+			fprintf(
+			    o,
+			    "\t\tpp[%d] = (void *)ptrs[%d];\n\t\tps[%d] = strides ? strides[%d] "
+			    ": NULL;\n",
+			    i, b, i, b);
+		else
+			fprintf(o, "#error \"attnc: %s's tensor %s is not the backward's\"\n",
+				p->name, t->name);
+	}
+	fprintf(o,
+		"\t\tif ((rc = %s_launch_generic(pp, ps, dims, params, stream)))\n\t\t\treturn "
+		"rc;\n\t}\n",
+		p->name);
+}
+
+/* The source's part: the workspace layout, the pieces' launches in
+** order, shapes and element sizes, and the typed API over them. */
+void iface_bwd_functions(FILE *o, const GradSplit *s)
+{
+	const Cascade *c = s->bwd;
+	const char *n = c->name;
+	int nw = s->ws.n;
+	/* the workspace: each row-pass result f32, contiguous, 256-byte aligned */
+	fprintf(o,
+		"\nstatic size_t %s_ws_layout(const long *dims, size_t *off)\n{\n\tsize_t n = "
+		"0;\n",
+		n);
+	for (int k = 0; k < nw; k++) {
+		const Tensor *t = s->ws.v[k];
+		fprintf(o, "\toff[%d] = n;\n\tn += ((size_t)", k);
+		for (int d = 0; d < t->rank; d++) {
+			iface_dim_expr(o, t->shape[d]);
+			fputs(" * (size_t)", o);
+		}
+		fputs("4 + 255) & ~(size_t)255;\n", o);
+	}
+	fputs("\t(void)dims, (void)off;\n\treturn n;\n}\n", o);
+	fprintf(o,
+		"\nsize_t %s_workspace_bytes_generic(const long *dims)\n{\n\tsize_t off[%d];\n"
+		"\treturn %s_ws_layout(dims, off);\n}\n",
+		n, nw + 1, n);
+	fprintf(o,
+		"\nint %s_launch_generic(void *const *ptrs, const int64_t *const *strides, const "
+		"long *dims, const double *params, void *workspace, size_t bytes, void "
+		"*stream)\n{\n\tsize_t off[%d];\n\tsize_t need = %s_ws_layout(dims, off);\n",
+		n, nw + 1, n);
+	fprintf(o,
+		"\tif (bytes < need || (need && !workspace))\n\t\treturn "
+		"attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: the workspace has %%zu "
+		"bytes; these dims need %%zu (%s_workspace_bytes)\", workspace ? bytes : 0, "
+		"need);\n\tchar *ws = workspace;\n\tint rc;\n\t(void)ws;\n",
+		n, n);
+	piece_call(o, s, s->pre);
+	piece_call(o, s, s->dq);
+	for (int k = 0; k < s->ndkv; k++)
+		piece_call(o, s, s->dkv[k]);
+	fputs("\treturn 0;\n}\n", o);
+	/* shapes: the pieces' tensors are the backward's */
+	fprintf(o,
+		"\nvoid %s_shape(int tensor, const long *dims, int64_t *shape)\n{\n\tswitch "
+		"(tensor) {\n",
+		n);
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		if (t->kind == TK_TEMP)
+			continue;
+		fprintf(o, "\tcase %d:\n", i);
+		for (int k = 0; k < t->rank; k++) {
+			fprintf(o, "\t\tshape[%d] = ", k);
+			iface_dim_expr(o, t->shape[k]);
+			fputs(";\n", o);
+		}
+		fputs("\t\tbreak;\n", o);
+	}
+	fputs("\tdefault: break;\n\t}\n\t(void)dims;\n}\n", o);
+	fprintf(o, "\nint %s_elem_bytes(int tensor)\n{\n\tswitch (tensor) {\n", n);
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		if (t->kind != TK_TEMP)
+			fprintf(o, "\tcase %d: return %d;\n", i, dtype_size(t->dtype));
+	}
+	fputs("\tdefault: return 0;\n\t}\n}\n", o);
+	/* the typed API over the generic one; defaults through a piece's */
+	const Cascade *p = s->dq ? s->dq : s->dkv[0];
+	fprintf(o, "\nvoid %s_gpu_defaults(%s_gpu_args *a)\n{\n\t%s_gpu_args t;\n", n, n, p->name);
+	fputs("\tmemset(&t, 0, sizeof t);\n", o);
+	for (int i = 0; i < c->dims.n; i++) {
+		const char *d = ((Dim *)c->dims.v[i])->name;
+		fprintf(o, "\tt.%s = a->%s;\n", d, d);
+	}
+	fprintf(o, "\t%s_gpu_defaults(&t);\n", p->name);
+	for (int i = 0; i < c->dims.n; i++) {
+		const char *d = ((Dim *)c->dims.v[i])->name;
+		fprintf(o, "\ta->%s = t.%s;\n", d, d);
+	}
+	for (int i = 0; i < c->params.n; i++) {
+		const Param *pa = c->params.v[i];
+		if (pa->deflt)
+			fprintf(o, "\ta->%s = t.%s;\n", pa->name, pa->name);
+	}
+	fputs("}\n", o);
+	fprintf(o, "\nsize_t %s_workspace_bytes(const %s_gpu_args *a)\n{\n", n, n);
+	iface_unpack_args(o, c);
+	fprintf(o, "\t(void)ptrs, (void)strides;\n\treturn %s_workspace_bytes_generic(dims);\n}\n",
+		n);
+	fprintf(o,
+		"\nint %s_launch(const %s_gpu_args *a, void *workspace, size_t bytes, void "
+		"*stream)\n{\n",
+		n, n);
+	iface_unpack_args(o, c);
+	fprintf(o,
+		"\treturn %s_launch_generic(ptrs, strides, dims, params, workspace, bytes, "
+		"stream);\n}\n",
+		n);
+}

@@ -1,0 +1,161 @@
+/*
+** lowering/gpu/rowpass.c: the row pass, a kernel for cascades with no
+** streamed index whose values are per query row (the backward's row term
+** Delta = rowsum(dO * O), compiler/grad_split.c). It keeps the forward's
+** ABI and grid (gpu.h's head: x = tiles of 128 rows, y = the other grid
+** indices), so that the generated launcher is the forward's: each of the
+** CTA's 128 threads owns one row and evaluates the nodes in order, a
+** reduction as a loop over its one reduced index, through the builder's
+** expressions (expr.c: the reduced index is the element's column, as the
+** value index is in the epilogue). Its work is the size of the inputs it
+** reads, small beside the backward's contractions.
+*/
+#include <math.h>
+#include <string.h>
+
+#include "gpu.h"
+
+/* Why plan p is not a row pass (NULL: it is). */
+const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s)
+{
+	memset(s, 0, sizeof *s);
+	s->p = p, s->qcls = s->scls = s->ecls = s->ecls2 = -1;
+	for (int k = 0; k < p->nclasses; k++)
+		if (p->classes[k].qtile)
+			s->qcls = s->scls = k;
+	if (p->stream >= 0 || s->qcls < 0)
+		return "not a pass over rows alone";
+	const Cascade *c = p->c;
+	s->node = ARENA_ARRAY(a, ShapeNode, c->nodes.n + 1);
+	for (int i = 0; i < c->nodes.n; i++) {
+		const Node *n = c->nodes.v[i];
+		s->node[i] = (ShapeNode){SN_EPI_ROW, 0};
+		if (n->out->type != VT_FLOAT)
+			return arena_printf(a, "%s: a row value that is not a float", n->out->name);
+		if (n->nred > 1 || n->red == RED_PROD)
+			return arena_printf(a,
+					    "%s: a row value reduced over more than one index "
+					    "or by prod",
+					    n->out->name);
+		for (int v = 0; v < n->nfree; v++)
+			if (plan_index_kind(p, i, v) != IDX_GRID &&
+			    plan_index_kind(p, i, v) != IDX_QUERY)
+				return arena_printf(a,
+						    "%s: a row value with an index that is not "
+						    "the row's or a grid index",
+						    n->out->name);
+	}
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		if (t->kind == TK_OUT && t->dtype != DT_F32)
+			return arena_printf(a, "%s: the row pass writes f32", t->name);
+	}
+	return NULL;
+}
+
+/* Node i's value at the thread's row: its body, or a loop over its reduced
+** index; absent points (its filter) give 0 or the reduction's identity. */
+static PReg row_value(KernelGen *g, int i)
+{
+	const Node *n = gpu_node(g, i);
+	g->node = i;
+	if (!n->nred) {
+		PReg v = gpu_expr(g, n->body);
+		if (n->filter) {
+			PReg z = gpu_reg(g, PC_F32);
+			gpu_op4(g, PTX_SELP, ".f32", po_r(z), po_r(v), po_f(0.0f),
+				po_r(gpu_expr(g, n->filter)));
+			v = z;
+		}
+		return v;
+	}
+	float id = n->red == RED_MAX ? -INFINITY : n->red == RED_MIN ? INFINITY : 0.0f;
+	PReg acc = gpu_reg(g, PC_F32), e = gpu_reg(g, PC_B64), p = gpu_reg(g, PC_PRED);
+	PReg ext = gpu_expr(g, n->vars[n->nfree].extent);
+	gpu_op2(g, PTX_MOV, ".f32", po_r(acc), po_f(id));
+	gpu_op2(g, PTX_MOV, ".b64", po_r(e), po_i(0));
+	int top = ptx_new_label(g->f), end = ptx_new_label(g->f);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(p), po_r(e), po_r(ext));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(end));
+	ptx_guard(g->f, p, 0);
+	/* values of the index are the loop's own: none is kept across it */
+	gpu_expr_forget(g, 0);
+	g->s->ecls = g->p->cls[i][n->nfree];
+	ptx_label(g->f, top);
+	g->col = e;
+	PReg x = gpu_expr(g, n->body);
+	if (n->filter) {
+		PReg z = gpu_reg(g, PC_F32);
+		gpu_op4(g, PTX_SELP, ".f32", po_r(z), po_r(x), po_f(id),
+			po_r(gpu_expr(g, n->filter)));
+		x = z;
+	}
+	gpu_op3(g,
+		n->red == RED_SUM   ? PTX_ADD
+		: n->red == RED_MAX ? PTX_MAX
+				    : PTX_MIN,
+		".f32", po_r(acc), po_r(acc), po_r(x));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(e), po_r(e), po_i(1));
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(p), po_r(e), po_r(ext));
+	gpu_op1(g, PTX_BRA, "", po_label(top));
+	ptx_guard(g->f, p, 0);
+	ptx_label(g->f, end);
+	gpu_expr_forget(g, 0);
+	g->s->ecls = -1;
+	return acc;
+}
+
+/* The row pass: the forward's parameters and grid decode (so that its
+** launcher is the forward's), one row a thread, every node in order. */
+PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s)
+{
+	KernelGen G = {0};
+	KernelGen *g = &G;
+	g->a = a, g->p = p, g->c = p->c, g->s = s, g->t = tg;
+	g->row_blocks = 2, g->cta_rows = GPU_THREADS;
+	PtxFunc *f = ARENA_NEW(a, PtxFunc);
+	ptx_func_init(f, a, arena_printf(a, "%s_fwd", p->c->name), tg->threads);
+	g->f = f;
+	gpu_expr_init(g);
+	gpu_ranges_init(g);
+	int n = p->c->nodes.n;
+	g->tile = ARENA_ARRAY(a, PReg *, n + 1);
+	g->rowv = ARENA_ARRAY(a, PReg *, n + 1);
+	g->acc = ARENA_ARRAY(a, PReg *, n + 1);
+	for (int i = 0; i < n; i++)
+		g->rowv[i] = ARENA_ARRAY(a, PReg, GPU_MAXRS);
+	gpu_declare_params(g);
+	gpu_load_params(g);
+	gpu_decode_grid(g);
+	g->tid = gpu_tid(g);
+	g->row = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(g->row), po_r(g->q0), po_r(g->tid));
+	int done = ptx_new_label(f);
+	PReg out = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(out), po_r(g->row), po_r(g->qext));
+	gpu_op1(g, PTX_BRA, "", po_label(done));
+	ptx_guard(f, out, 0);
+	g->stage = 1, g->half = 0, g->elem = -1;
+	for (int i = 0; i < n; i++) {
+		const Node *x = gpu_node(g, i);
+		PReg v = row_value(g, i);
+		g->rowv[i][0] = v;
+		if (x->out->kind != TK_OUT)
+			continue;
+		g->node = i;
+		Expr **args = ARENA_ARRAY(a, Expr *, x->nfree + 1);
+		for (int k = 0; k < x->nfree; k++)
+			args[k] = expr_index(a, k);
+		if (x->out->domain) {
+			PReg z = gpu_reg(g, PC_F32);
+			gpu_op4(g, PTX_SELP, ".f32", po_r(z), po_r(v), po_f(0.0f),
+				po_r(gpu_expr(g, x->out->domain)));
+			v = z;
+		}
+		PReg ad = gpu_addr(g, x->out, args);
+		gpu_op2(g, PTX_ST, ".global.f32", po_mem(ad, 0), po_r(v));
+	}
+	ptx_label(f, done);
+	gpu_op0(g, PTX_RET, "");
+	return f;
+}

@@ -1,0 +1,130 @@
+/*
+** test/unit/gpu_iface_bwd_harness.c: built by test_gpu_iface_bwd
+** (gpu_iface_bwd.c) with the launchers of examples/causal.attn's forward
+** and backward it generated, and libattnrt. Runs them against rt_fakecuda
+** and checks, from the fake's log of launches, what lowering/gpu/
+** iface_bwd.c says: the workspace's size (the row pass's f32 result,
+** 256-byte aligned), a workspace too small or missing refused with nothing
+** queued, and NAME_bwd_launch as four launches on the caller's stream in
+** order (row pass, dQ, dV, dK) with their grids, the row pass writing
+** into the workspace and the kernels reading the caller's tensors.
+**
+** usage: harness FAKECUDA.so
+*/
+#define _POSIX_C_SOURCE 200809L
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnrt.h"
+#include "causal.h"
+#include "rt_fakecuda.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+			failures++;                                                                \
+		}                                                                                  \
+	} while (0)
+
+static FakecudaCalls ncalls;
+static FakecudaCall call;
+static FakecudaParamBytes param_bytes;
+static FakecudaRecordParams record;
+
+/* The fake's records, resolved from the module the runtime loaded. */
+static int load_records(const char *fake)
+{
+	void *h = dlopen(fake, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD), *s;
+	if (h && (s = dlsym(h, "fakecuda_calls")))
+		memcpy(&ncalls, &s, sizeof s);
+	if (h && (s = dlsym(h, "fakecuda_call")))
+		memcpy(&call, &s, sizeof s);
+	if (h && (s = dlsym(h, "fakecuda_param_bytes")))
+		memcpy(&param_bytes, &s, sizeof s);
+	if (h && (s = dlsym(h, "fakecuda_record_params")))
+		memcpy(&record, &s, sizeof s);
+	if (!ncalls || !call || !param_bytes || !record) {
+		fprintf(stderr, "harness: %s lacks the fakecuda_* records\n", fake);
+		return 1;
+	}
+	/* the first three parameters are tensor pointers */
+	for (int i = 0; i < 3; i++)
+		param_bytes(i, 8);
+	record(3);
+	return 0;
+}
+
+/* A device address of the fake's (16-byte aligned, never dereferenced). */
+static void *fake_ptr(int i)
+{
+	return (void *)(uintptr_t)(0x1000000u * (unsigned)(i + 1));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: harness FAKECUDA.so\n");
+		return 2;
+	}
+	setenv("ATTNRT_CUDA_DRIVER", argv[1], 1);
+	CHECK(attnrt_init() == ATTNRT_OK);
+	if (load_records(argv[1]))
+		return 1;
+	void *stream = NULL;
+	CHECK(attnrt_stream_create(&stream) == ATTNRT_OK && stream);
+	causal_bwd_gpu_args a;
+	memset(&a, 0, sizeof a);
+	a.B = 2, a.H = 3, a.N = 300;
+	causal_bwd_gpu_defaults(&a);
+	CHECK(a.D == 128 && a.scale > 0.088f && a.scale < 0.0885f);
+	a.Q = fake_ptr(0), a.K = fake_ptr(1), a.V = fake_ptr(2), a.O = fake_ptr(3);
+	a.L = fake_ptr(4), a.dO = fake_ptr(5), a.dL = fake_ptr(6);
+	a.dQ = fake_ptr(7), a.dK = fake_ptr(8), a.dV = fake_ptr(9);
+	/* Delta: B H N f32, 256-byte aligned */
+	size_t need = (2 * 3 * 300 * 4 + 255) / 256 * 256;
+	CHECK(causal_bwd_workspace_bytes(&a) == need);
+	void *ws = fake_ptr(20);
+	int before = ncalls();
+	CHECK(causal_bwd_launch(&a, ws, need - 1, stream) == ATTNRT_ERR_ARGUMENT);
+	CHECK(strstr(attnrt_last_error(), "causal_bwd: the workspace has") != NULL);
+	CHECK(causal_bwd_launch(&a, NULL, need, stream) == ATTNRT_ERR_ARGUMENT);
+	CHECK(ncalls() == before);
+	/* a missing tensor: the piece that reads it refuses, nothing after it */
+	a.dL = NULL;
+	CHECK(causal_bwd_launch(&a, ws, need, stream) != ATTNRT_OK);
+	a.dL = fake_ptr(6);
+	before = ncalls();
+	CHECK(causal_bwd_launch(&a, ws, need, stream) == ATTNRT_OK);
+	CHECK(ncalls() == before + 4);
+	static const char *const names[4] = {"causal_bwd_pre_fwd", "causal_bwd_dq_fwd",
+					     "causal_bwd_dV_fwd", "causal_bwd_dK_fwd"};
+	/* the row pass: 128 rows a CTA; the others 64 (the unit test's values) */
+	static const unsigned gx[4] = {3, 5, 5, 5};
+	for (int i = 0; i < 4; i++) {
+		const FakeCall *k = call(before + i);
+		CHECK(k && k->kind == 'l');
+		if (!k)
+			continue;
+		CHECK(!strcmp(k->name, names[i]));
+		CHECK(k->stream == (uintptr_t)stream);
+		CHECK(k->grid[0] == gx[i] && k->grid[1] == 6 && k->grid[2] == 1);
+	}
+	/* the row pass reads O and dO and writes Delta into the workspace */
+	const FakeCall *pre = call(before);
+	CHECK(pre && pre->param[0] == (uintptr_t)a.O && pre->param[1] == (uintptr_t)a.dO &&
+	      pre->param[2] == (uintptr_t)ws);
+	/* dQ's first tensors are the caller's Q, K, V */
+	const FakeCall *dq = call(before + 1);
+	CHECK(dq && dq->param[0] == (uintptr_t)a.Q && dq->param[1] == (uintptr_t)a.K &&
+	      dq->param[2] == (uintptr_t)a.V);
+	CHECK(attnrt_stream_destroy(stream) == ATTNRT_OK);
+	if (failures)
+		fprintf(stderr, "gpu_iface_bwd harness: %d check(s) failed\n", failures);
+	return failures ? 1 : 0;
+}
