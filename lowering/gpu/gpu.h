@@ -183,8 +183,14 @@ typedef struct KernelShape {
 
 /* gpu/shape.c: fills s or returns a reason the plan does not fit. */
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s);
-/* Class cls is a value index of the contractions with V. */
-int gpu_value_class(const KernelShape *s, int cls);
+/* Class cls is a value index of the contractions with V. In the header:
+** the expression builder and the shape both ask, and the shape calls the
+** builder's gathers, so a function of shape.c here would close a loop of
+** calls between the files (test/layers_calls). */
+static inline int gpu_value_class(const KernelShape *s, int cls)
+{
+	return cls >= 0 && (cls == s->ecls || cls == s->ecls2);
+}
 
 /* ---- the element layout ----------------------------------------------------
 ** The tensor cores' accumulators: a warp's m16 row block of a score tile

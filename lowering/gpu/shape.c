@@ -292,11 +292,6 @@ static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 	    node_what(a, n));
 }
 
-int gpu_value_class(const KernelShape *s, int cls)
-{
-	return cls >= 0 && (cls == s->ecls || cls == s->ecls2);
-}
-
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 {
 	memset(s, 0, sizeof *s);
