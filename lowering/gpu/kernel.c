@@ -335,13 +335,15 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		s.tiling = tiling ? tiling[i] : 0;
 		unsigned smem = 0;
 		rc = build_entry(&a, t, p, &s, &main[i], &align, &smem);
-		/* no GPU gives a CTA more (the H100's and H200's opt-in limit, also
-		** where an sm_80 image runs): such a kernel fails only at launch */
+		/* no GPU gives a CTA more (the H100's and H200's opt-in limit, for
+		** every target's image that runs there): such a kernel would fail
+		** only at launch */
 		if (!rc && smem > 227u * 1024u) {
-			diag_error(d, c->loc,
-				   "cannot generate an %s kernel for '%s': its tiles need %u bytes of "
-				   "shared memory a CTA, more than any GPU gives one (232448)",
-				   t->name, c->name, smem);
+			diag_error(
+			    d, c->loc,
+			    "cannot generate an %s kernel for '%s': its tiles need %u bytes of "
+			    "shared memory a CTA, more than any GPU gives one (232448)",
+			    t->name, c->name, smem);
 			rc = 1;
 		}
 		/* the same kernel without the table's refill (KernelShape.one_window) */
