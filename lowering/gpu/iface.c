@@ -382,23 +382,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			"static AttnrtKernel %s_kernel_part = {\"%s_fwd_part\", %s, "
 			"sizeof %s / sizeof %s[0], %uu, %u, NULL};\n",
 			n, n, imgs, imgs, imgs, im->info[idx].smem, im->info[idx].threads);
-	fprintf(o,
-		"\nvoid %s_shape(int tensor, const long *dims, int64_t *shape)\n{\n\tswitch "
-		"(tensor) {\n",
-		n);
-	for (int i = 0; i < c->tensors.n; i++) {
-		const Tensor *t = c->tensors.v[i];
-		if (t->kind == TK_TEMP)
-			continue;
-		fprintf(o, "\tcase %d:\n", i);
-		for (int k = 0; k < t->rank; k++) {
-			fprintf(o, "\t\tshape[%d] = ", k);
-			iface_dim_expr(o, t->shape[k]);
-			fputs(";\n", o);
-		}
-		fputs("\t\tbreak;\n", o);
-	}
-	fputs("\tdefault: break;\n\t}\n}\n", o);
+	iface_shape_fn(o, c, n);
 	if (parts)
 		fprintf(o,
 			"\nstatic int %s_launch_impl(void *const *ptrs, const int64_t *const "

@@ -74,4 +74,6 @@ void iface_bwd_decls(FILE *o, const struct GradSplit *s);
 void iface_bwd_functions(FILE *o, const struct GradSplit *s);
 /* An integer expression over dims as C over `dims[]`. */
 void iface_dim_expr(FILE *o, const Expr *e);
+/* NAME_shape, the inputs' and outputs' shapes from the dims. */
+void iface_shape_fn(FILE *o, const Cascade *c, const char *name);
 #endif

@@ -28,6 +28,30 @@ void iface_dim_expr(FILE *o, const Expr *e)
 	}
 }
 
+/* NAME_shape(tensor, dims, shape): each input's and output's shape from the
+** dims, for the forward's launcher and the backward's alike (dims unused
+** where every shape is fixed). */
+void iface_shape_fn(FILE *o, const Cascade *c, const char *name)
+{
+	fprintf(o,
+		"\nvoid %s_shape(int tensor, const long *dims, int64_t *shape)\n{\n\tswitch "
+		"(tensor) {\n",
+		name);
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		if (t->kind == TK_TEMP)
+			continue;
+		fprintf(o, "\tcase %d:\n", i);
+		for (int k = 0; k < t->rank; k++) {
+			fprintf(o, "\t\tshape[%d] = ", k);
+			iface_dim_expr(o, t->shape[k]);
+			fputs(";\n", o);
+		}
+		fputs("\t\tbreak;\n", o);
+	}
+	fputs("\tdefault: break;\n\t}\n\t(void)dims;\n}\n", o);
+}
+
 /* The typed arguments `a` (NAME_gpu_args) as the arrays ptrs, strides, dims
 ** and params, declared and filled. */
 void iface_unpack_args(FILE *o, const Cascade *c)

@@ -144,23 +144,7 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 		piece_call(o, s, s->dkv[k]);
 	fputs("\treturn 0;\n}\n", o);
 	/* shapes: the pieces' tensors are the backward's */
-	fprintf(o,
-		"\nvoid %s_shape(int tensor, const long *dims, int64_t *shape)\n{\n\tswitch "
-		"(tensor) {\n",
-		n);
-	for (int i = 0; i < c->tensors.n; i++) {
-		const Tensor *t = c->tensors.v[i];
-		if (t->kind == TK_TEMP)
-			continue;
-		fprintf(o, "\tcase %d:\n", i);
-		for (int k = 0; k < t->rank; k++) {
-			fprintf(o, "\t\tshape[%d] = ", k);
-			iface_dim_expr(o, t->shape[k]);
-			fputs(";\n", o);
-		}
-		fputs("\t\tbreak;\n", o);
-	}
-	fputs("\tdefault: break;\n\t}\n\t(void)dims;\n}\n", o);
+	iface_shape_fn(o, c, n);
 	fprintf(o, "\nint %s_elem_bytes(int tensor)\n{\n\tswitch (tensor) {\n", n);
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];
