@@ -107,8 +107,30 @@ static int vars_equal(const Node *x, const Node *y)
 	return 1;
 }
 
+/* The body of node n, or where it only reads an element-wise map (no
+** reduction, no filter of its own) at n's own indices in order, the map's
+** body, which then means the same at every point: so that a reduction of
+** exp(S - m) written out (logsumexp's) is seen to be softmax's reduction
+** of its map O.softmax.exp. */
+static const Expr *map_inlined(const Node *n)
+{
+	const Expr *b = n->body;
+	if (!b || b->kind != EX_ACCESS || b->tensor->kind != TK_TEMP || !b->tensor->def)
+		return b;
+	const Node *m = b->tensor->def;
+	if (m->nred || m->filter || m->nfree != n->nfree + n->nred || b->nargs != m->nfree)
+		return b;
+	for (int v = 0; v < m->nfree; v++)
+		if (b->args[v]->kind != EX_INDEX || b->args[v]->var != v ||
+		    !expr_equal(m->vars[v].extent, n->vars[v].extent))
+			return b;
+	return m->body;
+}
+
 /* Common subexpressions: two nodes computing the same reduction of the same
-** data over the same space are one state. */
+** data over the same space are one state. Nodes are compared in order, so
+** that a reduction whose operands were merged (logsumexp's max with
+** softmax's) is compared with those operands already redirected. */
 static void cse(Arena *a, Plan *p)
 {
 	Cascade *c = p->c;
@@ -117,7 +139,8 @@ static void cse(Arena *a, Plan *p)
 		for (int j = i + 1; j < c->nodes.n; j++) {
 			Node *y = c->nodes.v[j];
 			if (y->out->kind != TK_TEMP || y->red != x->red || !vars_equal(x, y) ||
-			    !expr_equal(x->body, y->body) || !expr_equal(x->filter, y->filter))
+			    !expr_equal(map_inlined(x), map_inlined(y)) ||
+			    !expr_equal(x->filter, y->filter))
 				continue;
 			for (int k = 0; k < c->nodes.n; k++) {
 				Node *z = c->nodes.v[k];
