@@ -536,7 +536,12 @@ typedef struct TileState {
 	float *tau;
 	PReg chg;
 	int rescaled; /* this tile's states are already rebased */
-	int lastref;  /* the last lazy reference (node), or -1 */
+	/* where the target's P V may still run (GpuTarget.acc_wait), the lazy
+	** rescale leaves the accumulators to their contraction's node:
+	** whether it did in this tile, and its warp's vote that a row moved */
+	int acc_late;
+	PReg acc_move;
+	int lastref; /* the last lazy reference (node), or -1 */
 	PReg **mtrue;
 	/* masking once (maskonce.c): the tile node whose masked elements are
 	** set to -inf on the masked path, or -1; per node, 1 where that leaves
@@ -561,6 +566,7 @@ void gpu_rescale_row(KernelGen *g, TileState *t, int i, int rs);
 void gpu_rescale_node(KernelGen *g, TileState *t, int i);
 void gpu_lazy_max(KernelGen *g, TileState *t, int i, int h, PReg m);
 void gpu_lazy_rescale(KernelGen *g, TileState *t);
+void gpu_lazy_acc(KernelGen *g, TileState *t, int i);
 void gpu_lazy_plan(KernelGen *g, TileState *t);
 void gpu_lazy_finish(KernelGen *g, TileState *t);
 

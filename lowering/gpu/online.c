@@ -70,11 +70,12 @@ void gpu_rescale_node(KernelGen *g, TileState *t, int i)
 		gpu_rescale_row(g, t, i, rs);
 }
 
-/* Every running state rebased on references. */
-static void rescale_states(KernelGen *g, TileState *t)
+/* Every running state rebased on references (accs: the P V accumulators
+** too). */
+static void rescale_states(KernelGen *g, TileState *t, int accs)
 {
 	for (int i = 0; i < g->c->nodes.n; i++)
-		if (g->s->node[i].kind == SN_GEMM2 || g->s->node[i].kind == SN_RSUM)
+		if ((accs && g->s->node[i].kind == SN_GEMM2) || g->s->node[i].kind == SN_RSUM)
 			gpu_rescale_node(g, t, i);
 }
 
@@ -106,7 +107,10 @@ void gpu_lazy_max(KernelGen *g, TileState *t, int i, int h, PReg m)
 }
 
 /* After the last lazy reference of a tile: rebase every state, unless no
-** row of the warp moved its reference. */
+** row of the warp moved its reference. Where the previous tile's P V may
+** still be writing the accumulators (GpuTarget.acc_wait), only the row
+** sums here: the accumulators wait for it at their node (gpu_lazy_acc),
+** so that this tile's softmax runs beside that contraction. */
 void gpu_lazy_rescale(KernelGen *g, TileState *t)
 {
 	PReg any = gpu_reg(g, PC_PRED);
@@ -114,9 +118,22 @@ void gpu_lazy_rescale(KernelGen *g, TileState *t)
 	gpu_op3(g, PTX_VOTE, ".any.pred", po_r(any), po_r(t->chg), po_i(-1));
 	gpu_op1(g, PTX_BRA, ".uni", po_label(skip));
 	ptx_guard(g->f, any, 1);
-	rescale_states(g, t);
+	t->acc_late = g->t->acc_wait != NULL;
+	rescale_states(g, t, !t->acc_late);
 	ptx_label(g->f, skip);
+	t->acc_move = any;
 	t->rescaled = 1;
+}
+
+/* GEMM2 node i's accumulators, left by the lazy rescale, rebased once the
+** contraction writing them is done, unless no row of the warp moved. */
+void gpu_lazy_acc(KernelGen *g, TileState *t, int i)
+{
+	int skip = ptx_new_label(g->f);
+	gpu_op1(g, PTX_BRA, ".uni", po_label(skip));
+	ptx_guard(g->f, t->acc_move, 1);
+	gpu_rescale_node(g, t, i);
+	ptx_label(g->f, skip);
 }
 
 /* Which references are lazy: running maxes (not references built from
@@ -186,5 +203,5 @@ void gpu_lazy_finish(KernelGen *g, TileState *t)
 		}
 	}
 	if (any)
-		rescale_states(g, t);
+		rescale_states(g, t, 1);
 }

@@ -266,17 +266,32 @@ static PReg masked_value(KernelGen *g, TileState *t, int i, int el, const Expr *
 	return masked ? mask_elem(g, t, i, el, v, identity) : v;
 }
 
-/* O += P V of GEMM2 node i: its states rebased first (unless the tile's
-** lazy rescale did), P's elements with their mask, then the target's
-** contraction. */
+/* GEMM2 node i's states rebased for this tile, unless the tile's lazy
+** rescale did (or left only the accumulators, gpu_lazy_acc). */
+static void pv_rebase(KernelGen *g, TileState *t, int i)
+{
+	if (!t->rescaled)
+		gpu_rescale_node(g, t, i);
+	else if (t->acc_late)
+		gpu_lazy_acc(g, t, i);
+}
+
+/* O += P V of GEMM2 node i: P's elements with their mask, the states
+** rebased, then the target's contraction. Where an earlier tile's
+** contraction may still write the accumulators, they are rebased after P,
+** once it is done, so that P's values are computed while it runs. */
 static void pv_tile(KernelGen *g, TileState *t, int i, int masked)
 {
 	const PVContraction *pv = &g->s->pv[g->s->node[i].gemm];
-	if (!t->rescaled)
-		gpu_rescale_node(g, t, i);
+	if (!g->t->acc_wait)
+		pv_rebase(g, t, i);
 	PReg x[GPU_MAXMT * GPU_NEL];
 	for (int el = 0; el < g->row_blocks * GPU_NEL; el++)
 		x[el] = masked_value(g, t, i, el, pv->x, masked && !t->moid[i], 0.0f);
+	if (g->t->acc_wait) {
+		g->t->acc_wait(g, i);
+		pv_rebase(g, t, i);
+	}
 	g->t->contract_pv(g, i, x);
 }
 
@@ -294,7 +309,7 @@ void gpu_tile_body(KernelGen *g, TileState *t, int masked)
 	}
 	if (masked)
 		t->cbase32 = gpu_u32(g, t->cbase);
-	t->rescaled = 0;
+	t->rescaled = 0, t->acc_late = 0;
 	if (t->lastref >= 0)
 		t->chg = gpu_pconst(g, 0);
 	g->masked_ninf = masked && t->mo >= 0;

@@ -74,6 +74,7 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	gpu_bar(g, 0);
 	if (sm90_q_in_regs(g->s))
 		sm90_q_frags(g);
+	sm90_late_pv_setup(g);
 }
 
 /* The producer prefetches on its own. */
@@ -82,13 +83,17 @@ void sm90_prefetch(KernelGen *g, PReg nxt, PReg buf, PReg when)
 	(void)g, (void)nxt, (void)buf, (void)when;
 }
 
-/* The accumulators' last P V completes before the epilogue reads them.
-** Warpgroup 1 handed warpgroup 0 one turn more than warpgroup 0 took (the
+/* The accumulators' last P V (issued here where P V is late) completes
+** before the epilogue reads them. Warpgroup 1 handed warpgroup 0 one turn more than warpgroup 0 took (the
 ** first): warpgroup 0 takes it, so that no barrier is left half-arrived. */
 void sm90_stream_end(KernelGen *g)
 {
 	Sm90Kernel *k9 = sm90_of(g);
 	PReg zero = gpu_reg(g, PC_PRED);
+	if (k9->late_pv) {
+		gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
+		sm90_issue_late_pv(g);
+	}
 	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
 	if (!k9->turns)
 		return;

@@ -5,7 +5,8 @@
 ** layout, as with mma.sync) and V from shared memory as an N-major
 ** (transposed) operand. Each batch of wgmma is fenced (the registers it
 ** reads or accumulates into were written by ordinary instructions),
-** committed and waited for before its results are read.
+** committed and waited for before its results are read. A tile's P V may
+** be issued late, behind the next tile's Q K^T.
 */
 #include "sm90.h"
 
@@ -142,41 +143,56 @@ void sm90_contract_qk(KernelGen *g, int node)
 		ptx_emit(g->f, PTX_WGMMA, mods, regs ? 7 : 8, o);
 	}
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
+	if (k9->late_pv && k9->issue_due) {
+		/* the previous tile's P V behind it: only Q K^T waited for */
+		k9->issue_due = 0;
+		sm90_issue_late_pv(g);
+		sm90_hand_over(g);
+		gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(1));
+		return;
+	}
 	sm90_hand_over(g);
 	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
-	sm90_release_prev(g);
+	if (!k9->late_pv)
+		sm90_release_prev(g);
 }
 
-/* O += P V of GEMM2 node i: P packed to 16-bit pairs (A fragments of each
-** k-step of 16 keys: n-tiles 2 kk and 2 kk + 1 of S), V's k-step 16 keys
-** (2048 bytes) into its panels, its 64-element panels GPU_BN rows apart
-** (the leading byte offset). */
-void sm90_contract_pv(KernelGen *g, int i, const PReg *x)
+/* P packed to 16-bit pairs as the A fragments of O += P V: k-step kk of
+** 16 keys of row block m is n-tiles 2 kk and 2 kk + 1 of S, into
+** a[(m * GPU_BN / 16 + kk) * 4 + q]. */
+static void pack_p(KernelGen *g, int i, const PReg *x, PReg *a)
+{
+	const PVContraction *pv = &g->s->pv[g->s->node[i].gemm];
+	const char *cvt = sm90_of(g)->v[pv->vslot].e->tensor->dtype == DT_F16 ? ".rn.f16x2.f32"
+									      : ".rn.bf16x2.f32";
+	for (int m = 0; m < g->row_blocks; m++)
+		for (int kk = 0; kk < GPU_BN / 16; kk++)
+			for (int q = 0; q < 4; q++) {
+				int el = m * GPU_NEL + (2 * kk + (q >> 1)) * 4 + (q & 1) * 2;
+				gpu_op3(g, PTX_CVT, cvt, po_r(a[(m * GPU_BN / 16 + kk) * 4 + q]),
+					po_r(x[el + 1]), po_r(x[el]));
+			}
+}
+
+/* O += P V of GEMM2 node i on wgmma: P's fragments a (pack_p), V's k-step
+** 16 keys (2048 bytes) into its panels in the stage at shared address
+** stage, its 64-element panels GPU_BN rows apart (the leading byte
+** offset). Neither fenced nor committed here. */
+static void pv_wgmma(KernelGen *g, int i, PReg stage, const PReg *a)
 {
 	Sm90Kernel *k9 = sm90_of(g);
 	const PVContraction *pv = &g->s->pv[g->s->node[i].gemm];
 	const TmaRead *vr = &k9->v[pv->vslot];
 	int net = (int)(pv->DV / 8);
 	const char *t = elem_type(vr->e);
-	const char *cvt = vr->e->tensor->dtype == DT_F16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32";
 	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%ldk16.f32.%s.%s", pv->DV, t, t);
-	PReg a[GPU_MAXMT][GPU_BN / 16][4];
-	for (int m = 0; m < g->row_blocks; m++)
-		for (int kk = 0; kk < GPU_BN / 16; kk++)
-			for (int q = 0; q < 4; q++) {
-				int el = m * GPU_NEL + (2 * kk + (q >> 1)) * 4 + (q & 1) * 2;
-				a[m][kk][q] = gpu_reg(g, PC_B32);
-				gpu_op3(g, PTX_CVT, cvt, po_r(a[m][kk][q]), po_r(x[el + 1]),
-					po_r(x[el]));
-			}
-	PReg vd = descriptor(g, k9->stage_addr, GPU_BN * SM90_PANEL_ROW);
+	PReg vd = descriptor(g, stage, GPU_BN * SM90_PANEL_ROW);
 	PReg one = gpu_pconst(g, 1);
-	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
 	for (int m = 0; m < g->row_blocks; m++)
 		for (int kk = 0; kk < GPU_BN / 16; kk++) {
 			uint32_t vo = k9->stage0 + vr->off + (uint32_t)kk * 16 * SM90_PANEL_ROW;
 			PtxOpnd o[7] = {po_vec(&g->acc[i][m * net * 4], net * 4),
-					po_vec(a[m][kk], 4),
+					po_vec(&a[(m * GPU_BN / 16 + kk) * 4], 4),
 					po_r(desc_at(g, vd, vo)),
 					po_r(one),
 					po_i(1),
@@ -184,8 +200,83 @@ void sm90_contract_pv(KernelGen *g, int i, const PReg *x)
 					po_i(1)};
 			ptx_emit(g->f, PTX_WGMMA, mods, 7, o);
 		}
-	/* not waited for here: the next tile's scores wait for it (the
-	** accumulators are not touched before), so that it runs while this
-	** warpgroup goes on to the next tile's wait and Q K^T */
+}
+
+/* O += P V of GEMM2 node i. Issued late (sm90_late_pv_wanted), P is only
+** packed here: the next tile's first Q K^T issues it (sm90_issue_late_pv).
+** Else issued now and not waited for: the next tile's scores wait for it
+** (the accumulators are not touched before), so that it runs while this
+** warpgroup goes on to the next tile's wait and Q K^T. */
+void sm90_contract_pv(KernelGen *g, int i, const PReg *x)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	if (k9->late_pv) {
+		pack_p(g, i, x, k9->pf[g->s->node[i].gemm]);
+		return;
+	}
+	PReg a[GPU_MAXMT * GPU_BN / 16 * 4];
+	for (int r = 0; r < g->row_blocks * GPU_BN / 16 * 4; r++)
+		a[r] = gpu_reg(g, PC_B32);
+	pack_p(g, i, x, a);
+	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
+	pv_wgmma(g, i, k9->stage_addr, a);
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
+}
+
+/* FlashAttention-3's intra-warpgroup overlap: tile t's P V is issued after
+** tile t + 1's Q K^T, and waited for only before the accumulators are
+** rescaled (sm90_acc_wait), so that tile t + 1's maxes and exponentials run
+** while it does. Its P fragments stay live across the loop's back edge. */
+int sm90_late_pv_wanted(const KernelShape *s)
+{
+	(void)s;
+	return 1;
+}
+
+/* The late P V's fragments, one set per contraction with V. */
+void sm90_late_pv_setup(KernelGen *g)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	k9->late_pv = sm90_late_pv_wanted(g->s);
+	if (!k9->late_pv)
+		return;
+	for (int v = 0; v < g->s->npv; v++) {
+		int n = g->row_blocks * GPU_BN / 16 * 4;
+		k9->pf[v] = ARENA_ARRAY(g->a, PReg, n);
+		for (int r = 0; r < n; r++)
+			k9->pf[v][r] = gpu_reg(g, PC_B32);
+	}
+}
+
+/* The previous tile's P V of every contraction with V, where there is a
+** previous tile (a warpgroup-uniform branch), from its stage; then a
+** commit, of an empty group where there is none, so that the caller may
+** wait for all but this group. After a wgmma fence. */
+void sm90_issue_late_pv(KernelGen *g)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	PReg sa = gpu_reg(g, PC_B32);
+	int skip = ptx_new_label(g->f);
+	gpu_op1(g, PTX_BRA, ".uni", po_label(skip));
+	ptx_guard(g->f, k9->has_prev, 1);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(sa), po_r(k9->prev_stage), po_i(k9->stage_bytes),
+		po_r(g->sbase));
+	for (int i = 0; i < g->c->nodes.n; i++)
+		if (g->s->node[i].kind == SN_GEMM2)
+			pv_wgmma(g, i, sa, k9->pf[g->s->node[i].gemm]);
+	ptx_label(g->f, skip);
+	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
+}
+
+/* Before the tile's first rescale of accumulators: the late P V of the
+** previous tile completes, and its stage goes back to the producer. */
+void sm90_acc_wait(KernelGen *g, int node)
+{
+	(void)node;
+	Sm90Kernel *k9 = sm90_of(g);
+	if (!k9->acc_due)
+		return;
+	k9->acc_due = 0;
+	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
+	sm90_release_prev(g);
 }

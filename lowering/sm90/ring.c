@@ -24,6 +24,7 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 	if (k9->turns)
 		gpu_op2(g, PTX_BAR, "", po_r(k9->turn_mine), po_i(gpu_warps(g->t) * 32));
 	k9->release_due = 1, k9->handover_due = k9->turns;
+	k9->issue_due = k9->acc_due = k9->late_pv;
 }
 
 /* The previous tile's P V has completed (the caller waited for every

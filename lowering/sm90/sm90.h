@@ -91,6 +91,13 @@ typedef struct Sm90Kernel {
 	** still to emit */
 	PReg turn_mine, turn_other;
 	int turns, handover_due;
+	/* A tile's P V issued late (sm90_late_pv): after the next tile's Q K^T,
+	** so that this warpgroup's softmax of that tile runs while it does.
+	** P's A fragments per contraction (GEMM2's gemm index), kept across
+	** the loop's back edge; whether this tile's issue of the previous
+	** one's and its wait for the accumulators are still to emit. */
+	int late_pv, issue_due, acc_due;
+	PReg *pf[GPU_MAXG];
 } Sm90Kernel;
 
 static inline Sm90Kernel *sm90_of(KernelGen *g)
@@ -116,6 +123,10 @@ int sm90_q_in_regs(const KernelShape *s);
 void sm90_q_frags(KernelGen *g);
 void sm90_contract_qk(KernelGen *g, int node);
 void sm90_contract_pv(KernelGen *g, int node, const PReg *p);
+int sm90_late_pv_wanted(const KernelShape *s);
+void sm90_late_pv_setup(KernelGen *g);
+void sm90_issue_late_pv(KernelGen *g);
+void sm90_acc_wait(KernelGen *g, int node);
 
 /* gather.c */
 int sm90_gathered(const KernelShape *s);

@@ -101,6 +101,7 @@ const GpuTarget T_sm90 = {
     .contract_qk = sm90_contract_qk,
     .prefetch_late = sm90_prefetch,
     .contract_pv = sm90_contract_pv,
+    .acc_wait = sm90_acc_wait,
     .tile_end = sm90_tile_end,
     .stream_end = sm90_stream_end,
     .store_output = sm90_store_output,
