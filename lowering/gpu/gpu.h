@@ -538,8 +538,9 @@ typedef struct TileState {
 	int rescaled; /* this tile's states are already rebased */
 	/* where the target's P V may still run (GpuTarget.acc_wait), the lazy
 	** rescale leaves the accumulators to their contraction's node:
-	** whether it did in this tile, and its warp's vote that a row moved */
-	int acc_late;
+	** whether it did in this tile, and its warp's vote that a row moved;
+	** whether this body (the masked or the unmasked one) has waited */
+	int acc_late, acc_waited;
 	PReg acc_move;
 	int lastref; /* the last lazy reference (node), or -1 */
 	PReg **mtrue;

@@ -132,10 +132,11 @@ typedef struct GpuTarget {
 	void (*prefetch_late)(struct KernelGen *g, PReg nxt, PReg buf, PReg when);
 	/* O += P V of GEMM2 node i, P per score element (GPU_MAXMT * GPU_NEL). */
 	void (*contract_pv)(struct KernelGen *g, int node, const PReg *p);
-	/* Before GEMM2 node i's accumulators are rescaled in a tile (NULL: they
-	** are never in flight there): a contraction of an earlier tile still
-	** writing them completes. A target with this hook may issue a tile's
-	** P V late, while the next tile's scores are computed. */
+	/* Before the first GEMM2 node i's accumulators are rescaled in each of
+	** a tile's bodies (NULL: they are never in flight there): a
+	** contraction of an earlier tile still writing them completes. A
+	** target with this hook may issue a tile's P V late, while the next
+	** tile's scores are computed. */
 	void (*acc_wait)(struct KernelGen *g, int node);
 	/* Every consumer is done with the tile in buffer buf: its buffer may be
 	** refilled (a barrier, or an arrival on the buffer's empty mbarrier). */

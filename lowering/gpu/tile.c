@@ -289,7 +289,9 @@ static void pv_tile(KernelGen *g, TileState *t, int i, int masked)
 	for (int el = 0; el < g->row_blocks * GPU_NEL; el++)
 		x[el] = masked_value(g, t, i, el, pv->x, masked && !t->moid[i], 0.0f);
 	if (g->t->acc_wait) {
-		g->t->acc_wait(g, i);
+		if (!t->acc_waited)
+			g->t->acc_wait(g, i);
+		t->acc_waited = 1;
 		pv_rebase(g, t, i);
 	}
 	g->t->contract_pv(g, i, x);
@@ -309,7 +311,7 @@ void gpu_tile_body(KernelGen *g, TileState *t, int masked)
 	}
 	if (masked)
 		t->cbase32 = gpu_u32(g, t->cbase);
-	t->rescaled = 0, t->acc_late = 0;
+	t->rescaled = 0, t->acc_late = 0, t->acc_waited = 0;
 	if (t->lastref >= 0)
 		t->chg = gpu_pconst(g, 0);
 	g->masked_ninf = masked && t->mo >= 0;

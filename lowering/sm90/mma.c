@@ -268,15 +268,14 @@ void sm90_issue_late_pv(KernelGen *g)
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
 }
 
-/* Before the tile's first rescale of accumulators: the late P V of the
+/* Before the first rescale of accumulators in each of the tile's bodies
+** (the masked and the unmasked one, so emitted twice): the late P V of the
 ** previous tile completes, and its stage goes back to the producer. */
 void sm90_acc_wait(KernelGen *g, int node)
 {
 	(void)node;
-	Sm90Kernel *k9 = sm90_of(g);
-	if (!k9->acc_due)
+	if (!sm90_of(g)->late_pv)
 		return;
-	k9->acc_due = 0;
 	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
-	sm90_release_prev(g);
+	sm90_release(g);
 }

@@ -24,21 +24,28 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 	if (k9->turns)
 		gpu_op2(g, PTX_BAR, "", po_r(k9->turn_mine), po_i(gpu_warps(g->t) * 32));
 	k9->release_due = 1, k9->handover_due = k9->turns;
-	k9->issue_due = k9->acc_due = k9->late_pv;
+	k9->issue_due = k9->late_pv;
 }
 
 /* The previous tile's P V has completed (the caller waited for every
-** wgmma group): its stage goes back to the producer. Once per tile, after
-** its first contraction's wait. */
+** wgmma group): its stage goes back to the producer, where there was one. */
+void sm90_release(KernelGen *g)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	PReg eb = sm90_stage_bar(g, k9->prev_stage, k9->empty);
+	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(eb, 0));
+	ptx_guard(g->f, k9->has_prev, 0);
+}
+
+/* The same once per tile, after its first contraction's wait, where P V is
+** not late. */
 void sm90_release_prev(KernelGen *g)
 {
 	Sm90Kernel *k9 = sm90_of(g);
 	if (!k9->release_due)
 		return;
 	k9->release_due = 0;
-	PReg eb = sm90_stage_bar(g, k9->prev_stage, k9->empty);
-	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(eb, 0));
-	ptx_guard(g->f, k9->has_prev, 0);
+	sm90_release(g);
 }
 
 /* The tile's P V may still run: its stage is released by the next tile's

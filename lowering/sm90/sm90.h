@@ -95,8 +95,8 @@ typedef struct Sm90Kernel {
 	** so that this warpgroup's softmax of that tile runs while it does.
 	** P's A fragments per contraction (GEMM2's gemm index), kept across
 	** the loop's back edge; whether this tile's issue of the previous
-	** one's and its wait for the accumulators are still to emit. */
-	int late_pv, issue_due, acc_due;
+	** one's is still to emit. */
+	int late_pv, issue_due;
 	PReg *pf[GPU_MAXG];
 } Sm90Kernel;
 
@@ -151,6 +151,7 @@ void sm90_store_output(KernelGen *g, int node, PReg q, const PReg *crows, const 
 int sm90_turns_wanted(const KernelShape *s);
 void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max);
 void sm90_tile_end(KernelGen *g, PReg buf);
+void sm90_release(KernelGen *g);
 void sm90_release_prev(KernelGen *g);
 void sm90_hand_over(KernelGen *g);
 
