@@ -29,7 +29,7 @@ typedef struct ExprCache {
 		const Expr *e;
 		int half, coef; /* half -1 - m: one value for row block m (shift.c) */
 		PReg v, u;
-		PReg *col; /* half < 0: the element values per column offset (GPU_BN) */
+		PReg *col; /* half < 0: the element values per column offset (< bn) */
 	} kc[16];
 	int nkc;
 	/* integer values of a tile body's elements that depend on the row
@@ -723,7 +723,7 @@ static PReg key_cast(KernelGen *g, const Expr *e)
 		gpu_op2(g, PTX_CVT, ".u32.u64", po_r(lo), po_r(x));
 		g->cache->kc[k].e = e, g->cache->kc[k].half = half, g->cache->kc[k].coef = coef;
 		g->cache->kc[k].v = gpu_reg(g, PC_F32);
-		g->cache->kc[k].col = half < 0 ? ARENA_ARRAY(g->a, PReg, GPU_BN) : NULL;
+		g->cache->kc[k].col = half < 0 ? ARENA_ARRAY(g->a, PReg, g->bn) : NULL;
 		gpu_op2(g, PTX_CVT, ".rn.f32.s32", po_r(g->cache->kc[k].v), po_r(lo));
 		g->cache->nkc++;
 	}
@@ -769,7 +769,7 @@ static PReg scaled_key_cast(KernelGen *g, const Expr *e)
 			g->cache->kc[k].e = e, g->cache->kc[k].half = half,
 			g->cache->kc[k].coef = coef;
 			g->cache->kc[k].u = gpu_expr(g, u), g->cache->kc[k].v = gpu_reg(g, PC_F32);
-			g->cache->kc[k].col = half < 0 ? ARENA_ARRAY(g->a, PReg, GPU_BN) : NULL;
+			g->cache->kc[k].col = half < 0 ? ARENA_ARRAY(g->a, PReg, g->bn) : NULL;
 			gpu_op3(g, PTX_MUL, ".f32", po_r(g->cache->kc[k].v),
 				po_r(g->cache->kc[k].u), po_r(base));
 		}

@@ -52,7 +52,7 @@ enum { GPU_MAXG = 2 };
 ** key tile of GPU_BN keys. The tile table, the key-cast caches and the
 ** element layout below assume these; each target's GpuTarget repeats them
 ** (a target's targ.c takes them from here). */
-enum { GPU_BN = 64, GPU_WARPS = 4, GPU_THREADS = 128 };
+enum { GPU_BN = 64, GPU_MAXBN = 128, GPU_WARPS = 4, GPU_THREADS = 128 };
 /* Keys one tile-table window covers: 128 tiles of 64 (scan.c). */
 enum { GPU_WINDOW_KEYS = 8192 };
 /* Shared-memory bytes of the tile table (scan.c), which each target's
@@ -166,6 +166,7 @@ typedef struct KernelShape {
 	const Expr *pack;
 	int split_v; /* set by the kernel builder: the next V tile is copied apart from K */
 	int table;   /* set by the kernel builder: a tile table (masks that load data per tile) */
+	int bn;      /* set by the kernel builder: keys per tile (GpuTarget.block_n) */
 	/* the kernel for keys that fit the tile table's first window: the stream
 	** ends where it leaves it, with no refill (the tile scan); its entry is
 	** NAME_fwd_short */
@@ -194,32 +195,23 @@ static inline int gpu_value_class(const KernelShape *s, int cls)
 
 /* ---- the element layout ----------------------------------------------------
 ** The tensor cores' accumulators: a warp's m16 row block of a score tile
-** is GPU_NT n8 tiles of 16 x 8, each thread holding four elements of each
-** (rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4) and the next).
-** Score element el of a thread: row block el / GPU_NEL, n-tile (el %
-** GPU_NEL) / 4, row half (el >> 1) & 1, column el & 1. The row slot 2 *
-** block + half indexes per-row values. */
+** of bn keys is bn / 8 n8 tiles of 16 x 8, each thread holding four
+** elements of each (rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4)
+** and the next): nel = bn / 2 elements per thread and row block. Score
+** element el of a thread: row block el / nel, n-tile (el % nel) / 4, row
+** half (el >> 1) & 1, column el & 1. The row slot 2 * block + half indexes
+** per-row values. A warp's row blocks times nel is at most GPU_MAXNEL (two
+** row blocks of 64 keys, or one of 128). */
 enum {
-	GPU_NT = GPU_BN / 8,      /* n-tiles of a score tile */
-	GPU_NEL = GPU_NT * 4,     /* score elements per thread and row block */
-	GPU_MAXMT = 2,            /* row blocks per warp */
-	GPU_MAXRS = 2 * GPU_MAXMT /* row slots per thread: (row block, half) */
+	GPU_MAXMT = 2,             /* row blocks per warp */
+	GPU_MAXRS = 2 * GPU_MAXMT, /* row slots per thread: (row block, half) */
+	GPU_MAXNEL = 64            /* score elements per thread */
 };
-
-static inline int gpu_el_rs(int el)
-{
-	return el / GPU_NEL * 2 + ((el >> 1) & 1);
-}
 
 /* The row slot of output accumulator el (net = DV / 8 n8 tiles per row block). */
 static inline int gpu_acc_rs(int net, int el)
 {
 	return el / (net * 4) * 2 + ((el >> 1) & 1);
-}
-
-static inline int gpu_el_nt(int el)
-{
-	return el % GPU_NEL / 4;
 }
 
 /* ---- the generator ------------------------------------------------------- */
@@ -277,6 +269,8 @@ typedef struct KernelGen {
 	PReg sext;       /* the key extent */
 	int row_blocks;  /* m16 row blocks per warp: 1 or 2 (GpuTarget.row_blocks) */
 	int cta_rows;    /* query rows per CTA: gpu_warps(t) * 16 * row_blocks */
+	int bn, nel;     /* keys per tile (GpuTarget.block_n); score elements per
+			    thread and row block, bn / 2 */
 	int grouped;     /* launch order by groups of heads (masks read the query row) */
 	/* kernel.c: the tile's keys [j0, j1); send: the end of the CTA's stream,
 	** sext or less (scan.c's stream_bounds); shared memory's base (u32) and
@@ -301,7 +295,7 @@ typedef struct KernelGen {
 	int half;     /* the element's row slot */
 	int stage;    /* 0: in the stream; 1: epilogue */
 	PReg row0[2]; /* each row block's first row slot (shift.c) */
-	PReg **tile;  /* [nodes][GPU_MAXMT * GPU_NEL] f32 values of GEMM1/MAP nodes */
+	PReg **tile;  /* [nodes][GPU_MAXNEL] f32 values of GEMM1/MAP nodes */
 	PReg **rowv;  /* [nodes][GPU_MAXRS] f32 running / row values */
 	PReg **acc;   /* [nodes][DV/8*4 per row block] f32 GEMM2 / epilogue element values */
 	/* expr.c: values reused within a tile body or the epilogue */
@@ -317,6 +311,17 @@ typedef struct KernelGen {
 	IdStaging ids;
 	WarpRows warp_rows;
 } KernelGen;
+
+/* Score element el's row slot and n-tile (the element layout above). */
+static inline int gpu_el_rs(const KernelGen *g, int el)
+{
+	return el / g->nel * 2 + ((el >> 1) & 1);
+}
+
+static inline int gpu_el_nt(const KernelGen *g, int el)
+{
+	return el % g->nel / 4;
+}
 
 /* A fresh register of class c. */
 static inline PReg gpu_reg(KernelGen *g, PtxCls c)

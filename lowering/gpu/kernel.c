@@ -3,7 +3,7 @@
 **
 ** A CTA of 4 warps owns 64 * row_blocks query rows (16 * row_blocks per
 ** warp: row blocks of the tensor cores' m16 tiles) of one grid point and
-** walks the KV index in tiles of GPU_BN keys. Q tiles are loaded once and
+** walks the KV index in tiles of bn keys (the target's block_n). Q tiles are loaded once and
 ** kept where the target keeps them; each KV tile is classified from the
 ** masks (empty: skipped; full: no per-element mask; partial: masked), K
 ** and V tiles are loaded (double-buffered, the next while this one
@@ -44,6 +44,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	KernelGen *g = &G;
 	g->a = a, g->p = p, g->c = p->c, g->s = s, g->t = tg;
 	g->row_blocks = tg->row_blocks(s), g->cta_rows = gpu_warps(tg) * 16 * g->row_blocks;
+	s->bn = g->bn = tg->block_n(s), g->nel = g->bn / 2;
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);
 	ptx_func_init(f, a,
 		      arena_printf(a,
@@ -64,7 +65,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	g->rowv = ARENA_ARRAY(a, PReg *, n + 1);
 	g->acc = ARENA_ARRAY(a, PReg *, n + 1);
 	for (int i = 0; i < n; i++) {
-		g->tile[i] = ARENA_ARRAY(a, PReg, GPU_MAXMT * GPU_NEL);
+		g->tile[i] = ARENA_ARRAY(a, PReg, GPU_MAXNEL);
 		g->rowv[i] = ARENA_ARRAY(a, PReg, GPU_MAXRS);
 		g->acc[i] = ARENA_ARRAY(a, PReg, GPU_MAXMT * s->DV / 8 * 4 + 1);
 	}
@@ -98,8 +99,8 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	t.okw = ARENA_ARRAY(a, PReg *, n + 1);
 	t.okset = ARENA_ARRAY(a, unsigned char *, n + 1);
 	for (int i = 0; i < n; i++) {
-		t.okw[i] = ARENA_ARRAY(a, PReg, GPU_MAXMT * GPU_NEL / 32);
-		t.okset[i] = ARENA_ARRAY(a, unsigned char, GPU_MAXMT *GPU_NEL);
+		t.okw[i] = ARENA_ARRAY(a, PReg, GPU_MAXNEL / 32);
+		t.okset[i] = ARENA_ARRAY(a, unsigned char, GPU_MAXNEL);
 	}
 	gpu_tile_rows(g, &t);
 	/* Q tiles and the loaders of K and V; with a staged table, Q is copied
@@ -166,10 +167,10 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(fin), po_r(j0), po_r(g->send));
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lend));
 	ptx_guard(f, fin, 0);
-	gpu_op3(g, PTX_ADD, ".s64", po_r(j1), po_r(j0), po_i(GPU_BN));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(j1), po_r(j0), po_i(g->bn));
 	gpu_op3(g, PTX_MIN, ".s64", po_r(j1), po_r(j1), po_r(g->sext));
 	/* prefetch the next non-empty tile into the other buffer */
-	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt1), po_r(j0), po_i(GPU_BN));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt1), po_r(j0), po_i(g->bn));
 	gpu_scan(g, &sc, nxt1, nxt, anyn, alln);
 	tg->prefetch(g, nxt, buf, anyn);
 	/* this tile's buffer: its addresses, then the wait for its copies */
@@ -196,7 +197,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 		/* a partial last tile takes the masked path: its padding must not count */
 		PReg whole = gpu_reg(g, PC_PRED), w = gpu_reg(g, PC_B64);
 		gpu_op3(g, PTX_SUB, ".s64", po_r(w), po_r(j1), po_r(j0));
-		gpu_op3(g, PTX_SETP, ".eq.s64", po_r(whole), po_r(w), po_i(GPU_BN));
+		gpu_op3(g, PTX_SETP, ".eq.s64", po_r(whole), po_r(w), po_i(g->bn));
 		gpu_op3(g, PTX_AND, ".pred", po_r(all), po_r(all), po_r(whole));
 	}
 	for (int i = 0; i < n; i++)
@@ -362,7 +363,7 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			info[i].smem = smem;
 			info[i].block_m =
 			    rows ? GPU_THREADS : (unsigned)(gpu_warps(t) * 16 * t->row_blocks(&s));
-			info[i].block_n = GPU_BN;
+			info[i].block_n = (unsigned)s.bn;
 			info[i].data_masks = gpu_data_masks(p);
 			info[i].split_v = s.split_v;
 			info[i].table = s.table;

@@ -179,7 +179,7 @@ static int range_cached(KernelGen *g, const Expr *e, int k, PReg *mn, PReg *mx, 
 ** shuffles per range, on the path that scans tiles for document masks. */
 static void range_compute(KernelGen *g, const Expr *e, int k, PReg *mn, PReg *mx)
 {
-	int span = k == 'q' ? g->cta_rows : GPU_BN;
+	int span = k == 'q' ? g->cta_rows : g->bn;
 	PReg first = k == 'q' ? g->q0 : g->j0, end = g->j1;
 	*mn = gpu_reg(g, PC_B32), *mx = gpu_reg(g, PC_B32);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(*mn), po_i(INT32_MAX));
@@ -426,13 +426,13 @@ static void key_ranges_staged(KernelGen *g, const Expr *e, PReg st, PReg su, PRe
 	/* the lane's tile: its keys that exist, n = min(max(sext - su, 0), 64) */
 	gpu_op3(g, PTX_SUB, ".s64", po_r(n), po_r(g->sext), po_r(su));
 	gpu_op3(g, PTX_MAX, ".s64", po_r(n), po_r(n), po_i(0));
-	gpu_op3(g, PTX_MIN, ".s64", po_r(n), po_r(n), po_i(GPU_BN));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(n), po_r(n), po_i(g->bn));
 	gpu_op2(g, PTX_CVT, ".s32.s64", po_r(n32), po_r(n));
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(rd), po_r(l32), po_i(TS), po_r(wb32));
 	PReg mn = gpu_reg(g, PC_B32), mx = gpu_reg(g, PC_B32);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(mn), po_i(INT32_MAX));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(mx), po_i(INT32_MIN));
-	for (int c = 0; c < GPU_BN / 4; c++) {
+	for (int c = 0; c < g->bn / 4; c++) {
 		PReg w[4] = {gpu_reg(g, PC_B32), gpu_reg(g, PC_B32), gpu_reg(g, PC_B32),
 			     gpu_reg(g, PC_B32)};
 		gpu_op2(g, PTX_LD, ".shared.v4.s32", po_vec(w, 4), po_mem(rd, 16 * c));

@@ -85,7 +85,7 @@ static void scan_tiles(KernelGen *g, const KernelShape *s, PReg from, PReg out, 
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
 	ptx_guard(g->f, past, 0);
 	gpu_op3(g, PTX_ADD, ".s64", po_r(st), po_r(out), po_i(0));
-	gpu_op3(g, PTX_ADD, ".s64", po_r(end), po_r(st), po_i(GPU_BN));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(end), po_r(st), po_i(g->bn));
 	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
 	class_flags(g, s, st, end, a, al);
 	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(in), po_r(st), po_r(g->send));
@@ -93,7 +93,7 @@ static void scan_tiles(KernelGen *g, const KernelShape *s, PReg from, PReg out, 
 	gpu_op2(g, PTX_MOV, ".pred", po_r(all), po_r(al));
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
 	ptx_guard(g->f, a, 0);
-	gpu_op3(g, PTX_ADD, ".s64", po_r(out), po_r(out), po_i(GPU_BN));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(out), po_r(out), po_i(g->bn));
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lscan));
 	ptx_label(g->f, Ldone);
 	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->send));
@@ -485,7 +485,7 @@ void gpu_stream_bounds(KernelGen *g, PReg start, PReg end)
 		parts_bounds(g, start, end);
 	/* a union of ranges widened, then clamped into the stream */
 	gpu_op3(g, PTX_MAX, ".s64", po_r(start), po_r(start), po_i(0));
-	gpu_op3(g, PTX_AND, ".b64", po_r(start), po_r(start), po_i(-(int64_t)GPU_BN));
+	gpu_op3(g, PTX_AND, ".b64", po_r(start), po_r(start), po_i(-(int64_t)g->bn));
 	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
 	g->j0 = sj0, g->j1 = sj1;
 }

@@ -63,7 +63,6 @@ typedef struct GpuTarget {
 	** comes from the last */
 	int ncubins;
 	int cubin_sms[GPU_MAX_CUBINS];
-	int block_n; /* keys per tile */
 	int warps;   /* warps per CTA */
 	int threads; /* threads per CTA */
 	/* Warp-specialised CTAs: the kernel builder's GPU_THREADS threads (the
@@ -89,6 +88,9 @@ typedef struct GpuTarget {
 	/* m16 row blocks per warp of a kernel (1 or 2: 64- or 128-row CTAs),
 	** given its tile-size choice */
 	int (*row_blocks)(const struct KernelShape *s);
+	/* keys per tile of a kernel: GPU_BN, or GPU_MAXBN where a warp has
+	** one row block */
+	int (*block_n)(const struct KernelShape *s);
 	/* After a kernel with a tile table: whether a second entry without the
 	** table's refill pays (KernelShape.one_window) */
 	int (*one_window_wanted)(const struct KernelShape *s);
@@ -130,7 +132,7 @@ typedef struct GpuTarget {
 	/* After the scores: what prefetch left of the next tile (called again
 	** by a warp that skips the tile). */
 	void (*prefetch_late)(struct KernelGen *g, PReg nxt, PReg buf, PReg when);
-	/* O += P V of GEMM2 node i, P per score element (GPU_MAXMT * GPU_NEL). */
+	/* O += P V of GEMM2 node i, P per score element (GPU_MAXNEL). */
 	void (*contract_pv)(struct KernelGen *g, int node, const PReg *p);
 	/* Before the first GEMM2 node i's accumulators are rescaled in each of
 	** a tile's bodies (NULL: they are never in flight there): a

@@ -18,7 +18,7 @@
 static PReg key_of(KernelGen *g, TileState *t, int el, int clamp)
 {
 	PReg k = gpu_reg(g, PC_B64);
-	gpu_op3(g, PTX_ADD, ".s64", po_r(k), po_r(t->cbase), po_i(gpu_el_nt(el) * 8 + (el & 1)));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(k), po_r(t->cbase), po_i(gpu_el_nt(g, el) * 8 + (el & 1)));
 	if (clamp)
 		gpu_op3(g, PTX_MIN, ".s64", po_r(k), po_r(k), po_r(t->clast));
 	return k;
@@ -26,10 +26,10 @@ static PReg key_of(KernelGen *g, TileState *t, int el, int clamp)
 
 static void scope_elem(KernelGen *g, TileState *t, int i, int el)
 {
-	g->node = i, g->elem = el, g->half = gpu_el_rs(el);
+	g->node = i, g->elem = el, g->half = gpu_el_rs(g, el);
 	g->row = t->crows[g->half], g->col = key_of(g, t, el, 1);
 	g->col_base = t->cbase, g->col_off = g->coloff, g->col_of = g->col;
-	g->cbase = t->cbase, g->coloff = gpu_el_nt(el) * 8 + (el & 1);
+	g->cbase = t->cbase, g->coloff = gpu_el_nt(g, el) * 8 + (el & 1);
 }
 
 /* Query rows of the thread's row slots (block h / 2, half h % 2), and the
@@ -221,7 +221,7 @@ static PReg elem_ok(KernelGen *g, TileState *t, int i, int el)
 		gpu_op3(g, PTX_SETP, ".ne.b32", po_r(ok), po_r(b), po_i(0));
 	} else if (key_bounds(g, t, i)) {
 		/* lo <= cbase + off < hi, as (lo - cbase) <= off and (hi - cbase) > off */
-		int rs = gpu_el_rs(el), off = gpu_el_nt(el) * 8 + (el & 1);
+		int rs = gpu_el_rs(g, el), off = gpu_el_nt(g, el) * 8 + (el & 1);
 		gpu_op3(g, PTX_SETP, ".le.s32", po_r(ok), po_r(t->klo[i][rs]), po_i(off));
 		gpu_op4(g, PTX_SETP, ".gt.and.s32", po_r(ok), po_r(t->khi[i][rs]), po_i(off),
 			po_r(ok));
@@ -285,8 +285,8 @@ static void pv_tile(KernelGen *g, TileState *t, int i, int masked)
 	const PVContraction *pv = &g->s->pv[g->s->node[i].gemm];
 	if (!g->t->acc_wait)
 		pv_rebase(g, t, i);
-	PReg x[GPU_MAXMT * GPU_NEL];
-	for (int el = 0; el < g->row_blocks * GPU_NEL; el++)
+	PReg x[GPU_MAXNEL];
+	for (int el = 0; el < g->row_blocks * g->nel; el++)
 		x[el] = masked_value(g, t, i, el, pv->x, masked && !t->moid[i], 0.0f);
 	if (g->t->acc_wait) {
 		if (!t->acc_waited)
@@ -301,7 +301,7 @@ static void pv_tile(KernelGen *g, TileState *t, int i, int masked)
 void gpu_tile_body(KernelGen *g, TileState *t, int masked)
 {
 	const Cascade *c = g->c;
-	int nel = g->row_blocks * GPU_NEL, nrs = 2 * g->row_blocks;
+	int nel = g->row_blocks * g->nel, nrs = 2 * g->row_blocks;
 	gpu_expr_forget(g, 0);
 	gpu_tile_rows(g, t);
 	for (int i = 0; i < c->nodes.n; i++) {
@@ -343,7 +343,7 @@ void gpu_tile_body(KernelGen *g, TileState *t, int masked)
 			for (int h = 0; h < nrs; h++) {
 				PReg m = gpu_fconst(g, -INFINITY);
 				for (int el = 0; el < nel; el++) {
-					if (gpu_el_rs(el) != h)
+					if (gpu_el_rs(g, el) != h)
 						continue;
 					g->unscaled = fold >= 0;
 					PReg v = masked_value(g, t, i, el, n->body, own, -INFINITY);
@@ -383,7 +383,7 @@ void gpu_tile_body(KernelGen *g, TileState *t, int masked)
 				if (!t->rescaled)
 					gpu_rescale_row(g, t, i, h);
 				for (int el = 0; el < nel; el++) {
-					if (gpu_el_rs(el) != h)
+					if (gpu_el_rs(g, el) != h)
 						continue;
 					PReg v = masked_value(g, t, i, el, n->body, own, 0.0f);
 					gpu_op3(g, PTX_ADD, ".f32", po_r(acc), po_r(acc), po_r(v));

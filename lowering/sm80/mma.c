@@ -57,7 +57,7 @@ void sm80_contract_qk(KernelGen *g, int i)
 	const QKContraction *qk = &g->s->qk[g->s->node[i].gemm];
 	int gi = g->s->node[i].gemm;
 	PReg *acc = g->tile[i];
-	for (int el = 0; el < g->row_blocks * GPU_NEL; el++) {
+	for (int el = 0; el < g->row_blocks * g->nel; el++) {
 		acc[el] = gpu_reg(g, PC_F32);
 		gpu_op2(g, PTX_MOV, ".f32", po_r(acc[el]), po_f(0.0f));
 	}
@@ -69,7 +69,7 @@ void sm80_contract_qk(KernelGen *g, int i)
 		PReg a[GPU_MAXMT][4];
 		for (int m = 0; m < g->row_blocks; m++)
 			q_frag(g, qf, m, kk, a[m]);
-		for (int np = 0; np < GPU_NT / 2; np++) {
+		for (int np = 0; np < g->bn / 16; np++) {
 			/* K rows j = np*16 + lane part, d = kk*16 + lane part */
 			int32_t off = (int32_t)(np * 16 * sm->ks[gi] + kk * 32);
 			PReg b[4];
@@ -79,7 +79,7 @@ void sm80_contract_qk(KernelGen *g, int i)
 				po_mem(base, off));
 			for (int m = 0; m < g->row_blocks; m++)
 				for (int half = 0; half < 2; half++) {
-					PReg *d = &acc[m * GPU_NEL + (2 * np + half) * 4];
+					PReg *d = &acc[m * g->nel + (2 * np + half) * 4];
 					PReg bb[2] = {b[half * 2], b[half * 2 + 1]};
 					gpu_op4(g, PTX_MMA, mma, po_vec(d, 4), po_vec(a[m], 4),
 						po_vec(bb, 2), po_vec(d, 4));
@@ -94,7 +94,7 @@ static int q_in_regs(const KernelShape *s, int mt)
 {
 	long regs = 0;
 	for (int k = 0; k < s->nqk; k++)
-		regs += mt * s->qk[k].D / 16 * 4 + mt * GPU_NEL;
+		regs += mt * s->qk[k].D / 16 * 4 + mt * GPU_BN / 2;
 	regs += (long)s->npv * mt * s->DV / 8 * 4;
 	/* two score tiles and no running max (a backward's S and dP): the
 	** element-wise chain between them holds more values than a softmax's */
@@ -157,11 +157,11 @@ void sm80_contract_pv(KernelGen *g, int i, const PReg *x)
 	const char *cvt = f16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32";
 	const char *mma = f16 ? ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 			      : ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
-	for (int kk = 0; kk < GPU_BN / 16; kk++) {
+	for (int kk = 0; kk < g->bn / 16; kk++) {
 		PReg a[GPU_MAXMT][4];
 		for (int m = 0; m < g->row_blocks; m++)
 			for (int q = 0; q < 4; q++) {
-				int el = m * GPU_NEL + (2 * kk + (q >> 1)) * 4 + (q & 1) * 2;
+				int el = m * g->nel + (2 * kk + (q >> 1)) * 4 + (q & 1) * 2;
 				a[m][q] = gpu_reg(g, PC_B32);
 				gpu_op3(g, PTX_CVT, cvt, po_r(a[m][q]), po_r(x[el + 1]),
 					po_r(x[el]));

@@ -30,6 +30,14 @@ static int retune(const GpuKernelInfo *k, long spills)
 	return 0;
 }
 
+/* Key tiles of GPU_BN: with the mma.sync layout's two row blocks per warp,
+** a warp's score elements fill GPU_MAXNEL. */
+static int sm80_block_n(const KernelShape *s)
+{
+	(void)s;
+	return GPU_BN;
+}
+
 const GpuTarget T_sm80 = {
     .name = "sm_80",
     .sm = 80,
@@ -37,7 +45,6 @@ const GpuTarget T_sm80 = {
     .ptx_version = "7.8",
     .ncubins = 2,
     .cubin_sms = {80, 90},
-    .block_n = GPU_BN,
     .warps = GPU_WARPS,
     .threads = GPU_THREADS,
     .warp_classes = 1,
@@ -45,6 +52,7 @@ const GpuTarget T_sm80 = {
     .retune_rounds = 2,
     .retune = retune,
     .row_blocks = sm80_row_blocks,
+    .block_n = sm80_block_n,
     .one_window_wanted = sm80_one_window_wanted,
     .layout = sm80_layout,
     .setup_loads = sm80_setup_loads,

@@ -68,7 +68,7 @@ void sm90_gather_copy(KernelGen *g, PReg tid32, const PReg *colbase, const PReg 
 	for (int r = 0; r < s->nqk + s->nvreads; r++) {
 		const TmaRead *t = r < s->nqk ? &k9->k[r] : &k9->v[r - s->nqk];
 		long cpr = (long)t->panels * GPU_TMAP_INNER / 8;
-		int n = (int)(GPU_BN * cpr / GPU_THREADS), step = (int)(GPU_THREADS / cpr);
+		int n = (int)(g->bn * cpr / GPU_THREADS), step = (int)(GPU_THREADS / cpr);
 		GatherLanes gl;
 		gpu_gather_lanes(g, t->node, t->e, IDX_KEY, tid32, cpr, n, step, j0, g->sext, &gl);
 		/* the chunk's place in the swizzled panel: row0 = tid / cpr, panel
@@ -78,7 +78,7 @@ void sm90_gather_copy(KernelGen *g, PReg tid32, const PReg *colbase, const PReg 
 		gpu_op3(g, PTX_DIV, ".u32", po_r(row0), po_r(tid32), po_i(cpr));
 		gpu_op3(g, PTX_SHR, ".u32", po_r(pan), po_r(col[r]), po_i(3));
 		gpu_op3(g, PTX_AND, ".b32", po_r(cc), po_r(col[r]), po_i(7));
-		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(dst0), po_r(pan), po_i(GPU_BN * SM90_PANEL_ROW),
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(dst0), po_r(pan), po_i(g->bn * SM90_PANEL_ROW),
 			po_r(sa));
 		gpu_op3(g, PTX_ADD, ".u32", po_r(dst0), po_r(dst0), po_i(t->off));
 		gpu_op2(g, PTX_LD, ".param.u64", po_r(p),

@@ -20,6 +20,13 @@ int sm90_row_blocks(const KernelShape *s)
 	return 1;
 }
 
+/* Keys per tile: GPU_BN for now. */
+int sm90_block_n(const KernelShape *s)
+{
+	(void)s;
+	return GPU_BN;
+}
+
 static uint32_t align1k(uint32_t x)
 {
 	return (x + 1023u) & ~1023u;
@@ -92,25 +99,27 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	uint32_t st = 0;
 	for (int k = 0; k < s->nqk; k++) {
 		int node = gemm_node(s, n, SN_GEMM1, k);
-		add_map(g, &k9->k[k], s->qk[k].b, node, s->scls, GPU_BN, GPU_BN, s->qk[k].D);
+		add_map(g, &k9->k[k], s->qk[k].b, node, s->scls, (uint32_t)g->bn, (uint32_t)g->bn,
+			s->qk[k].D);
 		k9->k[k].off = st;
-		st = align1k(st + GPU_BN * (uint32_t)s->qk[k].D * 2);
+		st = align1k(st + (uint32_t)g->bn * (uint32_t)s->qk[k].D * 2);
 	}
 	for (int v = 0; v < s->nvreads; v++) {
 		int node = -1;
 		for (int k = 0; k < s->npv && node < 0; k++)
 			if (s->pv[k].vslot == v)
 				node = gemm_node(s, n, SN_GEMM2, k);
-		add_map(g, &k9->v[v], s->vreads[v], node, s->scls, GPU_BN, GPU_BN, s->DV);
+		add_map(g, &k9->v[v], s->vreads[v], node, s->scls, (uint32_t)g->bn, (uint32_t)g->bn,
+			s->DV);
 		k9->v[v].off = st;
-		st = align1k(st + GPU_BN * (uint32_t)s->DV * 2);
+		st = align1k(st + (uint32_t)g->bn * (uint32_t)s->DV * 2);
 	}
 	k9->stage_bytes = st;
 	k9->stage_tx = 0;
 	for (int k = 0; k < s->nqk && !sm90_gathered(s); k++)
-		k9->stage_tx += GPU_BN * (uint32_t)s->qk[k].D * 2;
+		k9->stage_tx += (uint32_t)g->bn * (uint32_t)s->qk[k].D * 2;
 	if (!sm90_gathered(s))
-		k9->stage_tx += (uint32_t)s->nvreads * GPU_BN * (uint32_t)s->DV * 2;
+		k9->stage_tx += (uint32_t)s->nvreads * (uint32_t)g->bn * (uint32_t)s->DV * 2;
 	k9->stage0 = off;
 	int ns = SM90_MAX_STAGES;
 	while (ns > 2 && off + (uint32_t)ns * st + 1024 > SM90_SMEM)

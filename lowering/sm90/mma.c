@@ -108,7 +108,7 @@ void sm90_contract_qk(KernelGen *g, int node)
 	int k = g->s->node[node].gemm, regs = sm90_q_in_regs(g->s);
 	const TmaRead *q = &k9->q[k], *kr = &k9->k[k];
 	long D = g->s->qk[k].D;
-	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%dk16.f32.%s.%s", GPU_BN,
+	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%dk16.f32.%s.%s", g->bn,
 					elem_type(q->e), elem_type(kr->e));
 	PReg qd = {0};
 	if (!regs) {
@@ -122,17 +122,18 @@ void sm90_contract_qk(KernelGen *g, int node)
 	}
 	PReg kd = descriptor(g, k9->stage_addr, 0);
 	PReg first = gpu_pconst(g, 0), rest = gpu_pconst(g, 1);
-	for (int el = 0; el < GPU_NEL; el++)
+	for (int el = 0; el < g->nel; el++)
 		g->tile[node][el] = gpu_reg(g, PC_F32);
 	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
 	for (long kk = 0; kk < D / 16; kk++) {
 		uint32_t p = (uint32_t)(kk / 4), in = (uint32_t)(kk % 4) * 32;
 		PtxOpnd a = regs ? po_vec(&k9->qf[k][4 * kk], 4)
 				 : po_r(desc_at(g, qd, q->off + p * q->rows * SM90_PANEL_ROW + in));
-		PReg b = desc_at(g, kd, k9->stage0 + kr->off + p * GPU_BN * SM90_PANEL_ROW + in);
+		PReg b = desc_at(g, kd,
+				 k9->stage0 + kr->off + p * (uint32_t)g->bn * SM90_PANEL_ROW + in);
 		/* with A in registers, wgmma takes no transpose flag for it: the
 		** first of the two zeros goes */
-		PtxOpnd o[8] = {po_vec(g->tile[node], GPU_NEL),
+		PtxOpnd o[8] = {po_vec(g->tile[node], g->nel),
 				a,
 				po_r(b),
 				po_r(kk ? rest : first),
@@ -159,24 +160,24 @@ void sm90_contract_qk(KernelGen *g, int node)
 
 /* P packed to 16-bit pairs as the A fragments of O += P V: k-step kk of
 ** 16 keys of row block m is n-tiles 2 kk and 2 kk + 1 of S, into
-** a[(m * GPU_BN / 16 + kk) * 4 + q]. */
+** a[(m * g->bn / 16 + kk) * 4 + q]. */
 static void pack_p(KernelGen *g, int i, const PReg *x, PReg *a)
 {
 	const PVContraction *pv = &g->s->pv[g->s->node[i].gemm];
 	const char *cvt = sm90_of(g)->v[pv->vslot].e->tensor->dtype == DT_F16 ? ".rn.f16x2.f32"
 									      : ".rn.bf16x2.f32";
 	for (int m = 0; m < g->row_blocks; m++)
-		for (int kk = 0; kk < GPU_BN / 16; kk++)
+		for (int kk = 0; kk < g->bn / 16; kk++)
 			for (int q = 0; q < 4; q++) {
-				int el = m * GPU_NEL + (2 * kk + (q >> 1)) * 4 + (q & 1) * 2;
-				gpu_op3(g, PTX_CVT, cvt, po_r(a[(m * GPU_BN / 16 + kk) * 4 + q]),
+				int el = m * g->nel + (2 * kk + (q >> 1)) * 4 + (q & 1) * 2;
+				gpu_op3(g, PTX_CVT, cvt, po_r(a[(m * g->bn / 16 + kk) * 4 + q]),
 					po_r(x[el + 1]), po_r(x[el]));
 			}
 }
 
 /* O += P V of GEMM2 node i on wgmma: P's fragments a (pack_p), V's k-step
 ** 16 keys (2048 bytes) into its panels in the stage at shared address
-** stage, its 64-element panels GPU_BN rows apart (the leading byte
+** stage, its 64-element panels bn rows apart (the leading byte
 ** offset). Neither fenced nor committed here. */
 static void pv_wgmma(KernelGen *g, int i, PReg stage, const PReg *a)
 {
@@ -186,13 +187,13 @@ static void pv_wgmma(KernelGen *g, int i, PReg stage, const PReg *a)
 	int net = (int)(pv->DV / 8);
 	const char *t = elem_type(vr->e);
 	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%ldk16.f32.%s.%s", pv->DV, t, t);
-	PReg vd = descriptor(g, stage, GPU_BN * SM90_PANEL_ROW);
+	PReg vd = descriptor(g, stage, (uint32_t)g->bn * SM90_PANEL_ROW);
 	PReg one = gpu_pconst(g, 1);
 	for (int m = 0; m < g->row_blocks; m++)
-		for (int kk = 0; kk < GPU_BN / 16; kk++) {
+		for (int kk = 0; kk < g->bn / 16; kk++) {
 			uint32_t vo = k9->stage0 + vr->off + (uint32_t)kk * 16 * SM90_PANEL_ROW;
 			PtxOpnd o[7] = {po_vec(&g->acc[i][m * net * 4], net * 4),
-					po_vec(&a[(m * GPU_BN / 16 + kk) * 4], 4),
+					po_vec(&a[(m * g->bn / 16 + kk) * 4], 4),
 					po_r(desc_at(g, vd, vo)),
 					po_r(one),
 					po_i(1),
@@ -214,8 +215,8 @@ void sm90_contract_pv(KernelGen *g, int i, const PReg *x)
 		pack_p(g, i, x, k9->pf[g->s->node[i].gemm]);
 		return;
 	}
-	PReg a[GPU_MAXMT * GPU_BN / 16 * 4];
-	for (int r = 0; r < g->row_blocks * GPU_BN / 16 * 4; r++)
+	PReg a[GPU_MAXNEL / 2];
+	for (int r = 0; r < g->row_blocks * g->bn / 16 * 4; r++)
 		a[r] = gpu_reg(g, PC_B32);
 	pack_p(g, i, x, a);
 	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
@@ -241,7 +242,7 @@ void sm90_late_pv_setup(KernelGen *g)
 	if (!k9->late_pv)
 		return;
 	for (int v = 0; v < g->s->npv; v++) {
-		int n = g->row_blocks * GPU_BN / 16 * 4;
+		int n = g->row_blocks * g->bn / 16 * 4;
 		k9->pf[v] = ARENA_ARRAY(g->a, PReg, n);
 		for (int r = 0; r < n; r++)
 			k9->pf[v][r] = gpu_reg(g, PC_B32);

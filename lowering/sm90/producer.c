@@ -174,16 +174,20 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 	PReg j32 = gpu_u32(g, j0);
 	for (int k = 0; k < s->nqk && !gathered; k++)
 		for (int p = 0; p < k9->k[k].panels; p++)
-			tma_copy(g, &k9->k[k], maps[k9->k[k].map], fk[k], j32, p,
-				 saddr(g, sa, k9->k[k].off + (uint32_t)p * GPU_BN * SM90_PANEL_ROW),
-				 fb);
+			tma_copy(
+			    g, &k9->k[k], maps[k9->k[k].map], fk[k], j32, p,
+			    saddr(g, sa,
+				  k9->k[k].off + (uint32_t)p * (uint32_t)g->bn * SM90_PANEL_ROW),
+			    fb);
 	for (int v = 0; v < s->nvreads && !gathered; v++)
 		for (int p = 0; p < k9->v[v].panels; p++)
-			tma_copy(g, &k9->v[v], maps[k9->v[v].map], fv[v], j32, p,
-				 saddr(g, sa, k9->v[v].off + (uint32_t)p * GPU_BN * SM90_PANEL_ROW),
-				 fb);
+			tma_copy(
+			    g, &k9->v[v], maps[k9->v[v].map], fv[v], j32, p,
+			    saddr(g, sa,
+				  k9->v[v].off + (uint32_t)p * (uint32_t)g->bn * SM90_PANEL_ROW),
+			    fb);
 	sm90_next_stage(g, stage, ph);
-	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt), po_r(j0), po_i(GPU_BN));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt), po_r(j0), po_i(g->bn));
 	gpu_scan(g, &sc, nxt, j0, any, all);
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lloop));
 	ptx_label(g->f, Ldone);

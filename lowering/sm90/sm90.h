@@ -62,7 +62,7 @@ typedef struct TmaRead {
 	int map;       /* index into KernelShape.tmap */
 	uint32_t off;  /* byte offset (Q: in shared memory; K, V: in a stage) */
 	int panels;    /* 64-element panels of the contracted or value dim */
-	uint32_t rows; /* rows of the tile (Q: the CTA's rows; K, V: GPU_BN) */
+	uint32_t rows; /* rows of the tile (Q: the CTA's rows; K, V: the key tile, bn) */
 } TmaRead;
 
 /* The target's state while one kernel is emitted (KernelGen.targ). */
@@ -110,6 +110,7 @@ const char *sm90_refusal(const Plan *p, const KernelShape *s);
 
 /* layout.c */
 int sm90_row_blocks(const KernelShape *s);
+int sm90_block_n(const KernelShape *s);
 uint32_t sm90_layout(KernelGen *g, int table);
 
 /* producer.c */
