@@ -20,11 +20,19 @@ int sm90_row_blocks(const KernelShape *s)
 	return 1;
 }
 
-/* Keys per tile: GPU_BN for now. */
+/* Keys per tile: 128 (GPU_MAXBN, FlashAttention-3's tile at head dims up
+** to 128) where the score tile's 64 accumulators fit beside the output's,
+** else GPU_BN, and where that spilled (the retry loop's SM90_TILING_BN64).
+** Kernels of partial states keep GPU_BN: their launchers cut the keys at
+** multiples of 64; gathered tiles too (gather.c's copies). */
 int sm90_block_n(const KernelShape *s)
 {
-	(void)s;
-	return GPU_BN;
+	if (s->tiling == SM90_TILING_BN64 || s->parts || sm90_gathered(s) || s->DV > 128)
+		return GPU_BN;
+	for (int k = 0; k < s->nqk; k++)
+		if (s->qk[k].D > 128)
+			return GPU_BN;
+	return GPU_MAXBN;
 }
 
 static uint32_t align1k(uint32_t x)

@@ -89,11 +89,12 @@ void sm90_q_frags(KernelGen *g)
 }
 
 /* Q in registers where they fit beside the tile body's values: one
-** contraction with a head dim up to 128 (at 256, or with two, ptxas
-** spilled the consumers' 240 registers). */
+** contraction with a head dim up to 128 on 64-key tiles, up to 64 on
+** 128-key tiles (at 256, or with two, ptxas spilled the consumers' 240
+** registers). */
 int sm90_q_in_regs(const KernelShape *s)
 {
-	return s->nqk == 1 && s->qk[0].D <= 128;
+	return s->nqk == 1 && s->qk[0].D <= (s->bn > GPU_BN ? 64 : 128);
 }
 
 /* S = Q K^T of GEMM1 node i: D / 16 wgmma m64n64k16, the first

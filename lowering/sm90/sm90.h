@@ -49,6 +49,8 @@ enum { SM90_SMEM = 226 * 1024, SM90_MAX_STAGES = 4 };
 /* The consumers' turn barriers: ids after the builder's (bar_base 1: ids 1
 ** and 2). */
 enum { SM90_BAR_TURN = 3 };
+/* The tile-size choices of the retry loop (KernelShape.tiling, targ.c). */
+enum { SM90_TILING_FIRST, SM90_TILING_BN64 };
 /* Bytes per panel row: the 128-byte swizzle's width (64 16-bit elements). */
 enum { SM90_PANEL_ROW = 128 };
 

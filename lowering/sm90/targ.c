@@ -7,12 +7,12 @@
 
 extern const GpuTarget T_sm90;
 
-/* A kernel is generated once: its registers are the consumers' budget, and
-** no other tile size is tried. */
+/* A kernel of 128-key tiles that spilled the consumers' registers is
+** generated again with 64-key tiles (SM90_TILING_BN64, sm90_block_n); no
+** other choice is tried. */
 static int retune(const GpuKernelInfo *k, long spills)
 {
-	(void)k, (void)spills;
-	return 0;
+	return spills > 0 && k->block_n > GPU_BN ? SM90_TILING_BN64 : 0;
 }
 
 static int one_window_wanted(const KernelShape *s)
@@ -82,7 +82,7 @@ const GpuTarget T_sm90 = {
     .min_ctas_per_sm = 1,
     .warp_classes = 0,
     .smem_max = 227 * 1024,
-    .retune_rounds = 0,
+    .retune_rounds = 1,
     .retune = retune,
     .row_blocks = sm90_row_blocks,
     .block_n = sm90_block_n,
