@@ -167,6 +167,10 @@ typedef struct KernelShape {
 	int split_v; /* set by the kernel builder: the next V tile is copied apart from K */
 	int table;   /* set by the kernel builder: a tile table (masks that load data per tile) */
 	int bn;      /* set by the kernel builder: keys per tile (GpuTarget.block_n) */
+	/* the cascade also gets an entry of partial states (parts.c), which
+	** shares the launcher's tensor maps, and whose launcher cuts keys at
+	** multiples of GPU_BN */
+	int with_parts;
 	/* the kernel for keys that fit the tile table's first window: the stream
 	** ends where it leaves it, with no refill (the tile scan); its entry is
 	** NAME_fwd_short */

@@ -290,6 +290,7 @@ static int variant_entry(Arena *a, const GpuTarget *t, const Plan *p, const Kern
 {
 	gpu_shape(a, p, v);
 	v->tiling = s->tiling, v->one_window = one_window, v->parts = parts;
+	v->with_parts = s->with_parts;
 	return build_entry(a, t, p, v, e, align, NULL);
 }
 
@@ -334,6 +335,7 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			break;
 		}
 		s.tiling = tiling ? tiling[i] : 0;
+		s.with_parts = parts && !rows;
 		unsigned smem = 0;
 		rc = build_entry(&a, t, p, &s, &main[i], &align, &smem);
 		/* no GPU gives a CTA more (the H100's and H200's opt-in limit, for

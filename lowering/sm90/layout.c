@@ -23,11 +23,14 @@ int sm90_row_blocks(const KernelShape *s)
 /* Keys per tile: 128 (GPU_MAXBN, FlashAttention-3's tile at head dims up
 ** to 128) where the score tile's 64 accumulators fit beside the output's,
 ** else GPU_BN, and where that spilled (the retry loop's SM90_TILING_BN64).
-** Kernels of partial states keep GPU_BN: their launchers cut the keys at
-** multiples of 64; gathered tiles too (gather.c's copies). */
+** Kernels of partial states keep GPU_BN, and so do the kernels beside them
+** (KernelShape.with_parts: their tensor maps' boxes are shared, and the
+** launcher cuts the keys at multiples of 64); gathered tiles too
+** (gather.c's copies). */
 int sm90_block_n(const KernelShape *s)
 {
-	if (s->tiling == SM90_TILING_BN64 || s->parts || sm90_gathered(s) || s->DV > 128)
+	if (s->tiling == SM90_TILING_BN64 || s->parts || s->with_parts || sm90_gathered(s) ||
+	    s->DV > 128)
 		return GPU_BN;
 	for (int k = 0; k < s->nqk; k++)
 		if (s->qk[k].D > 128)
