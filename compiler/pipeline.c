@@ -95,6 +95,18 @@ static void choose_grid(Plan *p)
 	}
 }
 
+/* The largest compile-time dim of c (0: none), a head dim's stand-in. */
+static long widest_fixed_dim(const Cascade *c)
+{
+	long w = 0;
+	for (int i = 0; i < c->dims.n; i++) {
+		const Dim *d = c->dims.v[i];
+		if (d->fixed > w)
+			w = d->fixed;
+	}
+	return w;
+}
+
 static void choose_tiles(Plan *p)
 {
 	if (!strcmp(p->target, "cpu"))
@@ -105,10 +117,13 @@ static void choose_tiles(Plan *p)
 		** buffered */
 		p->tile_q = 128, p->tile_kv = 64, p->stages = 2;
 	else if (!strcmp(p->target, "sm_90a"))
-		/* two consumer warpgroups of 64 rows, key tiles of GPU_BN, a ring of
-		** at least 2 stages (up to 4 where shared memory allows,
-		** lowering/sm90/layout.c) */
-		p->tile_q = 128, p->tile_kv = 64, p->stages = 2;
+		/* two consumer warpgroups of 64 rows, key tiles of 128 where the head
+		** dims (the fixed dims) are at most 128, else 64 (lowering/sm90's
+		** sm90_block_n, which also keeps 64 with --parts and where 128
+		** spills), a ring of at least 2 stages (up to 4 where shared memory
+		** allows, lowering/sm90/layout.c) */
+		p->tile_q = 128, p->tile_kv = widest_fixed_dim(p->c) <= 128 ? 128 : 64,
+		p->stages = 2;
 	else
 		p->tile_q = 128, p->tile_kv = 128, p->stages = 2;
 }

@@ -228,18 +228,25 @@ void sm90_contract_pv(KernelGen *g, int i, const PReg *x)
 /* FlashAttention-3's intra-warpgroup overlap: tile t's P V is issued after
 ** tile t + 1's Q K^T, and waited for only before the accumulators are
 ** rescaled (sm90_acc_wait), so that tile t + 1's maxes and exponentials run
-** while it does. Its P fragments stay live across the loop's back edge. */
-int sm90_late_pv_wanted(const KernelShape *s)
+** while it does; its P fragments stay live across the loop's back edge. It
+** pays where a score costs more than its exponential (an element-wise
+** value besides softmax's exp, such as ALiBi's bias: +10% at head dim
+** 128) and a tile's contractions are long enough to cover it (head dim
+** 128); it cost 1-3% on plain and causal scores and 9% on ALiBi at head
+** dim 64 (an H200, c9867f0, bench/RESULTS.md). */
+int sm90_late_pv_wanted(const KernelGen *g)
 {
-	(void)s;
-	return 1;
+	int maps = 0;
+	for (int i = 0; i < g->c->nodes.n; i++)
+		maps += g->s->node[i].kind == SN_MAP && !gpu_folded(g, i);
+	return g->s->qk[0].D >= 128 && maps >= 2;
 }
 
 /* The late P V's fragments, one set per contraction with V. */
 void sm90_late_pv_setup(KernelGen *g)
 {
 	Sm90Kernel *k9 = sm90_of(g);
-	k9->late_pv = sm90_late_pv_wanted(g->s);
+	k9->late_pv = sm90_late_pv_wanted(g);
 	if (!k9->late_pv)
 		return;
 	for (int v = 0; v < g->s->npv; v++) {

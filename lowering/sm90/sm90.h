@@ -126,7 +126,7 @@ int sm90_q_in_regs(const KernelShape *s);
 void sm90_q_frags(KernelGen *g);
 void sm90_contract_qk(KernelGen *g, int node);
 void sm90_contract_pv(KernelGen *g, int node, const PReg *p);
-int sm90_late_pv_wanted(const KernelShape *s);
+int sm90_late_pv_wanted(const KernelGen *g);
 void sm90_late_pv_setup(KernelGen *g);
 void sm90_issue_late_pv(KernelGen *g);
 void sm90_acc_wait(KernelGen *g, int node);
