@@ -618,6 +618,16 @@ void gpu_parts_finish(KernelGen *g, TileState *t);
 /* epilogue.c */
 void gpu_epilogue(KernelGen *g, TileState *t);
 
+/* pairs.c: node i's 16-bit output dimension indexed by the column alone
+** (-1: none, its elements go one by one); a branch to other unless that
+** dimension is contiguous and every other stride has no bit of mask set;
+** the accumulators stored as pairs (crows, okr: rows and bounds per row
+** slot; q = lane % 4), branching to slow where the strides allow none. */
+int gpu_pair_column(KernelGen *g, int i);
+void gpu_layout_guard(KernelGen *g, const Tensor *out, int pc, int mask, int other);
+void gpu_store_pairs(KernelGen *g, const PReg *crows, int i, int pc, PReg q, const PReg *okr,
+		     int slow);
+
 /* rowpass.c: a cascade of per-row values with no stream (the backward's
 ** row term): its shape (NULL, or why not) and its kernel, NAME_fwd, with
 ** the forward's ABI and grid, 128 rows per CTA. */

@@ -1,77 +1,11 @@
 /*
 ** lowering/sm80/epilogue.c: sm_80's output stores. The accumulators of a
-** 16-bit output go out as bf16x2 / f16x2 pairs, or through the warp's rows
-** of Q's shared memory and 16-byte stores that write whole rows, where the
-** output's strides allow (a uniform test of the stride parameters).
+** 16-bit output go out through the warp's rows of Q's shared memory and
+** 16-byte stores that write whole rows, or as bf16x2 / f16x2 pairs
+** (gpu/pairs.c), where the output's strides allow (a uniform test of the
+** stride parameters).
 */
 #include "sm80.h"
-
-/* The dimension of node i's 16-bit output indexed by the column alone, or
-** -1: then its elements are stored one by one. */
-static int pair_column(KernelGen *g, int i)
-{
-	const Node *n = gpu_node(g, i);
-	const Tensor *t = n->out;
-	if ((t->dtype != DT_BF16 && t->dtype != DT_F16) || t->domain || t->rank != n->nfree)
-		return -1;
-	int pc = -1;
-	for (int k = 0; k < n->nfree; k++)
-		if (gpu_value_class(g->s, g->p->cls[i][k]))
-			pc = pc < 0 ? k : -2;
-	return pc < 0 ? -1 : pc;
-}
-
-/* Branches to `other` unless out's column dimension pc is contiguous and
-** every other stride has no bit of mask set (1: even, for 4-byte pairs; 7:
-** multiples of 8 elements, for 16-byte rows): a uniform test of the
-** stride parameters. */
-static void layout_guard(KernelGen *g, const Tensor *out, int pc, int mask, int other)
-{
-	PReg mis = gpu_reg(g, PC_B64), bad = gpu_reg(g, PC_PRED), one = gpu_reg(g, PC_PRED);
-	gpu_op2(g, PTX_MOV, ".b64", po_r(mis), po_i(0));
-	for (int k = 0; k < out->rank; k++)
-		if (k != pc)
-			gpu_op3(g, PTX_OR, ".b64", po_r(mis), po_r(mis),
-				po_r(g->par.stride[out->id][k]));
-	gpu_op3(g, PTX_AND, ".b64", po_r(mis), po_r(mis), po_i(mask));
-	gpu_op3(g, PTX_SETP, ".ne.s64", po_r(bad), po_r(mis), po_i(0));
-	gpu_op3(g, PTX_SETP, ".ne.s64", po_r(one), po_r(g->par.stride[out->id][pc]), po_i(1));
-	gpu_op3(g, PTX_OR, ".pred", po_r(bad), po_r(bad), po_r(one));
-	gpu_op1(g, PTX_BRA, ".uni", po_label(other));
-	ptx_guard(g->f, bad, 0);
-}
-
-/* Stores of the output accumulators as bf16x2 / f16x2 pairs (adjacent
-** columns of one row), from one row address per row and immediate column
-** offsets: 64 32-bit stores per thread at D = 128 instead of 128 16-bit
-** stores with their address arithmetic, the larger part of the epilogue.
-** Needs the column dimension contiguous and every other stride even (each
-** pair 4-byte aligned: the runtime checks 16-byte base pointers); other
-** layouts branch to `slow`. */
-static void store_pairs(KernelGen *g, const PReg *crows, int i, int pc, PReg q, const PReg *okr,
-			int slow)
-{
-	const Tensor *out = gpu_node(g, i)->out;
-	int net = (int)(g->s->DV / 8), f16 = out->dtype == DT_F16;
-	layout_guard(g, out, pc, 1, slow);
-	Expr **args = ARENA_ARRAY(g->a, Expr *, out->rank + 1);
-	for (int k = 0; k < out->rank; k++)
-		args[k] = expr_index(g->a, k);
-	for (int h = 0; h < 2 * g->row_blocks; h++) {
-		PReg c0 = gpu_reg(g, PC_B64);
-		gpu_op3(g, PTX_SHL, ".b64", po_r(c0), po_r(q), po_i(1));
-		g->node = i, g->row = crows[h], g->col = c0;
-		PReg a = gpu_addr(g, out, args);
-		for (int et = 0; et < net; et++) {
-			int el = h / 2 * net * 4 + et * 4 + h % 2 * 2;
-			PReg w = gpu_reg(g, PC_B32);
-			gpu_op3(g, PTX_CVT, f16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32", po_r(w),
-				po_r(g->acc[i][el + 1]), po_r(g->acc[i][el]));
-			gpu_op2(g, PTX_ST, ".global.b32", po_mem(a, et * 16), po_r(w));
-			ptx_guard(g->f, okr[h], 0);
-		}
-	}
-}
 
 /* Node i's output can go out through shared memory (store_staged): no GQA
 ** packing (rows map to addresses linearly), Q's rows are wide enough for a
@@ -100,7 +34,7 @@ static void store_staged(KernelGen *g, int i, int pc, const Smem *sm, PReg sbase
 	long cpr = g->s->DV / 8; /* 16-byte chunks per row, and n8 tiles per row block */
 	int f16 = out->dtype == DT_F16, rw = 16 * g->row_blocks;
 	uint32_t qs = sm->qs[0];
-	layout_guard(g, out, pc, 7, pairs);
+	gpu_layout_guard(g, out, pc, 7, pairs);
 	/* the warp's rows start at warp * rw; the thread writes its pairs at row
 	** lane / 4 (+ 8, + 16, ...) and column 2 (lane % 4) (+ 8 et) */
 	PReg wrow = gpu_reg(g, PC_B64), r = gpu_reg(g, PC_B64), c = gpu_reg(g, PC_B64),
@@ -189,7 +123,7 @@ void sm80_store_output(KernelGen *g, int i, PReg q, const PReg *crows, const PRe
 		       int done)
 {
 	Sm80Kernel *k8 = sm80_of(g);
-	int pc = pair_column(g, i);
+	int pc = gpu_pair_column(g, i);
 	if (pc >= 0 && staged_wanted(g, &k8->sm)) {
 		int pairs = ptx_new_label(g->f);
 		store_staged(g, i, pc, &k8->sm, g->sbase, pairs);
@@ -197,7 +131,7 @@ void sm80_store_output(KernelGen *g, int i, PReg q, const PReg *crows, const PRe
 		ptx_label(g->f, pairs);
 	}
 	if (pc >= 0) {
-		store_pairs(g, crows, i, pc, q, okr, slow);
+		gpu_store_pairs(g, crows, i, pc, q, okr, slow);
 		gpu_op1(g, PTX_BRA, ".uni", po_label(done));
 	}
 }

@@ -102,10 +102,17 @@ void sm90_stream_end(KernelGen *g)
 	ptx_guard(g->f, zero, 0);
 }
 
-/* Outputs go element by element (the builder's stores) for now. */
+/* Outputs as 16-bit pairs where the strides allow (gpu/pairs.c: the
+** accumulators' m64 layout per warp is mma.sync's), else element by
+** element (the builder's stores). */
 void sm90_store_output(KernelGen *g, int node, PReg q, const PReg *crows, const PReg *rowok,
 		       int slow, int done)
 {
-	(void)node, (void)q, (void)crows, (void)rowok, (void)done;
+	int pc = gpu_pair_column(g, node);
+	if (pc >= 0) {
+		gpu_store_pairs(g, crows, node, pc, q, rowok, slow);
+		gpu_op1(g, PTX_BRA, ".uni", po_label(done));
+		return;
+	}
 	gpu_op1(g, PTX_BRA, ".uni", po_label(slow));
 }
