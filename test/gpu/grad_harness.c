@@ -47,24 +47,6 @@ int F(_launch_generic)(void *const *, const int64_t *const *, const long *, cons
 size_t F(_workspace_bytes_generic)(const long *);
 int F(_elem_bytes)(int);
 
-enum { K_IN, K_OUT, K_TEMP };
-enum { T_BOOL, T_I32, T_F8A, T_F8B, T_F16, T_BF16, T_F32 };
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next(void)
-{
-	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-	return rng;
-}
-static double unit(void)
-{
-	return ((next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-static double normal(void)
-{
-	return sqrt(-2 * log(unit())) * cos(6.283185307179586 * unit());
-}
-
 static void check(int rc, const char *what)
 {
 	if (rc) {

@@ -43,24 +43,6 @@ void F(_tensor_shape)(int, const long *, long *);
 int F(_run_generic)(const long *, const double *, void *const *, int);
 int F(_launch_generic)(void *const *, const int64_t *const *, const long *, const double *, void *);
 
-enum { K_IN, K_OUT, K_TEMP };
-enum { T_BOOL, T_I32, T_F8A, T_F8B, T_F16, T_BF16, T_F32 };
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next(void)
-{
-	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-	return rng;
-}
-static double unit(void)
-{
-	return ((next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-static double normal(void)
-{
-	return sqrt(-2 * log(unit())) * cos(6.283185307179586 * unit());
-}
-
 static uint16_t to_f16(float f)
 {
 	/* round to nearest even through the hardware-free path: use _Float16 if the compiler has it */
