@@ -52,16 +52,8 @@ static int write_source(const char *path, const Program *p, GpuKernelInfo *info)
 	static const char ptx[] = ".version 8.0\n.target sm_90a\n.address_size 64\n";
 	Arena a;
 	arena_init(&a);
-	GpuImages im = {0};
-	im.arena = &a;
-	im.target = "sm_90a";
-	im.ptx = ptx;
-	im.ptx_size = sizeof ptx - 1;
-	im.ncubins = 1;
-	im.cubin[0].sm = 90;
-	im.cubin[0].code.data = (unsigned char *)cubin;
-	im.cubin[0].code.size = sizeof cubin;
-	im.info = info;
+	GpuImages im;
+	one_image(&im, &a, "sm_90a", ptx, 90, cubin, sizeof cubin, info);
 	int rc = put_source(path, p, &im);
 	arena_free(&a);
 	return rc;

@@ -43,16 +43,8 @@ static int write_files(const char *dir, const Program *p, GpuKernelInfo *info)
 		return -1;
 	Arena a;
 	arena_init(&a);
-	GpuImages im = {0};
-	im.arena = &a;
-	im.target = "sm_80";
-	im.ptx = ptx;
-	im.ptx_size = sizeof ptx - 1;
-	im.ncubins = 1;
-	im.cubin[0].sm = 80;
-	im.cubin[0].code.data = (unsigned char *)cubin;
-	im.cubin[0].code.size = sizeof cubin;
-	im.info = info;
+	GpuImages im;
+	one_image(&im, &a, "sm_80", ptx, 80, cubin, sizeof cubin, info);
 	snprintf(path, sizeof path, "%s/causal.c", dir);
 	FILE *f = fopen(path, "w");
 	int rc = -1;

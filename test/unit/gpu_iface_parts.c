@@ -51,16 +51,8 @@ static int write_files(const char *dir, const char *name, const Program *p, GpuK
 		return -1;
 	Arena a;
 	arena_init(&a);
-	GpuImages im = {0};
-	im.arena = &a;
-	im.target = "sm_90a";
-	im.ptx = ptx;
-	im.ptx_size = sizeof ptx - 1;
-	im.ncubins = 1;
-	im.cubin[0].sm = 90;
-	im.cubin[0].code.data = (unsigned char *)cubin;
-	im.cubin[0].code.size = sizeof cubin;
-	im.info = info;
+	GpuImages im;
+	one_image(&im, &a, "sm_90a", ptx, 90, cubin, sizeof cubin, info);
 	snprintf(path, sizeof path, "%s/%s.c", dir, name);
 	FILE *f = fopen(path, "w");
 	int rc = -1;

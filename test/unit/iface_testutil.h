@@ -1,7 +1,7 @@
 /*
 ** test/unit/iface_testutil.h: what the tests of the generated GPU interface
-** (gpu_iface.c, gpu_iface_parts.c) share: checks, text expectations, files,
-** and the compiler and harness runs. Static, one copy per test.
+** (gpu_iface.c, gpu_iface_parts.c, gpu_iface_bwd.c) share: checks, text
+** expectations, files, a module's images, and the compiler and harness runs. Static, one copy per test.
 */
 #ifndef ATTN_IFACE_TESTUTIL_H
 #define ATTN_IFACE_TESTUTIL_H
@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "../../compiler/cascade.h"
+#include "../../lowering/gpu/iface.h"
 #include "../../support/spawn.h"
 
 static int failures;
@@ -94,6 +95,23 @@ __attribute__((unused)) static char **command(char *const *fixed, int nfixed, co
 		argv[n++] = w;
 	argv[n] = NULL;
 	return argv;
+}
+
+/* *im as one module of target: its PTX text (NUL-terminated), one cubin
+** of n bytes for compute capability sm, and its kernels' info; the
+** emitter's allocations in a. */
+__attribute__((unused)) static void one_image(GpuImages *im, Arena *a, const char *target,
+					      const char *ptx, int sm, const unsigned char *cubin,
+					      size_t n, GpuKernelInfo *info)
+{
+	*im = (GpuImages){0};
+	im->arena = a;
+	im->target = target;
+	im->ptx = ptx;
+	im->ptx_size = strlen(ptx);
+	im->ncubins = 1;
+	im->cubin[0] = (GpuCubin){sm, {(unsigned char *)cubin, n}};
+	im->info = info;
 }
 
 #endif
