@@ -84,8 +84,9 @@ void sm90_prefetch(KernelGen *g, PReg nxt, PReg buf, PReg when)
 }
 
 /* The accumulators' last P V (issued here where P V is late) completes
-** before the epilogue reads them. Warpgroup 1 handed warpgroup 0 one turn more than warpgroup 0 took (the
-** first): warpgroup 0 takes it, so that no barrier is left half-arrived. */
+** before the epilogue reads them. Warpgroup 1 handed warpgroup 0 one turn
+** more than warpgroup 0 took (the first): warpgroup 0 takes it, so that no
+** barrier is left half-arrived. */
 void sm90_stream_end(KernelGen *g)
 {
 	Sm90Kernel *k9 = sm90_of(g);

@@ -145,7 +145,7 @@ void sm90_contract_qk(KernelGen *g, int node)
 		ptx_emit(g->f, PTX_WGMMA, mods, regs ? 7 : 8, o);
 	}
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
-	if (k9->late_pv && k9->issue_due) {
+	if (k9->issue_due) {
 		/* the previous tile's P V behind it: only Q K^T waited for */
 		k9->issue_due = 0;
 		sm90_issue_late_pv(g);

@@ -3,8 +3,9 @@
 ** A tile begins with the wait for its stage's full barrier; its stage
 ** goes back to the producer (an arrival of every consumer thread on the
 ** stage's empty barrier) once the tile's P V has completed, which the next
-** tile's first contraction waits for; the stage and the phase parity move
-** on as the producer's do.
+** tile's first contraction waits for (or, where P V is late, the next
+** tile's wait before its rescale, sm90_acc_wait); the stage and the phase
+** parity move on as the producer's do.
 */
 #include "sm90.h"
 
