@@ -387,14 +387,14 @@ def _flex(flex, q, k, v, smod, mmod, N):
     return flex(q, k, v, score_mod=smod, block_mask=bm)
 
 
-def main():
-    Ds = [int(x) for x in sys.argv[1:] if x.isdigit()] or [128, 64]
-    if "--bwd" in sys.argv:
-        return main_bwd(Ds)
+def sizes_and_flex():
+    """The sequence lengths (--n N ..., default 2k and 8k) and FlexAttention
+    compiled once, with dynamo's caches wide enough that every variant and
+    size compiles instead of falling back; prints the device."""
     Ns = [2048, 8192]
     if "--n" in sys.argv:
         Ns = [int(sys.argv[i + 1]) for i, x in enumerate(sys.argv) if x == "--n"]
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    from torch.nn.attention.flex_attention import flex_attention
     import torch._dynamo
     for k in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
               "accumulated_recompile_limit"):
@@ -402,6 +402,15 @@ def main():
             setattr(torch._dynamo.config, k, 4096)
     flex = torch.compile(flex_attention, dynamic=False)
     print("device", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+    return Ns, flex
+
+
+def main():
+    Ds = [int(x) for x in sys.argv[1:] if x.isdigit()] or [128, 64]
+    if "--bwd" in sys.argv:
+        return main_bwd(Ds)
+    from torch.nn.attention.flex_attention import create_block_mask
+    Ns, flex = sizes_and_flex()
     run_dir = start_run()
     print("run", run_dir, flush=True)
     for D in Ds:
@@ -468,17 +477,7 @@ def main():
 def main_bwd(Ds):
     """anchors.py --bwd: the backward rows (bwd_rows) at each D and N, into a
     run folder of kind anchors-bwd: anchors.json and the table."""
-    Ns = [2048, 8192]
-    if "--n" in sys.argv:
-        Ns = [int(sys.argv[i + 1]) for i, x in enumerate(sys.argv) if x == "--n"]
-    from torch.nn.attention.flex_attention import flex_attention
-    import torch._dynamo
-    for k in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
-              "accumulated_recompile_limit"):
-        if hasattr(torch._dynamo.config, k):
-            setattr(torch._dynamo.config, k, 4096)
-    flex = torch.compile(flex_attention, dynamic=False)
-    print("device", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+    Ns, flex = sizes_and_flex()
     run_dir = start_run("anchors-bwd", "anchors")
     print("run", run_dir, flush=True)
     for D in Ds:
