@@ -599,8 +599,18 @@ typedef struct TileScan {
 	int table;
 	PReg sbase;
 	uint32_t off;
+	/* the warp's own window of 32 tiles (scan_words): its first key (s64)
+	** and its words of any and all bits (u32), set by gpu_scan_words */
+	int words;
+	PReg wb, anyw, allw;
 } TileScan;
 void gpu_scan(KernelGen *g, const TileScan *sc, PReg from, PReg out, PReg any, PReg all);
+/* A scan of masks that read data by a warp on its own, all 32 lanes: no
+** table in shared memory and no barrier (a producer warp's). */
+void gpu_scan_words(KernelGen *g, TileScan *sc);
+/* all = every mask true on all of the tile from key j0 (a tile another
+** thread's scan found: GpuTarget.next_tile). */
+void gpu_tile_all(KernelGen *g, PReg j0, PReg all);
 void gpu_stream_bounds(KernelGen *g, PReg start, PReg end);
 /* The tile table's first window: filled before the stream. */
 void gpu_table_first(KernelGen *g, uint32_t off, PReg start);

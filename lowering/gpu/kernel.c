@@ -57,7 +57,8 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	g->f = f;
 	gpu_expr_init(g);
 	gpu_ranges_init(g);
-	int table = gpu_table_wanted(g);
+	/* a producer's scan keeps no table (gpu_scan_words) */
+	int table = gpu_table_wanted(g) && !tg->next_tile;
 	s->table = table;
 	f->smem_bytes = tg->layout(g, table);
 	int n = p->c->nodes.n;
@@ -142,7 +143,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	int Lfull = ptx_new_label(f), Ldone = ptx_new_label(f), Lskip = ptx_new_label(f);
 	g->j0 = gpu_reg(g, PC_B64), g->j1 = gpu_reg(g, PC_B64);
 	PReg j0 = g->j0, j1 = g->j1, nxt = gpu_reg(g, PC_B64), nxt1 = gpu_reg(g, PC_B64);
-	TileScan sc = {table, g->sbase, g->table_off};
+	TileScan sc = {.table = table, .sbase = g->sbase, .off = g->table_off};
 	PReg buf = gpu_reg(g, PC_B32), any = gpu_reg(g, PC_PRED), all = gpu_reg(g, PC_PRED),
 	     anyn = gpu_reg(g, PC_PRED), alln = gpu_reg(g, PC_PRED);
 	{
@@ -157,7 +158,12 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 			if (g->ids.after) /* not staged after all: Q now */
 				tg->load_q(g), g->ids.after = NULL;
 		}
-		gpu_scan(g, &sc, start, j0, any, all);
+		if (tg->next_tile) {
+			if (!tg->next_tile(g, j0, all, 1))
+				gpu_tile_all(g, j0, all);
+			gpu_op3(g, PTX_SETP, ".lt.s64", po_r(any), po_r(j0), po_r(g->send));
+		} else
+			gpu_scan(g, &sc, start, j0, any, all);
 	}
 	gpu_op2(g, PTX_MOV, ".b32", po_r(buf), po_i(0));
 	/* the first tile's copies; Q in place */
@@ -171,7 +177,12 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	gpu_op3(g, PTX_MIN, ".s64", po_r(j1), po_r(j1), po_r(g->sext));
 	/* prefetch the next non-empty tile into the other buffer */
 	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt1), po_r(j0), po_i(g->bn));
-	gpu_scan(g, &sc, nxt1, nxt, anyn, alln);
+	if (tg->next_tile) {
+		if (!tg->next_tile(g, nxt, alln, 0))
+			gpu_tile_all(g, nxt, alln);
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(anyn), po_r(nxt), po_r(g->send));
+	} else
+		gpu_scan(g, &sc, nxt1, nxt, anyn, alln);
 	tg->prefetch(g, nxt, buf, anyn);
 	/* this tile's buffer: its addresses, then the wait for its copies */
 	int keeps_true_max = 0;

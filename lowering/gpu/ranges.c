@@ -324,18 +324,22 @@ static PReg key_lane_walk(KernelGen *g, const Expr *e, PReg st, PReg x0, PReg x1
 	return a0;
 }
 
+/* Loads a lane makes at most for key_ranges_plain: 32 tiles of 64 keys. */
+enum { PLAIN_LOADS = 2 * 32 };
+
 /* The ranges of plain key read e over n consecutive tiles from st[0]: the
-** lane's element addresses step by 32 keys' stride, so each of its 2 n
-** loads costs an add, and all loads come before any min or max. */
+** lane's element addresses step by 32 keys' stride, so each of its bn / 32
+** loads per tile costs an add, and all loads come before any min or max. */
 static void key_ranges_plain(KernelGen *g, const Expr *e, const PReg *st, const PReg *end, int n)
 {
+	int per = g->bn / 32;
 	PReg x0 = gpu_reg(g, PC_B64), x1 = gpu_reg(g, PC_B64), stride = gpu_reg(g, PC_B64),
-	     lim = gpu_reg(g, PC_B64), in[2 * 32], w[2 * 32], a = {0, 0};
+	     lim = gpu_reg(g, PC_B64), in[PLAIN_LOADS], w[PLAIN_LOADS], a = {0, 0};
 	/* element k (key x0 + 32 k) exists where 32 k < sext - x0; tested again
 	** at its min and max, so that no predicate is live across the loads */
 	PReg lim32 = {0, 0};
 	PReg a0 = key_lane_walk(g, e, st[0], x0, x1, stride, lim, &lim32);
-	for (int k = 0; k < 2 * n; k++) {
+	for (int k = 0; k < per * n; k++) {
 		PReg ak = a0;
 		if (k) {
 			ak = gpu_reg(g, PC_B64);
@@ -351,7 +355,7 @@ static void key_ranges_plain(KernelGen *g, const Expr *e, const PReg *st, const 
 		PReg mn = gpu_reg(g, PC_B32), mx = gpu_reg(g, PC_B32);
 		gpu_op2(g, PTX_MOV, ".b32", po_r(mn), po_i(INT32_MAX));
 		gpu_op2(g, PTX_MOV, ".b32", po_r(mx), po_i(INT32_MIN));
-		for (int k = 2 * u; k < 2 * u + 2; k++) {
+		for (int k = per * u; k < per * u + per; k++) {
 			in[k] = gpu_reg(g, PC_PRED);
 			gpu_op3(g, PTX_SETP, ".gt.s32", po_r(in[k]), po_r(lim32), po_i(32 * k));
 			gpu_op3(g, PTX_MIN, ".s32", po_r(mn), po_r(mn), po_r(w[k]));
@@ -519,7 +523,7 @@ static void key_batch(KernelGen *g, const Expr *e, const KeyBatch *kb)
 	g->j0 = sj0, g->j1 = sj1;
 	if (cached)
 		return;
-	if (key_plain(g, e) && kb->n <= 32) {
+	if (key_plain(g, e) && kb->n * (g->bn / 32) <= PLAIN_LOADS) {
 		key_ranges_plain(g, e, kb->st, kb->end, kb->n);
 		return;
 	}

@@ -181,7 +181,7 @@ static void table_next(KernelGen *g, PReg sbase, uint32_t off)
 
 /* Tiles tested `batch` at a time, every lane on each (the key ranges
 ** per lane, the tests voted over the warp): bit u of the words is tile
-** st + u GPU_BN. */
+** st + u bn. */
 static void table_tiles(KernelGen *g, const KernelShape *s, PReg st, PReg anyw, PReg allw,
 			PReg bitm, int batch)
 {
@@ -191,8 +191,8 @@ static void table_tiles(KernelGen *g, const KernelShape *s, PReg st, PReg anyw, 
 		ptx_label(g->f, Lk);
 	for (int u = 0; u < batch; u++) {
 		su[u] = gpu_reg(g, PC_B64), end[u] = gpu_reg(g, PC_B64);
-		gpu_op3(g, PTX_ADD, ".s64", po_r(su[u]), po_r(st), po_i(u * GPU_BN));
-		gpu_op3(g, PTX_ADD, ".s64", po_r(end[u]), po_r(su[u]), po_i(GPU_BN));
+		gpu_op3(g, PTX_ADD, ".s64", po_r(su[u]), po_r(st), po_i(u * g->bn));
+		gpu_op3(g, PTX_ADD, ".s64", po_r(end[u]), po_r(su[u]), po_i(g->bn));
 		gpu_op3(g, PTX_MIN, ".s64", po_r(end[u]), po_r(end[u]), po_r(g->sext));
 	}
 	for (int i = 0; i < g->c->nodes.n; i++)
@@ -213,7 +213,7 @@ static void table_tiles(KernelGen *g, const KernelShape *s, PReg st, PReg anyw, 
 	if (batch < 32) {
 		PReg more = gpu_reg(g, PC_PRED), in = gpu_reg(g, PC_PRED);
 		gpu_op3(g, PTX_SHL, ".b32", po_r(bitm), po_r(bitm), po_i(batch));
-		gpu_op3(g, PTX_ADD, ".s64", po_r(st), po_r(st), po_i(batch * GPU_BN));
+		gpu_op3(g, PTX_ADD, ".s64", po_r(st), po_r(st), po_i(batch * g->bn));
 		gpu_op3(g, PTX_SETP, ".ne.b32", po_r(more), po_r(bitm), po_i(0));
 		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(in), po_r(st), po_r(g->send));
 		gpu_op3(g, PTX_AND, ".pred", po_r(more), po_r(more), po_r(in));
@@ -370,6 +370,90 @@ static void scan_table(KernelGen *g, const KernelShape *s, PReg sbase, uint32_t 
 	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->send));
 }
 
+/* Keys of one warp's window (scan_words): 32 tiles, a bit of a word each. */
+static int64_t words_keys(KernelGen *g)
+{
+	return 32 * (int64_t)g->bn;
+}
+
+/* Tiles of a window tested at once, their id loads in flight together:
+** four (eight or sixteen spilled a producer warp's 56 registers,
+** document.attn at 128- and 64-key tiles). */
+static int words_batch(KernelGen *g)
+{
+	return 4;
+}
+
+void gpu_scan_words(KernelGen *g, TileScan *sc)
+{
+	sc->words = 1;
+	sc->wb = gpu_reg(g, PC_B64), sc->anyw = gpu_reg(g, PC_B32), sc->allw = gpu_reg(g, PC_B32);
+	/* no window yet: every key is far past wb's, and the first scan fills */
+	gpu_op2(g, PTX_MOV, ".b64", po_r(sc->wb), po_i(-((int64_t)1 << 40)));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(sc->anyw), po_i(0));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(sc->allw), po_i(0));
+}
+
+/* scan_tiles for masks that read data (document ids) where one warp scans
+** on its own (a warp-specialised target's producer): the warp classifies
+** the 32 tiles from where the scan leaves its window at once, with their
+** id loads in flight together (table_tiles, its lanes voting), into two
+** words it keeps in registers; the scan then finds the next tile by a bit
+** search, with no load, until it leaves the window again. The words and
+** the window's start live across the caller's loop (TileScan). */
+static void scan_words(KernelGen *g, const KernelShape *s, const TileScan *sc, PReg from, PReg out,
+		       PReg all)
+{
+	int Lscan = ptx_new_label(g->f), Lhave = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
+	PReg past = gpu_reg(g, PC_PRED), d = gpu_reg(g, PC_B64), inw = gpu_reg(g, PC_PRED),
+	     st = gpu_reg(g, PC_B64), bitm = gpu_reg(g, PC_B32), p = gpu_reg(g, PC_B32),
+	     m = gpu_reg(g, PC_B32), none = gpu_reg(g, PC_PRED), r = gpu_reg(g, PC_B32),
+	     c = gpu_reg(g, PC_B32), x = gpu_reg(g, PC_B64), b = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(out), po_r(from));
+	ptx_label(g->f, Lscan);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(past), po_r(out), po_r(g->send));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
+	ptx_guard(g->f, past, 0);
+	gpu_op3(g, PTX_SUB, ".s64", po_r(d), po_r(out), po_r(sc->wb));
+	gpu_op3(g, PTX_SETP, ".lt.u64", po_r(inw), po_r(d), po_i(words_keys(g)));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lhave));
+	ptx_guard(g->f, inw, 0);
+	/* a new window from out */
+	gpu_op2(g, PTX_MOV, ".b64", po_r(sc->wb), po_r(out));
+	gpu_op2(g, PTX_MOV, ".b64", po_r(st), po_r(out));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(sc->anyw), po_i(0));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(sc->allw), po_i(0));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(bitm), po_i(1));
+	table_tiles(g, s, st, sc->anyw, sc->allw, bitm, words_batch(g));
+	gpu_op2(g, PTX_MOV, ".b64", po_r(d), po_i(0));
+	ptx_label(g->f, Lhave);
+	/* the first any bit at or after out's tile p: none past the window */
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(p), po_r(d));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(p), po_r(p), po_i(gpu_log2(g->bn)));
+	gpu_op3(g, PTX_SHR, ".b32", po_r(m), po_r(sc->anyw), po_r(p));
+	gpu_op3(g, PTX_SETP, ".eq.b32", po_r(none), po_r(m), po_i(0));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(out), po_r(sc->wb), po_i(words_keys(g)));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lscan));
+	ptx_guard(g->f, none, 0);
+	gpu_op2(g, PTX_BREV, ".b32", po_r(r), po_r(m));
+	gpu_op2(g, PTX_CLZ, ".b32", po_r(c), po_r(r));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(p), po_r(p), po_r(c));
+	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(x), po_r(p));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(out), po_r(x), po_i(g->bn), po_r(sc->wb));
+	gpu_op3(g, PTX_SHR, ".b32", po_r(b), po_r(sc->allw), po_r(p));
+	gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(b), po_i(1));
+	gpu_op3(g, PTX_SETP, ".ne.b32", po_r(all), po_r(b), po_i(0));
+	ptx_label(g->f, Ldone);
+}
+
+void gpu_tile_all(KernelGen *g, PReg j0, PReg all)
+{
+	PReg end = gpu_reg(g, PC_B64), any = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(end), po_r(j0), po_i(g->bn));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
+	class_flags(g, g->s, j0, end, any, all);
+}
+
 /* The table is for masks that load data per tile (document ids): others
 ** test a tile in a few instructions. */
 int gpu_table_wanted(KernelGen *g)
@@ -425,7 +509,10 @@ void gpu_scan(KernelGen *g, const TileScan *sc, PReg from, PReg out, PReg any, P
 	const KernelShape *s = g->s;
 	if (sc->table)
 		scan_table(g, s, sc->sbase, sc->off, from, out, any, all);
-	else
+	else if (sc->words) {
+		scan_words(g, s, sc, from, out, all);
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->send));
+	} else
 		scan_tiles(g, s, from, out, any, all);
 }
 

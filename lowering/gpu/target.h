@@ -118,6 +118,12 @@ typedef struct GpuTarget {
 	void (*copy4_async)(struct KernelGen *g, PtxOpnd dst, PtxOpnd src);
 	void (*copy_commit)(struct KernelGen *g);
 	void (*copy_wait)(struct KernelGen *g, int n);
+	/* Where a producer scans the tiles (NULL: the builder's threads do,
+	** gpu_scan): the stream's first (first) or next tile into out (>= the
+	** stream's end where none is left), as the producer found it; returns
+	** 1 where all (every mask true on all of it) came from the producer
+	** too, 0 where the builder tests the tile for it (gpu_tile_all). */
+	int (*next_tile)(struct KernelGen *g, PReg out, PReg all, int first);
 	/* Before the stream: the first tile (keys from j0) into buffer buf
 	** where any, Q in place (its fragments). */
 	void (*stream_start)(struct KernelGen *g, PReg j0, PReg buf, PReg any);

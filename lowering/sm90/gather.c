@@ -19,24 +19,6 @@ int sm90_gathered(const KernelShape *s)
 	return s->nqk > 0 && s->qk[0].bgather;
 }
 
-/* The registers setmaxnreg gives the producer and the consumers of a
-** kernel: where its producer gathers, more for it (ptxas spilled its copy
-** loop at 24 and 40), fewer for the consumers, the CTA's total unchanged;
-** rows wider than 128 elements (16 chunks a thread and tensor) need 72. */
-void sm90_gather_regs(const KernelShape *s, int *producer, int *consumer)
-{
-	int wide = s->DV > 128;
-	for (int k = 0; k < s->nqk; k++)
-		wide |= s->qk[k].D > 128;
-	if (!sm90_gathered(s))
-		*producer = SM90_PRODUCER_REGS, *consumer = SM90_CONSUMER_REGS;
-	else if (wide)
-		*producer = SM90_PRODUCER_REGS_GATHER_WIDE,
-		*consumer = SM90_CONSUMER_REGS_GATHER_WIDE;
-	else
-		*producer = SM90_PRODUCER_REGS_GATHER, *consumer = SM90_CONSUMER_REGS_GATHER;
-}
-
 /* Per gathered read: the producer thread's column chunk c = tid % cpr and
 ** its fixed part's address plus 16 c, computed once before the stream
 ** (a packed head takes the CTA's first row, as fixed_coords does). */

@@ -86,12 +86,12 @@ static int gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k)
 }
 
 /* The layout: Q per contraction; the stages, each K per contraction and V
-** per V read; the barriers. As many stages (2 to SM90_MAX_STAGES) as keep
+** per V read; the barriers; the schedule's slots. As many stages (2 to SM90_MAX_STAGES) as keep
 ** the CTA within SM90_SMEM, two at least. The tensor maps are
 ** chosen here; their parameters come after the builder's (sm90_producer). */
 uint32_t sm90_layout(KernelGen *g, int table)
 {
-	(void)table; /* refused (sm90_refusal): no tile table */
+	(void)table; /* the producer scans (gpu_scan_words): no tile table */
 	Sm90Kernel *k9 = ARENA_NEW(g->a, Sm90Kernel);
 	KernelShape *s = g->s;
 	int n = g->c->nodes.n;
@@ -140,7 +140,9 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	k9->qbar = off;
 	k9->full = off + 8;
 	k9->empty = k9->full + 8 * (uint32_t)ns;
-	k9->total = k9->empty + 8 * (uint32_t)ns;
+	k9->sched = k9->empty + 8 * (uint32_t)ns;
+	k9->slots = k9->sched + 8 * SM90_SCHED_SLOTS;
+	k9->total = k9->slots + 16 * SM90_SCHED_SLOTS;
 	g->table_off = 0;
 	return k9->total;
 }

@@ -28,13 +28,7 @@ void sm90_wait(KernelGen *g, PReg bar, PReg parity)
 ** where it wraps to 0: the producer and the consumers move alike. */
 void sm90_next_stage(KernelGen *g, PReg stage, PReg ph)
 {
-	PReg wrap = gpu_reg(g, PC_PRED);
-	gpu_op3(g, PTX_ADD, ".u32", po_r(stage), po_r(stage), po_i(1));
-	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(wrap), po_r(stage), po_i(sm90_of(g)->nstages));
-	gpu_op2(g, PTX_MOV, ".b32", po_r(stage), po_i(0));
-	ptx_guard(g->f, wrap, 0);
-	gpu_op3(g, PTX_XOR, ".b32", po_r(ph), po_r(ph), po_i(1));
-	ptx_guard(g->f, wrap, 0);
+	sm90_ring_next(g, stage, ph, sm90_of(g)->nstages);
 }
 
 /* The shared address of stage's barrier in the array at off (8 bytes each). */
@@ -70,9 +64,10 @@ static void fixed_coords(KernelGen *g, const TmaRead *r, PReg *c)
 }
 
 /* One TMA copy of read r's box at row coordinate row (u32) and panel p
-** into shared address dst, completing on barrier bar. */
+** into shared address dst, completing on barrier bar; by the thread where
+** lead is true (a register: the caller's loop runs in more threads). */
 static void tma_copy(KernelGen *g, const TmaRead *r, PReg map, const PReg *fixed, PReg row, int p,
-		     PReg dst, PReg bar)
+		     PReg dst, PReg bar, PReg lead)
 {
 	int rank = r->e->nargs;
 	PReg c[GPU_TMAP_MAX_RANK];
@@ -90,6 +85,8 @@ static void tma_copy(KernelGen *g, const TmaRead *r, PReg map, const PReg *fixed
 		arena_printf(g->a, ".%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
 			     rank),
 		po_mem(dst, 0), po_mem_vec(po_mem(map, 0), c, rank), po_mem(bar, 0));
+	if (lead.n)
+		ptx_guard(g->f, lead, 0);
 }
 
 /* The generic address of tensor map parameter name (cp.async.bulk.tensor
@@ -118,26 +115,82 @@ static void load_q(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 			tma_copy(
 			    g, r, maps[r->map], fixed, q32, p,
 			    saddr(g, g->sbase, r->off + (uint32_t)p * r->rows * SM90_PANEL_ROW),
-			    qbar);
+			    qbar, (PReg){0, 0});
 	}
 }
 
-/* The producer's loop: per tile of the stream, the stage's empty wait (of
-** the phase before the current one: a fresh barrier passes it), the full
-** barrier armed with the stage's bytes, K and V copied. Gathered K and V
+/* The ring's next place after stage (u32) of n, the phase parity ph
+** flipping where it wraps to 0: the producer and the consumers move alike. */
+void sm90_ring_next(KernelGen *g, PReg stage, PReg ph, int n)
+{
+	PReg wrap = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_ADD, ".u32", po_r(stage), po_r(stage), po_i(1));
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(wrap), po_r(stage), po_i(n));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(stage), po_i(0));
+	ptx_guard(g->f, wrap, 0);
+	gpu_op3(g, PTX_XOR, ".b32", po_r(ph), po_r(ph), po_i(1));
+	ptx_guard(g->f, wrap, 0);
+}
+
+/* The producer publishes whether every mask is true on all of a tile
+** where it has registers for the test (sm90_role_regs: it gathers, or its
+** masks read data, which a consumer's test would load again). Elsewhere
+** the consumers test the tile for it: in the producer's 24 registers that
+** test spilled (neighborhood3d.attn), and the scan needs no more than
+** whether some mask is true somewhere. */
+int sm90_publishes_all(KernelGen *g)
+{
+	return sm90_gathered(g->s) || gpu_table_wanted(g);
+}
+
+/* The schedule's next entry: the tile j0 (>= send: the stream's end) and
+** whether every mask is true on all of it, into slot ss, then an arrival
+** on its barrier (a release: the consumers' wait then sees the slot), by
+** the thread where lead is true. The consumers read the entries in order
+** (sm90_next_tile) instead of scanning the tiles themselves. A slot is
+** written again SM90_SCHED_SLOTS entries later, by which time every
+** consumer has read it: the producer is at most nstages + 1 entries ahead
+** of the consumers' reads (it waits for a stage's release before its next
+** entry but one, and a consumer releases a stage after reading the entry
+** after it's), and nstages + 1 <= SM90_SCHED_SLOTS. */
+static void publish(KernelGen *g, Sm90Kernel *k9, PReg lead, PReg j0, PReg all, PReg ss, PReg sph)
+{
+	PReg a = gpu_reg(g, PC_B32), b = sm90_stage_bar(g, ss, k9->sched),
+	     all64 = gpu_reg(g, PC_B64);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(ss), po_i(16), po_r(g->sbase));
+	gpu_op4(g, PTX_SELP, ".b64", po_r(all64), po_i(1), po_i(0), po_r(all));
+	PReg v[2] = {j0, all64};
+	gpu_op2(g, PTX_ST, ".shared.v2.b64", po_mem(a, (int32_t)k9->slots), po_vec(v, 2));
+	if (lead.n)
+		ptx_guard(g->f, lead, 0);
+	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(b, 0));
+	if (lead.n)
+		ptx_guard(g->f, lead, 0);
+	sm90_ring_next(g, ss, sph, SM90_SCHED_SLOTS);
+}
+
+/* The producer's loop: per tile of the stream, the tile published to the
+** consumers, the stage's empty wait (of the phase before the current one:
+** a fresh barrier passes it), the full barrier armed with the stage's
+** bytes, K and V copied; at the end, the end published. Gathered K and V
 ** (gather.c): every producer thread runs the loop, copies its chunks and
-** arrives on the full barrier as they land; no bytes are armed. */
-static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
+** arrives on the full barrier as they land; no bytes are armed. Masks that
+** read data: warp 0 runs it, since its scan (gpu_scan_words) takes every
+** lane. Thread 0 alone publishes, arms and issues TMA copies (lead). */
+static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes)
 {
 	const KernelShape *s = g->s;
 	int gathered = sm90_gathered(s);
 	PReg fk[GPU_MAXG][GPU_TMAP_MAX_RANK], fv[GPU_MAXG][GPU_TMAP_MAX_RANK];
-	PReg tid32 = {0}, colbase[2 * GPU_MAXG], col[2 * GPU_MAXG];
-	if (gathered) {
-		tid32 = gpu_reg(g, PC_B32);
+	PReg tid32 = {0}, colbase[2 * GPU_MAXG], col[2 * GPU_MAXG], lead = {0, 0};
+	if (lanes) {
+		tid32 = gpu_reg(g, PC_B32), lead = gpu_reg(g, PC_PRED);
 		gpu_op2(g, PTX_MOV, ".u32", po_r(tid32), po_sym("%tid.x"));
-		sm90_gather_setup(g, tid32, colbase, col);
+		gpu_op3(g, PTX_SETP, ".eq.u32", po_r(lead), po_r(tid32), po_i(0));
+		gpu_lane_ids(g);
 	}
+	if (gathered)
+		sm90_gather_setup(g, tid32, colbase, col);
 	for (int k = 0; k < s->nqk && !gathered; k++)
 		fixed_coords(g, &k9->k[k], fk[k]);
 	for (int v = 0; v < s->nvreads && !gathered; v++)
@@ -146,15 +199,20 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 	     any = gpu_reg(g, PC_PRED), all = gpu_reg(g, PC_PRED);
 	g->send = gpu_reg(g, PC_B64);
 	gpu_stream_bounds(g, start, g->send);
-	TileScan sc = {0, g->sbase, 0};
+	TileScan sc = {.sbase = g->sbase};
+	if (gpu_table_wanted(g))
+		gpu_scan_words(g, &sc);
 	gpu_scan(g, &sc, start, j0, any, all);
 	PReg stage = gpu_reg(g, PC_B32), ph = gpu_reg(g, PC_B32), sa = gpu_reg(g, PC_B32),
 	     fb = gpu_reg(g, PC_B32), eb = gpu_reg(g, PC_B32), eph = gpu_reg(g, PC_B32),
-	     fin = gpu_reg(g, PC_PRED);
+	     fin = gpu_reg(g, PC_PRED), ss = gpu_reg(g, PC_B32), sph = gpu_reg(g, PC_B32);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(stage), po_i(0));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(ph), po_i(0));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(ss), po_i(0));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(sph), po_i(0));
 	int Lloop = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
 	ptx_label(g->f, Lloop);
+	publish(g, k9, lead, j0, sm90_publishes_all(g) ? all : gpu_pconst(g, 0), ss, sph);
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(fin), po_r(j0), po_r(g->send));
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
 	ptx_guard(g->f, fin, 0);
@@ -163,9 +221,12 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 	gpu_op3(g, PTX_ADD, ".u32", po_r(eb), po_r(eb), po_i(k9->empty));
 	gpu_op3(g, PTX_XOR, ".b32", po_r(eph), po_r(ph), po_i(1));
 	sm90_wait(g, eb, eph);
-	if (!gathered)
+	if (!gathered) {
 		gpu_op3(g, PTX_MBAR_ARRIVE, ".expect_tx.shared::cta.b64", po_sym("_"),
 			po_mem(fb, 0), po_i(k9->stage_tx));
+		if (lead.n)
+			ptx_guard(g->f, lead, 0);
+	}
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(sa), po_r(stage), po_i(k9->stage_bytes),
 		po_r(g->sbase));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(sa), po_r(sa), po_i(k9->stage0));
@@ -178,14 +239,14 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 			    g, &k9->k[k], maps[k9->k[k].map], fk[k], j32, p,
 			    saddr(g, sa,
 				  k9->k[k].off + (uint32_t)p * (uint32_t)g->bn * SM90_PANEL_ROW),
-			    fb);
+			    fb, lead);
 	for (int v = 0; v < s->nvreads && !gathered; v++)
 		for (int p = 0; p < k9->v[v].panels; p++)
 			tma_copy(
 			    g, &k9->v[v], maps[k9->v[v].map], fv[v], j32, p,
 			    saddr(g, sa,
 				  k9->v[v].off + (uint32_t)p * (uint32_t)g->bn * SM90_PANEL_ROW),
-			    fb);
+			    fb, lead);
 	sm90_next_stage(g, stage, ph);
 	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt), po_r(j0), po_i(g->bn));
 	gpu_scan(g, &sc, nxt, j0, any, all);
@@ -196,6 +257,26 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 		gpu_op0(g, PTX_CP_COMMIT, "");
 		gpu_op1(g, PTX_CP_WAIT, "", po_i(0));
 	}
+}
+
+/* The registers setmaxnreg gives the producer and the consumers of a
+** kernel: where its producer gathers, or scans masks that read data
+** (gpu_scan_words: 16 to 32 id loads in flight a lane), more for it (ptxas
+** spilled a gathering copy loop at 24 and 40), fewer for the consumers,
+** the CTA's total unchanged; rows wider than 128 elements (16 chunks a
+** thread and tensor) need 72. */
+void sm90_role_regs(KernelGen *g, int *producer, int *consumer)
+{
+	const KernelShape *s = g->s;
+	int wide = s->DV > 128;
+	for (int k = 0; k < s->nqk; k++)
+		wide |= s->qk[k].D > 128;
+	if (!sm90_gathered(s) && !gpu_table_wanted(g))
+		*producer = SM90_PRODUCER_REGS, *consumer = SM90_CONSUMER_REGS;
+	else if (wide)
+		*producer = SM90_PRODUCER_REGS_WIDE, *consumer = SM90_CONSUMER_REGS_WIDE;
+	else
+		*producer = SM90_PRODUCER_REGS_LANES, *consumer = SM90_CONSUMER_REGS_LANES;
 }
 
 /* The role split, after the grid decode (every thread has the CTA's place):
@@ -226,29 +307,39 @@ void sm90_producer(KernelGen *g)
 			po_mem(g->sbase, (int32_t)(k9->empty + 8 * st)),
 			po_i(gpu_warps(g->t) * 32));
 	}
+	for (int i = 0; i < SM90_SCHED_SLOTS; i++)
+		gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64",
+			po_mem(g->sbase, (int32_t)(k9->sched + 8 * i)), po_i(1));
 	gpu_op0(g, PTX_FENCE_MBAR_INIT, ".release.cluster");
 	ptx_label(g->f, Linit);
 	gpu_op1(g, PTX_BAR, "", po_i(0));
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(cons), po_r(tid), po_i(GPU_THREADS));
 	gpu_op1(g, PTX_BRA, "", po_label(Lcons));
 	ptx_guard(g->f, cons, 0);
-	/* the producer warpgroup: its first thread alone, or all of it where
-	** K and V are gathered (Q still by its first thread) */
-	int pregs, cregs;
-	sm90_gather_regs(s, &pregs, &cregs);
+	/* the producer warpgroup: its first thread alone; all of it where K
+	** and V are gathered; warp 0 where masks read data (Q still by the
+	** first thread) */
+	int pregs, cregs, lanes = gathered || gpu_table_wanted(g);
+	sm90_role_regs(g, &pregs, &cregs);
 	gpu_op1(g, PTX_SETMAXNREG, ".dec.sync.aligned.u32", po_i(pregs));
-	int Lexit = ptx_new_label(g->f), Lnoq = gathered ? ptx_new_label(g->f) : Lexit;
-	gpu_op1(g, PTX_BRA, "", po_label(gathered ? Lnoq : Lexit));
-	ptx_guard(g->f, t0, 0);
+	int Lexit = ptx_new_label(g->f), Lnoq = lanes ? ptx_new_label(g->f) : Lexit;
 	for (int m = 0; m < s->ntmaps; m++)
 		maps[m] = map_addr(g, names[m]);
+	gpu_op1(g, PTX_BRA, "", po_label(Lnoq));
+	ptx_guard(g->f, t0, 0);
 	load_q(g, k9, maps);
-	if (gathered) {
-		/* warp 0 whole again before the copies' shuffles and uniform waits */
+	if (lanes) {
 		ptx_label(g->f, Lnoq);
+		if (!gathered) {
+			PReg w0 = gpu_reg(g, PC_PRED);
+			gpu_op3(g, PTX_SETP, ".ge.s64", po_r(w0), po_r(tid), po_i(32));
+			gpu_op1(g, PTX_BRA, "", po_label(Lexit));
+			ptx_guard(g->f, w0, 0);
+		}
+		/* the warp whole again before the scan's votes and shuffles */
 		gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
 	}
-	stream(g, k9, maps);
+	stream(g, k9, maps, lanes);
 	ptx_label(g->f, Lexit);
 	gpu_op0(g, PTX_RET, "");
 	/* the consumers */

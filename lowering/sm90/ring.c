@@ -9,6 +9,28 @@
 */
 #include "sm90.h"
 
+/* The stream's next tile as the producer published it (producer.c's
+** publish): the wait for the schedule's slot, then its tile, and its all
+** flag where the producer publishes one (sm90_publishes_all); the first
+** call starts at slot 0. */
+int sm90_next_tile(KernelGen *g, PReg out, PReg all, int first)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	if (first) {
+		k9->sslot = gpu_reg(g, PC_B32), k9->sphase = gpu_reg(g, PC_B32);
+		gpu_op2(g, PTX_MOV, ".b32", po_r(k9->sslot), po_i(0));
+		gpu_op2(g, PTX_MOV, ".b32", po_r(k9->sphase), po_i(0));
+	}
+	PReg a = gpu_reg(g, PC_B32), all64 = gpu_reg(g, PC_B64);
+	sm90_wait(g, sm90_stage_bar(g, k9->sslot, k9->sched), k9->sphase);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(k9->sslot), po_i(16), po_r(g->sbase));
+	PReg v[2] = {out, all64};
+	gpu_op2(g, PTX_LD, ".shared.v2.b64", po_vec(v, 2), po_mem(a, (int32_t)k9->slots));
+	gpu_op3(g, PTX_SETP, ".ne.b64", po_r(all), po_r(all64), po_i(0));
+	sm90_ring_next(g, k9->sslot, k9->sphase, SM90_SCHED_SLOTS);
+	return sm90_publishes_all(g);
+}
+
 /* The stage's address, then the wait for its full barrier. Gathered K and
 ** V tiles were written by the producer's cp.async, the generic proxy: a
 ** proxy fence orders them before this warpgroup's wgmma reads. */

@@ -12,8 +12,8 @@
 ** (gpu/kernel.c), which take the registers (setmaxnreg.inc), wait for a
 ** stage to be full, run S = Q K^T and O += P V on wgmma (each warpgroup
 ** its own rows, both on the same K and V), and arrive on the stage's empty
-** barrier. All walk the same tiles: the producer runs the same tile scan
-** (gpu_scan) over the CTA's rows as the consumers' stream loop.
+** barrier. All walk the same tiles: the producer scans them (gpu_scan) and
+** publishes each in a schedule the consumers read (sm90_next_tile).
 **   targ.c      the GpuTarget: its data and its limits
 **   layout.c    shared memory (1024-byte aligned swizzled tiles, stages,
 **               barriers) and the tensor maps
@@ -37,13 +37,17 @@ enum {
 	SM90_PRODUCER_REGS = 24,
 	SM90_CONSUMER_REGS = 240,
 	/* a producer that gathers (gather.c) evaluates page tables and copies
-	** with 128 threads: 56 + 2 * 224 = 3 * 168, or 72 + 2 * 216 where a
+	** with 128 threads, or scans masks that read data with a warp's lanes
+	** (sm90_role_regs): 56 + 2 * 224 = 3 * 168, or 72 + 2 * 216 where a
 	** row is wider than 128 elements (16 chunks a thread and tensor) */
-	SM90_PRODUCER_REGS_GATHER = 56,
-	SM90_CONSUMER_REGS_GATHER = 224,
-	SM90_PRODUCER_REGS_GATHER_WIDE = 72,
-	SM90_CONSUMER_REGS_GATHER_WIDE = 216
+	SM90_PRODUCER_REGS_LANES = 56,
+	SM90_CONSUMER_REGS_LANES = 224,
+	SM90_PRODUCER_REGS_WIDE = 72,
+	SM90_CONSUMER_REGS_WIDE = 216
 };
+/* Entries of the schedule the producer publishes (producer.c's publish):
+** more than SM90_MAX_STAGES + 1, the most it runs ahead of the reads. */
+enum { SM90_SCHED_SLOTS = 8 };
 /* Shared memory a CTA may take (227 KB), less the barriers' kilobyte. */
 enum { SM90_SMEM = 226 * 1024, SM90_MAX_STAGES = 4 };
 /* The consumers' turn barriers: ids after the builder's (bar_base 1: ids 1
@@ -73,11 +77,16 @@ typedef struct Sm90Kernel {
 	int nstages;
 	uint32_t stage0, stage_bytes; /* the first stage; bytes per stage */
 	uint32_t qbar, full, empty;   /* barriers: Q's; full[s] and empty[s] at + 8 s */
-	uint32_t q_tx, stage_tx;      /* bytes each barrier's TMA copies bring */
+	/* the schedule: a barrier per slot at sched + 8 i, and the slots at
+	** slots + 16 i, each the tile's first key (s64) and its all flag (b64) */
+	uint32_t sched, slots;
+	uint32_t q_tx, stage_tx; /* bytes each barrier's TMA copies bring */
 	uint32_t total;
 	/* the consumers' place in the ring: the stage (u32) and its phase
 	** parity (u32), and the stage's shared address */
 	PReg stage, phase, stage_addr;
+	/* the consumers' place in the schedule: its slot and phase parity */
+	PReg sslot, sphase;
 	/* Q's A fragments per contraction and k-step of 16 (4 b32 each), read
 	** once from shared memory: Q K^T then reads only K there */
 	PReg *qf[GPU_MAXG];
@@ -120,6 +129,9 @@ void sm90_producer(KernelGen *g);
 void sm90_wait(KernelGen *g, PReg bar, PReg parity);
 PReg sm90_stage_bar(KernelGen *g, PReg stage, uint32_t off);
 void sm90_next_stage(KernelGen *g, PReg stage, PReg ph);
+void sm90_ring_next(KernelGen *g, PReg stage, PReg ph, int n);
+void sm90_role_regs(KernelGen *g, int *producer, int *consumer);
+int sm90_publishes_all(KernelGen *g);
 
 /* mma.c */
 int sm90_q_in_regs(const KernelShape *s);
@@ -133,7 +145,6 @@ void sm90_acc_wait(KernelGen *g, int node);
 
 /* gather.c */
 int sm90_gathered(const KernelShape *s);
-void sm90_gather_regs(const KernelShape *s, int *producer, int *consumer);
 void sm90_gather_setup(KernelGen *g, PReg tid32, PReg *colbase, PReg *col);
 void sm90_gather_copy(KernelGen *g, PReg tid32, const PReg *colbase, const PReg *col, PReg j0,
 		      PReg sa, PReg fb);
@@ -152,6 +163,7 @@ void sm90_store_output(KernelGen *g, int node, PReg q, const PReg *crows, const 
 
 /* ring.c */
 int sm90_turns_wanted(const KernelShape *s);
+int sm90_next_tile(KernelGen *g, PReg out, PReg all, int first);
 void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max);
 void sm90_tile_end(KernelGen *g, PReg buf);
 void sm90_release(KernelGen *g);

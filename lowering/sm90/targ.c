@@ -5,8 +5,6 @@
 */
 #include "sm90.h"
 
-extern const GpuTarget T_sm90;
-
 /* A kernel of 128-key tiles that spilled the consumers' registers is
 ** generated again with 64-key tiles (SM90_TILING_BN64, sm90_block_n); no
 ** other choice is tried. */
@@ -22,19 +20,14 @@ static int one_window_wanted(const KernelShape *s)
 }
 
 /* What the sm_90a kernels cannot take yet, as a reason (NULL: they can):
-** masks that read data per tile need the tile table, whose scan the
-** producer does not run; the 128-byte swizzle's panels need head dims that
+** the 128-byte swizzle's panels need head dims that
 ** are multiples of 64; a tensor map has at most five dimensions; K or V
 ** rows placed through a gather (a paged cache) have no tensor map's box. */
 const char *sm90_refusal(const Plan *p, const KernelShape *s)
 {
-	KernelGen g = {.p = p, .c = p->c, .s = (KernelShape *)s, .t = &T_sm90};
 	if (p->c->rows64)
 		return "a backward's kernels (compiler/grad_split.c) have no wgmma plan yet: the "
 		       "bundle runs their sm_80 code on Hopper";
-	if (gpu_table_wanted(&g))
-		return "masks that read data per key tile (document ids) are not yet taken by "
-		       "the sm_90a producer; --target=sm_80 takes them";
 	for (int k = 0; k < s->nqk && s->gathers; k++)
 		if (s->qk[k].agather)
 			return "Q rows read through a gather are not yet taken by sm_90a (Q comes "
@@ -95,6 +88,7 @@ const GpuTarget T_sm90 = {
     .copy4_async = sm90_copy4_async,
     .copy_commit = sm90_copy_commit,
     .copy_wait = sm90_copy_wait,
+    .next_tile = sm90_next_tile,
     .stream_start = sm90_stream_start,
     .prefetch = sm90_prefetch,
     .tile_begin = sm90_tile_begin,
