@@ -406,7 +406,7 @@ def sizes_and_flex():
 
 
 def main():
-    Ds = [int(x) for x in sys.argv[1:] if x.isdigit()] or [128, 64]
+    Ds = [int(x) for i, x in enumerate(sys.argv[1:], 1) if x.isdigit() and sys.argv[i - 1] != "--n"] or [128, 64]
     if "--bwd" in sys.argv:
         return main_bwd(Ds)
     from torch.nn.attention.flex_attention import create_block_mask

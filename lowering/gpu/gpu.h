@@ -599,15 +599,21 @@ typedef struct TileScan {
 	int table;
 	PReg sbase;
 	uint32_t off;
-	/* the warp's own window of 32 tiles (scan_words): its first key (s64)
-	** and its words of any and all bits (u32), set by gpu_scan_words */
-	int words;
-	PReg wb, anyw, allw;
+	/* the window of 32 tiles (scan_words): its first key (s64) and its
+	** words of any and all bits (u32), set by gpu_scan_words; where nwarps
+	** warps scan together, each tests 32 / nwarps tiles of a window and
+	** they meet at named barrier bar (nwarps * 32 threads), its words
+	** passed through two 8-byte slots at words_off in turn (parity, u32) */
+	int words, nwarps, bar;
+	PReg wb, anyw, allw, warp, parity;
+	uint32_t words_off;
 } TileScan;
 void gpu_scan(KernelGen *g, const TileScan *sc, PReg from, PReg out, PReg any, PReg all);
-/* A scan of masks that read data by a warp on its own, all 32 lanes: no
-** table in shared memory and no barrier (a producer warp's). */
-void gpu_scan_words(KernelGen *g, TileScan *sc);
+/* A scan of masks that read data by nwarps warps (1, 2, 4 or 8), all
+** their lanes, apart from the builder's (a producer's): with one, no
+** shared memory and no barrier; with more, 16 bytes at words_off and
+** barrier bar of nwarps * 32 threads. */
+void gpu_scan_words(KernelGen *g, TileScan *sc, int nwarps, int bar, uint32_t words_off);
 /* all = every mask true on all of the tile from key j0 (a tile another
 ** thread's scan found: GpuTarget.next_tile). */
 void gpu_tile_all(KernelGen *g, PReg j0, PReg all);

@@ -384,9 +384,17 @@ static int words_batch(KernelGen *g)
 	return 4;
 }
 
-void gpu_scan_words(KernelGen *g, TileScan *sc)
+void gpu_scan_words(KernelGen *g, TileScan *sc, int nwarps, int bar, uint32_t words_off)
 {
-	sc->words = 1;
+	sc->words = 1, sc->nwarps = nwarps, sc->bar = bar, sc->words_off = words_off;
+	if (nwarps > 1) {
+		PReg t = gpu_reg(g, PC_B32);
+		sc->warp = gpu_reg(g, PC_B32), sc->parity = gpu_reg(g, PC_B32);
+		gpu_op2(g, PTX_MOV, ".u32", po_r(t), po_sym("%tid.x"));
+		gpu_op3(g, PTX_SHR, ".u32", po_r(sc->warp), po_r(t), po_i(5));
+		gpu_op3(g, PTX_AND, ".b32", po_r(sc->warp), po_r(sc->warp), po_i(nwarps - 1));
+		gpu_op2(g, PTX_MOV, ".b32", po_r(sc->parity), po_i(0));
+	}
 	sc->wb = gpu_reg(g, PC_B64), sc->anyw = gpu_reg(g, PC_B32), sc->allw = gpu_reg(g, PC_B32);
 	/* no window yet: every key is far past wb's, and the first scan fills */
 	gpu_op2(g, PTX_MOV, ".b64", po_r(sc->wb), po_i(-((int64_t)1 << 40)));
@@ -394,13 +402,62 @@ void gpu_scan_words(KernelGen *g, TileScan *sc)
 	gpu_op2(g, PTX_MOV, ".b32", po_r(sc->allw), po_i(0));
 }
 
-/* scan_tiles for masks that read data (document ids) where one warp scans
-** on its own (a warp-specialised target's producer): the warp classifies
-** the 32 tiles from where the scan leaves its window at once, with their
-** id loads in flight together (table_tiles, its lanes voting), into two
-** words it keeps in registers; the scan then finds the next tile by a bit
-** search, with no load, until it leaves the window again. The words and
-** the window's start live across the caller's loop (TileScan). */
+/* The window of 32 tiles from key wb split among the scan's warps: warp w
+** tests tiles [32 w / n, 32 (w + 1) / n) of it (table_tiles, with the
+** stream's end narrowed to its part), its lane 0 writes its bytes of the
+** two words to the slot of this fill's parity, and after the barrier every
+** warp reads both words whole. The slots alternate, so that no warp writes
+** a slot another may still read: it would have to pass the next fill's
+** barrier first, which waits for that read. */
+static void words_fill_shared(KernelGen *g, const KernelShape *s, const TileScan *sc, PReg wb)
+{
+	int per = 32 / sc->nwarps, batch = words_batch(g) < per ? words_batch(g) : per;
+	PReg st = gpu_reg(g, PC_B64), w64 = gpu_reg(g, PC_B64), lim = gpu_reg(g, PC_B64),
+	     bitm = gpu_reg(g, PC_B32), sh = gpu_reg(g, PC_B32), a = gpu_reg(g, PC_B32),
+	     l0 = gpu_reg(g, PC_PRED), send = g->send;
+	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(w64), po_r(sc->warp));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(st), po_r(w64), po_i((int64_t)per * g->bn), po_r(wb));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(lim), po_r(st), po_i((int64_t)per * g->bn));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(lim), po_r(lim), po_r(send));
+	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(sh), po_r(sc->warp), po_i(per));
+	gpu_op3(g, PTX_SHL, ".b32", po_r(bitm), po_i(1), po_r(sh));
+	g->send = lim;
+	table_tiles(g, s, st, sc->anyw, sc->allw, bitm, batch);
+	g->send = send;
+	/* the warp's whole bytes (8 tiles or more a warp): any at the slot's
+	** bytes 0 to 3, all at 4 to 7 */
+	PReg byte0 = gpu_reg(g, PC_B32);
+	gpu_op3(g, PTX_SHR, ".u32", po_r(byte0), po_r(sh), po_i(3));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(sc->parity), po_i(8), po_r(byte0));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(a), po_r(a), po_r(g->sbase));
+	gpu_op3(g, PTX_SETP, ".eq.u64", po_r(l0), po_r(g->lane), po_i(0));
+	for (int k = 0; k < per / 8; k++)
+		for (int w = 0; w < 2; w++) {
+			PReg x = gpu_reg(g, PC_B32), at = gpu_reg(g, PC_B32);
+			gpu_op3(g, PTX_ADD, ".u32", po_r(at), po_r(sh), po_i(8 * k));
+			gpu_op3(g, PTX_SHR, ".u32", po_r(x), po_r(w ? sc->allw : sc->anyw),
+				po_r(at));
+			gpu_op2(
+			    g, PTX_ST, ".shared.u8",
+			    po_mem(a, (int32_t)(sc->words_off + 4u * (unsigned)w + (unsigned)k)),
+			    po_r(x));
+			ptx_guard(g->f, l0, 0);
+		}
+	gpu_op2(g, PTX_BAR, "", po_i(sc->bar), po_i(sc->nwarps * 32));
+	PReg v[2] = {sc->anyw, sc->allw}, r = gpu_reg(g, PC_B32);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(r), po_r(sc->parity), po_i(8), po_r(g->sbase));
+	gpu_op2(g, PTX_LD, ".shared.v2.u32", po_vec(v, 2), po_mem(r, (int32_t)sc->words_off));
+	gpu_op3(g, PTX_XOR, ".b32", po_r(sc->parity), po_r(sc->parity), po_i(1));
+}
+
+/* scan_tiles for masks that read data (document ids) where warps scan on
+** their own (a warp-specialised target's producer): they classify the 32
+** tiles from where the scan leaves its window at once, with their id loads
+** in flight together (table_tiles, the lanes voting; words_fill_shared
+** where several warps share the window), into two words kept in
+** registers; the scan then finds the next tile by a bit search, with no
+** load, until it leaves the window again. The words and the window's start
+** live across the caller's loop (TileScan). */
 static void scan_words(KernelGen *g, const KernelShape *s, const TileScan *sc, PReg from, PReg out,
 		       PReg all)
 {
@@ -424,7 +481,10 @@ static void scan_words(KernelGen *g, const KernelShape *s, const TileScan *sc, P
 	gpu_op2(g, PTX_MOV, ".b32", po_r(sc->anyw), po_i(0));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(sc->allw), po_i(0));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(bitm), po_i(1));
-	table_tiles(g, s, st, sc->anyw, sc->allw, bitm, words_batch(g));
+	if (sc->nwarps > 1)
+		words_fill_shared(g, s, sc, st);
+	else
+		table_tiles(g, s, st, sc->anyw, sc->allw, bitm, words_batch(g));
 	gpu_op2(g, PTX_MOV, ".b64", po_r(d), po_i(0));
 	ptx_label(g->f, Lhave);
 	/* the first any bit at or after out's tile p: none past the window */

@@ -86,7 +86,7 @@ static int gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k)
 }
 
 /* The layout: Q per contraction; the stages, each K per contraction and V
-** per V read; the barriers; the schedule's slots. As many stages (2 to SM90_MAX_STAGES) as keep
+** per V read; the barriers; the schedule's slots; the scan's words. As many stages (2 to SM90_MAX_STAGES) as keep
 ** the CTA within SM90_SMEM, two at least. The tensor maps are
 ** chosen here; their parameters come after the builder's (sm90_producer). */
 uint32_t sm90_layout(KernelGen *g, int table)
@@ -141,8 +141,9 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	k9->full = off + 8;
 	k9->empty = k9->full + 8 * (uint32_t)ns;
 	k9->sched = k9->empty + 8 * (uint32_t)ns;
-	k9->slots = k9->sched + 8 * SM90_SCHED_SLOTS;
-	k9->total = k9->slots + 16 * SM90_SCHED_SLOTS;
+	k9->slots = (k9->sched + 8 * SM90_SCHED_SLOTS + 15u) & ~15u; /* 16-byte vectors */
+	k9->scan_words = k9->slots + 16 * SM90_SCHED_SLOTS;
+	k9->total = k9->scan_words + 16;
 	g->table_off = 0;
 	return k9->total;
 }

@@ -175,8 +175,9 @@ static void publish(KernelGen *g, Sm90Kernel *k9, PReg lead, PReg j0, PReg all, 
 ** bytes, K and V copied; at the end, the end published. Gathered K and V
 ** (gather.c): every producer thread runs the loop, copies its chunks and
 ** arrives on the full barrier as they land; no bytes are armed. Masks that
-** read data: warp 0 runs it, since its scan (gpu_scan_words) takes every
-** lane. Thread 0 alone publishes, arms and issues TMA copies (lead). */
+** read data: every producer thread runs it too, since its four warps scan
+** each window together (gpu_scan_words). Thread 0 alone publishes, arms
+** and issues TMA copies (lead). */
 static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes)
 {
 	const KernelShape *s = g->s;
@@ -201,7 +202,7 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes)
 	gpu_stream_bounds(g, start, g->send);
 	TileScan sc = {.sbase = g->sbase};
 	if (gpu_table_wanted(g))
-		gpu_scan_words(g, &sc);
+		gpu_scan_words(g, &sc, GPU_THREADS / 32, SM90_BAR_SCAN, k9->scan_words);
 	gpu_scan(g, &sc, start, j0, any, all);
 	PReg stage = gpu_reg(g, PC_B32), ph = gpu_reg(g, PC_B32), sa = gpu_reg(g, PC_B32),
 	     fb = gpu_reg(g, PC_B32), eb = gpu_reg(g, PC_B32), eph = gpu_reg(g, PC_B32),
@@ -317,8 +318,8 @@ void sm90_producer(KernelGen *g)
 	gpu_op1(g, PTX_BRA, "", po_label(Lcons));
 	ptx_guard(g->f, cons, 0);
 	/* the producer warpgroup: its first thread alone; all of it where K
-	** and V are gathered; warp 0 where masks read data (Q still by the
-	** first thread) */
+	** and V are gathered or masks read data (Q still by the first
+	** thread) */
 	int pregs, cregs, lanes = gathered || gpu_table_wanted(g);
 	sm90_role_regs(g, &pregs, &cregs);
 	gpu_op1(g, PTX_SETMAXNREG, ".dec.sync.aligned.u32", po_i(pregs));
@@ -330,13 +331,8 @@ void sm90_producer(KernelGen *g)
 	load_q(g, k9, maps);
 	if (lanes) {
 		ptx_label(g->f, Lnoq);
-		if (!gathered) {
-			PReg w0 = gpu_reg(g, PC_PRED);
-			gpu_op3(g, PTX_SETP, ".ge.s64", po_r(w0), po_r(tid), po_i(32));
-			gpu_op1(g, PTX_BRA, "", po_label(Lexit));
-			ptx_guard(g->f, w0, 0);
-		}
-		/* the warp whole again before the scan's votes and shuffles */
+		/* the warp whole again before the copies' and the scan's votes and
+		** shuffles */
 		gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
 	}
 	stream(g, k9, maps, lanes);

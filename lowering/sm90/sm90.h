@@ -53,6 +53,9 @@ enum { SM90_SMEM = 226 * 1024, SM90_MAX_STAGES = 4 };
 /* The consumers' turn barriers: ids after the builder's (bar_base 1: ids 1
 ** and 2). */
 enum { SM90_BAR_TURN = 3 };
+/* The producer warpgroup's barrier where its warps scan masks that read
+** data together (gpu_scan_words): after the turns' ids 3 and 4. */
+enum { SM90_BAR_SCAN = SM90_BAR_TURN + 2 };
 /* The tile-size choices of the retry loop (KernelShape.tiling, targ.c). */
 enum { SM90_TILING_FIRST, SM90_TILING_BN64 };
 /* Bytes per panel row: the 128-byte swizzle's width (64 16-bit elements). */
@@ -80,6 +83,9 @@ typedef struct Sm90Kernel {
 	/* the schedule: a barrier per slot at sched + 8 i, and the slots at
 	** slots + 16 i, each the tile's first key (s64) and its all flag (b64) */
 	uint32_t sched, slots;
+	/* the producer's scan of masks that read data: two 8-byte slots of
+	** window words (gpu_scan_words) */
+	uint32_t scan_words;
 	uint32_t q_tx, stage_tx; /* bytes each barrier's TMA copies bring */
 	uint32_t total;
 	/* the consumers' place in the ring: the stage (u32) and its phase
