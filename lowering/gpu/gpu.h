@@ -468,6 +468,10 @@ void gpu_ranges_init(KernelGen *g);
 int gpu_read_range(KernelGen *g, const Expr *e);
 /* The interval of an i32 read over range k ('q' or 's') of the tile. */
 GpuInterval gpu_range_read(KernelGen *g, const Expr *e, int k);
+/* The ranges over the CTA's rows of node's reads, computed here once for
+** all that follows (a producer's code before its loop, which the kernel's
+** prologue does not dominate: gpu_hoist cannot move them). */
+void gpu_row_ranges_ahead(KernelGen *g, int node);
 /* Node's filter reads i32 data along the keys (doc[b, j]): classifying a
 ** tile loads data. */
 int gpu_key_reads(KernelGen *g, int node);

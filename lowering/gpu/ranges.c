@@ -27,6 +27,7 @@ typedef struct RangeEntry {
 typedef struct RangeCache {
 	RangeEntry e[72]; /* the table's first window: 32 tiles' ranges of up to two key reads */
 	int n;
+	int ahead; /* gpu_row_ranges_ahead is computing: what it notes dominates */
 } RangeCache;
 
 void gpu_ranges_init(KernelGen *g)
@@ -273,7 +274,8 @@ GpuInterval gpu_range_read(KernelGen *g, const Expr *e, int k)
 		int start = g->f->ncode, end;
 		range_compute(g, e, k, &mn, &mx);
 		end = g->f->ncode;
-		int pro = start <= gpu_prologue_end(g->f), p = gpu_prologue_end(g->f);
+		int pro = start <= gpu_prologue_end(g->f) || g->ranges->ahead,
+		    p = gpu_prologue_end(g->f);
 		if (!pro && k == 'q' && (end = gpu_hoist(g->f, start)) >= 0) {
 			pro = 1;
 			for (int i = 0; i < g->ranges->n; i++)
@@ -380,6 +382,19 @@ static void row_ranges(KernelGen *g, const Expr *e)
 	}
 	for (int i = 0; i < e->nargs; i++)
 		row_ranges(g, e->args[i]);
+}
+
+/* The rows' ranges before a loop that would compute them per pass: a
+** producer's scan refills its window inside its loop, and the kernel's
+** prologue, where gpu_hoist would move them, does not dominate it. */
+void gpu_row_ranges_ahead(KernelGen *g, int node)
+{
+	int save = g->node;
+	g->ranges->ahead = 1;
+	g->node = node;
+	row_ranges(g, ((const Node *)g->p->c->nodes.v[node])->filter);
+	g->ranges->ahead = 0;
+	g->node = save;
 }
 
 /* key_ranges_lanes through shared memory: the lanes copy the ids of the

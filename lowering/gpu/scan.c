@@ -377,13 +377,15 @@ static int64_t words_keys(KernelGen *g)
 }
 
 /* Tiles of a window tested at once, their id loads in flight together:
-** four (eight or sixteen spilled a producer warp's 56 registers,
-** document.attn at 128- and 64-key tiles). */
+** 16 loads a lane (32 spilled a producer warp's 56 registers,
+** document.attn at 128-key tiles). */
 static int words_batch(KernelGen *g)
 {
-	return 4;
+	return 16 / (g->bn / 32);
 }
 
+/* The window's registers, and the scanning warp's index where several
+** share a window; wb far below every key, so that the first scan fills. */
 void gpu_scan_words(KernelGen *g, TileScan *sc, int nwarps, int bar, uint32_t words_off)
 {
 	sc->words = 1, sc->nwarps = nwarps, sc->bar = bar, sc->words_off = words_off;
@@ -506,6 +508,8 @@ static void scan_words(KernelGen *g, const KernelShape *s, const TileScan *sc, P
 	ptx_label(g->f, Ldone);
 }
 
+/* class_flags over one tile, for a tile another thread's scan found: only
+** its all flag is wanted (ptxas drops the rest). */
 void gpu_tile_all(KernelGen *g, PReg j0, PReg all)
 {
 	PReg end = gpu_reg(g, PC_B64), any = gpu_reg(g, PC_PRED);

@@ -201,8 +201,12 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes)
 	g->send = gpu_reg(g, PC_B64);
 	gpu_stream_bounds(g, start, g->send);
 	TileScan sc = {.sbase = g->sbase};
-	if (gpu_table_wanted(g))
+	if (gpu_table_wanted(g)) {
 		gpu_scan_words(g, &sc, GPU_THREADS / 32, SM90_BAR_SCAN, k9->scan_words);
+		for (int i = 0; i < g->c->nodes.n; i++)
+			if (gpu_streamed(s, i))
+				gpu_row_ranges_ahead(g, i);
+	}
 	gpu_scan(g, &sc, start, j0, any, all);
 	PReg stage = gpu_reg(g, PC_B32), ph = gpu_reg(g, PC_B32), sa = gpu_reg(g, PC_B32),
 	     fb = gpu_reg(g, PC_B32), eb = gpu_reg(g, PC_B32), eph = gpu_reg(g, PC_B32),

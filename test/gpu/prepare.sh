@@ -127,6 +127,8 @@ gather_q gather_q B=2,H=3,N=200 B=1,H=2,N=64 B=2,H=1,N=130 --int perm=0:63
 paged_prefill_d64 paged_prefill B=2,HKV=2,G=2,N=100,NP=50,P=16,MAXP=20 B=1,HKV=1,G=4,N=250,NP=10,P=64,MAXP=5 --int block=perm:NP --int kv_len=0:300
 tc_not causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 tc_mix causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
+keypad full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=9000 B=1,H=1,N=1,M=77 B=2,H=1,N=70,M=4200 --int valid=0:2:150
+keypad_r full B=2,H=3,N=200,M=333 B=1,H=2,N=130,M=5000 --int valid=0:2
 CASES
 # tc_NAME: causal.attn with another mask, for the less common cases of the
 # tile-class rule (compiler/intervals.c): a negation, floor division and
@@ -171,6 +173,15 @@ while read -r file casc rest; do
 	*_long)
 		# the same example over longer sequences: split-KV over many tiles
 		src="examples/${file%_long}.attn"
+		;;
+	keypad*)
+		# full.attn with a key-padding mask, data read along the keys alone:
+		# runs of valid and padded keys (empty, full and partial tiles over
+		# several scan windows), or each key valid at random (every tile
+		# partial)
+		src="$DIR/src/$file.attn"
+		sed -e 's#^  in  V\[B, H, M, D\] : bf16;#&\n  in  valid[B, M]   : i32;#' \
+			-e 's#K\[b, h, j, d\]);#K[b, h, j, d]) where valid[b, j] != 0;#' examples/full.attn > "$src"
 		;;
 	tc_*)
 		src="$DIR/src/$file.attn"
