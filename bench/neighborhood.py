@@ -26,6 +26,7 @@ usage: python3 neighborhood.py    (writes DATE-COMMIT-neighborhood under $OUT)
 import ctypes
 import json
 import os
+import re
 import sys
 
 import torch
@@ -41,15 +42,25 @@ class KernelInfo(ctypes.Structure):
                 ("smem_bytes", ctypes.c_uint), ("block_m", ctypes.c_uint), ("block_n", ctypes.c_uint)]
 
 
+def single_target(name):
+    """The target of a single target's interface: sm_90a where its only
+    image is sm_90a's cubin (`{90, attn_sm90, ...}` first in gen/NAME.c),
+    else sm_80 (whose PTX also carries an sm_90 cubin)."""
+    src = open(os.path.join(anchors.HERE, "gen", name + ".c")).read()
+    m = re.search(r"AttnrtImage attn_images\[\] = \{\s*\{(\d+),", src)
+    return b"sm_90a" if m and m.group(1) == "90" else b"sm_80"
+
+
 def kernel_info(name):
     """What NAME_kernel_info says of the image that runs on this device; a
     single target's interface has none, and then its tile is read from the
-    launcher (anchors.kernel_tile) and the image is sm_80."""
+    launcher (anchors.kernel_tile) and its image from its cubins
+    (single_target)."""
     anchors.ours(name)
     lib = ctypes.CDLL(os.path.join(anchors.HERE, "lib", name + ".so"))
     info = KernelInfo()
     if not hasattr(lib, name + "_kernel_info"):
-        info.target, (info.block_m, info.block_n) = b"sm_80", anchors.kernel_tile(name)
+        info.target, (info.block_m, info.block_n) = single_target(name), anchors.kernel_tile(name)
         return info
     fn = getattr(lib, name + "_kernel_info")
     fn.restype = ctypes.c_int
