@@ -99,6 +99,7 @@ void sm90_stream_end(KernelGen *g)
 	if (!k9->turns)
 		return;
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(zero), po_r(k9->turn_mine), po_i(SM90_BAR_TURN));
+	gpu_op3(g, PTX_AND, ".pred", po_r(zero), po_r(zero), po_r(k9->both));
 	gpu_op2(g, PTX_BAR, "", po_i(SM90_BAR_TURN), po_i(gpu_warps(g->t) * 32));
 	ptx_guard(g->f, zero, 0);
 }

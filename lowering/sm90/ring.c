@@ -44,8 +44,10 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 	sm90_wait(g, sm90_stage_bar(g, k9->stage, k9->full), k9->phase);
 	if (sm90_gathered(g->s))
 		gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
-	if (k9->turns)
+	if (k9->turns) {
 		gpu_op2(g, PTX_BAR, "", po_r(k9->turn_mine), po_i(gpu_warps(g->t) * 32));
+		ptx_guard(g->f, k9->both, 0);
+	}
 	k9->release_due = 1, k9->handover_due = k9->turns;
 	k9->issue_due = k9->late_pv;
 }
@@ -92,7 +94,8 @@ int sm90_turns_wanted(const KernelShape *s)
 }
 
 /* After this warpgroup's first contraction of the tile is issued: the
-** other warpgroup's turn. Once per tile. */
+** other warpgroup's turn, where there is another (k9->both). Once per
+** tile. */
 void sm90_hand_over(KernelGen *g)
 {
 	Sm90Kernel *k9 = sm90_of(g);
@@ -100,4 +103,5 @@ void sm90_hand_over(KernelGen *g)
 		return;
 	k9->handover_due = 0;
 	gpu_op2(g, PTX_BAR_ARRIVE, "", po_r(k9->turn_other), po_i(gpu_warps(g->t) * 32));
+	ptx_guard(g->f, k9->both, 0);
 }

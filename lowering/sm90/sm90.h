@@ -108,6 +108,10 @@ typedef struct Sm90Kernel {
 	** still to emit */
 	PReg turn_mine, turn_other;
 	int turns, handover_due;
+	/* both consumer warpgroups have rows of the CTA's (pred): where the
+	** second has none (decode's few packed rows, a short last tile) it
+	** leaves at once, and the first takes no turns */
+	PReg both;
 	/* A tile's P V issued late (sm90_late_pv): after the next tile's Q K^T,
 	** so that this warpgroup's softmax of that tile runs while it does.
 	** P's A fragments per contraction (GEMM2's gemm index), kept across
