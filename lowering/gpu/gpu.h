@@ -283,9 +283,6 @@ typedef struct KernelGen {
 	PReg j0, j1, send;
 	PReg sbase, tid;
 	uint32_t table_off;
-	/* the threads the consumers' named barriers count where the target
-	** sets it at run time (b32; {0, 0}: all the builder's, gpu_bar) */
-	PReg bar_threads;
 	/* the element being evaluated (the kernel sets it; expr.c reads it) */
 	int node;      /* the plan node whose variables are in scope */
 	PReg row, col; /* b64 query row / key column (or e) of the element */

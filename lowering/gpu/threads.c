@@ -18,13 +18,10 @@ PReg gpu_tid(KernelGen *g)
 }
 
 /* With a producer in the CTA, bar.sync would wait for its threads too:
-** the consumers' barriers name their count (g->bar_threads where some
-** consumers may have left: a warpgroup with no rows of the CTA's). */
+** the consumers' barriers name their count. */
 void gpu_bar(KernelGen *g, int id)
 {
-	if (g->t->consumer_tid0 && g->bar_threads.n)
-		gpu_op2(g, PTX_BAR, "", po_i(id + g->t->bar_base), po_r(g->bar_threads));
-	else if (g->t->consumer_tid0)
+	if (g->t->consumer_tid0)
 		gpu_op2(g, PTX_BAR, "", po_i(id + g->t->bar_base), po_i(gpu_warps(g->t) * 32));
 	else
 		gpu_op1(g, PTX_BAR, "", po_i(id));

@@ -38,7 +38,8 @@ void sm90_copy_wait(KernelGen *g, int n)
 /* The ring starts at stage 0, phase 0; Q must have arrived. A Q negated
 ** for a negative folded scale (gpu/scale.c) is written by ordinary stores
 ** that wgmma then reads: the proxy fence orders them, and the barrier
-** makes every thread's part visible. */
+** makes every thread's part visible. Then a second warpgroup with none of
+** the CTA's rows leaves (sm90_both_rows). */
 void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 {
 	(void)j0, (void)buf, (void)any;
@@ -59,7 +60,10 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	gpu_op3(g, PTX_SUB, ".u32", po_r(k9->turn_other), po_i(2 * SM90_BAR_TURN + 1),
 		po_r(k9->turn_mine));
 	k9->turns = sm90_turns_wanted(g->s);
+	sm90_both_rows(g, k9);
 	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(one), po_r(wg), po_i(0));
+	if (k9->both.n)
+		gpu_op3(g, PTX_AND, ".pred", po_r(one), po_r(one), po_r(k9->both));
 	if (k9->turns) {
 		gpu_op2(g, PTX_BAR_ARRIVE, "", po_i(SM90_BAR_TURN), po_i(gpu_warps(g->t) * 32));
 		ptx_guard(g->f, one, 0);
@@ -72,6 +76,16 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 				   (uint32_t)g->cta_rows * (uint32_t)g->s->qk[k].D * 2, g->tid);
 	gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
 	gpu_bar(g, 0);
+	/* a second warpgroup with no rows leaves, its part of a negated Q
+	** written; the empty barriers do not count it */
+	if (k9->both.n) {
+		PReg idle = gpu_reg(g, PC_PRED), second = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_SETP, ".ne.u32", po_r(second), po_r(wg), po_i(0));
+		gpu_op3(g, PTX_AND, ".pred", po_r(idle), po_r(second), po_r(k9->both));
+		gpu_op3(g, PTX_XOR, ".pred", po_r(idle), po_r(idle), po_r(second));
+		gpu_op0(g, PTX_RET, "");
+		ptx_guard(g->f, idle, 0);
+	}
 	if (sm90_q_in_regs(g->s))
 		sm90_q_frags(g);
 	sm90_late_pv_setup(g);
@@ -99,7 +113,8 @@ void sm90_stream_end(KernelGen *g)
 	if (!k9->turns)
 		return;
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(zero), po_r(k9->turn_mine), po_i(SM90_BAR_TURN));
-	gpu_op3(g, PTX_AND, ".pred", po_r(zero), po_r(zero), po_r(k9->both));
+	if (k9->both.n)
+		gpu_op3(g, PTX_AND, ".pred", po_r(zero), po_r(zero), po_r(k9->both));
 	gpu_op2(g, PTX_BAR, "", po_i(SM90_BAR_TURN), po_i(gpu_warps(g->t) * 32));
 	ptx_guard(g->f, zero, 0);
 }

@@ -284,20 +284,36 @@ void sm90_role_regs(KernelGen *g, int *producer, int *consumer)
 		*producer = SM90_PRODUCER_REGS_LANES, *consumer = SM90_CONSUMER_REGS_LANES;
 }
 
-/* The consumer threads that take part in the stream (u32): both
-** warpgroups, or the first alone where the second's 64 rows lie past the
-** CTA's row extent (k9->both, set here), as in decode, whose CTAs hold a
-** group's few packed query rows. The stages' empty barriers count them, and
-** the consumers' named barriers (g->bar_threads). */
-static PReg consumer_threads(KernelGen *g, Sm90Kernel *k9)
+/* Whether both consumer warpgroups have rows (k9->both): not where the
+** second's 64 rows lie past the CTA's row extent, as in decode, whose
+** CTAs hold a group's few packed query rows; the second then leaves after
+** the stream's start (sm90_stream_start). Only where query heads are
+** packed (KernelShape.pack): elsewhere a CTA lacks them only at a short
+** last tile, and the predicates on the turns cost causal D 128 8k 2.4% on
+** an H200 (bench/results/2026-11-26-914ee42-ab). No register ({0, 0}):
+** both always have rows. */
+void sm90_both_rows(KernelGen *g, Sm90Kernel *k9)
 {
-	PReg r2 = gpu_reg(g, PC_B64), n = gpu_reg(g, PC_B32);
+	k9->both = (PReg){0, 0};
+	if (!g->s->pack)
+		return;
+	PReg r2 = gpu_reg(g, PC_B64);
 	k9->both = gpu_reg(g, PC_PRED);
 	gpu_op3(g, PTX_ADD, ".s64", po_r(r2), po_r(g->q0), po_i(g->cta_rows / 2));
 	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(k9->both), po_r(r2), po_r(g->qext));
+}
+
+/* The consumer threads that take part in the stream, which the stages'
+** empty barriers count: 256, or 128 where the second warpgroup leaves. */
+static PtxOpnd consumer_threads(KernelGen *g, Sm90Kernel *k9)
+{
+	sm90_both_rows(g, k9);
+	if (!k9->both.n)
+		return po_i(gpu_warps(g->t) * 32);
+	PReg n = gpu_reg(g, PC_B32);
 	gpu_op4(g, PTX_SELP, ".b32", po_r(n), po_i(gpu_warps(g->t) * 32),
 		po_i(gpu_warps(g->t) * 16), po_r(k9->both));
-	return n;
+	return po_r(n);
 }
 
 /* The role split, after the grid decode (every thread has the CTA's place):
@@ -317,7 +333,7 @@ void sm90_producer(KernelGen *g)
 	gpu_op3(g, PTX_SETP, ".ne.s64", po_r(t0), po_r(tid), po_i(0));
 	gpu_op1(g, PTX_BRA, "", po_label(Linit));
 	ptx_guard(g->f, t0, 0);
-	PReg nempty = consumer_threads(g, k9);
+	PtxOpnd nempty = consumer_threads(g, k9);
 	gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64", po_mem(g->sbase, (int32_t)k9->qbar), po_i(1));
 	int gathered = sm90_gathered(s);
 	for (int st = 0; st < k9->nstages; st++) {
@@ -326,7 +342,7 @@ void sm90_producer(KernelGen *g)
 			po_mem(g->sbase, (int32_t)(k9->full + 8 * st)),
 			po_i(gathered ? GPU_THREADS : 1));
 		gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64",
-			po_mem(g->sbase, (int32_t)(k9->empty + 8 * st)), po_r(nempty));
+			po_mem(g->sbase, (int32_t)(k9->empty + 8 * st)), nempty);
 	}
 	for (int i = 0; i < SM90_SCHED_SLOTS; i++)
 		gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64",
@@ -358,14 +374,7 @@ void sm90_producer(KernelGen *g)
 	stream(g, k9, maps, lanes);
 	ptx_label(g->f, Lexit);
 	gpu_op0(g, PTX_RET, "");
-	/* the consumers; the second warpgroup leaves where it has no rows */
+	/* the consumers */
 	ptx_label(g->f, Lcons);
 	gpu_op1(g, PTX_SETMAXNREG, ".inc.sync.aligned.u32", po_i(cregs));
-	g->bar_threads = consumer_threads(g, k9);
-	PReg second = gpu_reg(g, PC_PRED), idle = gpu_reg(g, PC_PRED);
-	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(second), po_r(tid), po_i(GPU_THREADS + 128));
-	gpu_op3(g, PTX_AND, ".pred", po_r(idle), po_r(second), po_r(k9->both));
-	gpu_op3(g, PTX_XOR, ".pred", po_r(idle), po_r(idle), po_r(second));
-	gpu_op1(g, PTX_BRA, "", po_label(Lexit));
-	ptx_guard(g->f, idle, 0);
 }

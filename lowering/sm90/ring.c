@@ -46,7 +46,8 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 		gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
 	if (k9->turns) {
 		gpu_op2(g, PTX_BAR, "", po_r(k9->turn_mine), po_i(gpu_warps(g->t) * 32));
-		ptx_guard(g->f, k9->both, 0);
+		if (k9->both.n)
+			ptx_guard(g->f, k9->both, 0);
 	}
 	k9->release_due = 1, k9->handover_due = k9->turns;
 	k9->issue_due = k9->late_pv;
@@ -103,5 +104,6 @@ void sm90_hand_over(KernelGen *g)
 		return;
 	k9->handover_due = 0;
 	gpu_op2(g, PTX_BAR_ARRIVE, "", po_r(k9->turn_other), po_i(gpu_warps(g->t) * 32));
-	ptx_guard(g->f, k9->both, 0);
+	if (k9->both.n)
+		ptx_guard(g->f, k9->both, 0);
 }

@@ -108,9 +108,9 @@ typedef struct Sm90Kernel {
 	** still to emit */
 	PReg turn_mine, turn_other;
 	int turns, handover_due;
-	/* both consumer warpgroups have rows of the CTA's (pred): where the
-	** second has none (decode's few packed rows, a short last tile) it
-	** leaves at once, and the first takes no turns */
+	/* both consumer warpgroups have rows of the CTA's (pred; {0, 0}: always,
+	** sm90_both_rows): where the second has none (decode's few packed rows)
+	** it leaves once Q is in place, and the first takes no turns */
 	PReg both;
 	/* A tile's P V issued late (sm90_late_pv): after the next tile's Q K^T,
 	** so that this warpgroup's softmax of that tile runs while it does.
@@ -142,6 +142,7 @@ void sm90_next_stage(KernelGen *g, PReg stage, PReg ph);
 void sm90_ring_next(KernelGen *g, PReg stage, PReg ph, int n);
 void sm90_role_regs(KernelGen *g, int *producer, int *consumer);
 int sm90_publishes_all(KernelGen *g);
+void sm90_both_rows(KernelGen *g, Sm90Kernel *k9);
 
 /* mma.c */
 int sm90_q_in_regs(const KernelShape *s);
