@@ -36,6 +36,22 @@ static int row_masked(KernelGen *g, const KernelShape *s)
 	return 0;
 }
 
+/* The stream's first (first) or next tile at or after `from` into out,
+** with any (out < send) and all: the tile scan's, or where a producer scans
+** the tiles (GpuTarget.next_tile) the one it published, tested here for
+** all unless it published that too. */
+static void stream_tile(KernelGen *g, const TileScan *sc, PReg from, PReg out, PReg any, PReg all,
+			int first)
+{
+	if (!g->t->next_tile) {
+		gpu_scan(g, sc, from, out, any, all);
+		return;
+	}
+	if (!g->t->next_tile(g, out, all, first))
+		gpu_tile_all(g, out, all);
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->send));
+}
+
 /* The kernel of one cascade for target tg: the order of everything, the
 ** target's hooks for its tensor cores. */
 PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s)
@@ -158,12 +174,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 			if (g->ids.after) /* not staged after all: Q now */
 				tg->load_q(g), g->ids.after = NULL;
 		}
-		if (tg->next_tile) {
-			if (!tg->next_tile(g, j0, all, 1))
-				gpu_tile_all(g, j0, all);
-			gpu_op3(g, PTX_SETP, ".lt.s64", po_r(any), po_r(j0), po_r(g->send));
-		} else
-			gpu_scan(g, &sc, start, j0, any, all);
+		stream_tile(g, &sc, start, j0, any, all, 1);
 	}
 	gpu_op2(g, PTX_MOV, ".b32", po_r(buf), po_i(0));
 	/* the first tile's copies; Q in place */
@@ -177,12 +188,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	gpu_op3(g, PTX_MIN, ".s64", po_r(j1), po_r(j1), po_r(g->sext));
 	/* prefetch the next non-empty tile into the other buffer */
 	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt1), po_r(j0), po_i(g->bn));
-	if (tg->next_tile) {
-		if (!tg->next_tile(g, nxt, alln, 0))
-			gpu_tile_all(g, nxt, alln);
-		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(anyn), po_r(nxt), po_r(g->send));
-	} else
-		gpu_scan(g, &sc, nxt1, nxt, anyn, alln);
+	stream_tile(g, &sc, nxt1, nxt, anyn, alln, 0);
 	tg->prefetch(g, nxt, buf, anyn);
 	/* this tile's buffer: its addresses, then the wait for its copies */
 	int keeps_true_max = 0;
