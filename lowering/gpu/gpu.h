@@ -604,19 +604,19 @@ typedef struct TileScan {
 	PReg sbase;
 	uint32_t off;
 	/* the window of 32 tiles (scan_words): its first key (s64) and its
-	** words of any and all bits (u32), set by gpu_scan_words; where nwarps
-	** warps scan together, each tests 32 / nwarps tiles of a window and
-	** they meet at named barrier bar (nwarps * 32 threads), its words
+	** words of any and all bits (u32), set by gpu_scan_words; nwarps warps
+	** scan together, each tests 32 / nwarps tiles of a window (warp, u32)
+	** and they meet at named barrier bar (nwarps * 32 threads), its words
 	** passed through two 8-byte slots at words_off in turn (parity, u32) */
 	int words, nwarps, bar;
 	PReg wb, anyw, allw, warp, parity;
 	uint32_t words_off;
 } TileScan;
 void gpu_scan(KernelGen *g, const TileScan *sc, PReg from, PReg out, PReg any, PReg all);
-/* A scan of masks that read data by nwarps warps (1, 2, 4 or 8), all
-** their lanes, apart from the builder's (a producer's): with one, no
-** shared memory and no barrier; with more, 16 bytes at words_off and
-** barrier bar of nwarps * 32 threads. */
+/* A scan of masks that read data by nwarps warps (1, 2 or 4: whole bytes
+** of tiles a warp), all their lanes, apart from the builder's (a
+** producer's): 16 bytes at words_off and barrier bar of nwarps * 32
+** threads. */
 void gpu_scan_words(KernelGen *g, TileScan *sc, int nwarps, int bar, uint32_t words_off);
 /* all = every mask true on all of the tile from key j0 (a tile another
 ** thread's scan found: GpuTarget.next_tile). */

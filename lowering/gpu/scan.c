@@ -384,19 +384,17 @@ static int words_batch(KernelGen *g)
 	return 16 / (g->bn / 32);
 }
 
-/* The window's registers, and the scanning warp's index where several
-** share a window; wb far below every key, so that the first scan fills. */
+/* The window's registers and the scanning warp's index; wb far below every
+** key, so that the first scan fills. */
 void gpu_scan_words(KernelGen *g, TileScan *sc, int nwarps, int bar, uint32_t words_off)
 {
+	PReg t = gpu_reg(g, PC_B32);
 	sc->words = 1, sc->nwarps = nwarps, sc->bar = bar, sc->words_off = words_off;
-	if (nwarps > 1) {
-		PReg t = gpu_reg(g, PC_B32);
-		sc->warp = gpu_reg(g, PC_B32), sc->parity = gpu_reg(g, PC_B32);
-		gpu_op2(g, PTX_MOV, ".u32", po_r(t), po_sym("%tid.x"));
-		gpu_op3(g, PTX_SHR, ".u32", po_r(sc->warp), po_r(t), po_i(5));
-		gpu_op3(g, PTX_AND, ".b32", po_r(sc->warp), po_r(sc->warp), po_i(nwarps - 1));
-		gpu_op2(g, PTX_MOV, ".b32", po_r(sc->parity), po_i(0));
-	}
+	sc->warp = gpu_reg(g, PC_B32), sc->parity = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_MOV, ".u32", po_r(t), po_sym("%tid.x"));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(sc->warp), po_r(t), po_i(5));
+	gpu_op3(g, PTX_AND, ".b32", po_r(sc->warp), po_r(sc->warp), po_i(nwarps - 1));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(sc->parity), po_i(0));
 	sc->wb = gpu_reg(g, PC_B64), sc->anyw = gpu_reg(g, PC_B32), sc->allw = gpu_reg(g, PC_B32);
 	/* no window yet: every key is far past wb's, and the first scan fills */
 	gpu_op2(g, PTX_MOV, ".b64", po_r(sc->wb), po_i(-((int64_t)1 << 40)));
@@ -404,21 +402,22 @@ void gpu_scan_words(KernelGen *g, TileScan *sc, int nwarps, int bar, uint32_t wo
 	gpu_op2(g, PTX_MOV, ".b32", po_r(sc->allw), po_i(0));
 }
 
-/* The window of 32 tiles from key wb split among the scan's warps: warp w
+/* The window of 32 tiles from key sc->wb split among the scan's warps: warp w
 ** tests tiles [32 w / n, 32 (w + 1) / n) of it (table_tiles, with the
 ** stream's end narrowed to its part), its lane 0 writes its bytes of the
 ** two words to the slot of this fill's parity, and after the barrier every
 ** warp reads both words whole. The slots alternate, so that no warp writes
 ** a slot another may still read: it would have to pass the next fill's
 ** barrier first, which waits for that read. */
-static void words_fill_shared(KernelGen *g, const KernelShape *s, const TileScan *sc, PReg wb)
+static void words_fill_shared(KernelGen *g, const KernelShape *s, const TileScan *sc)
 {
 	int per = 32 / sc->nwarps, batch = words_batch(g) < per ? words_batch(g) : per;
 	PReg st = gpu_reg(g, PC_B64), w64 = gpu_reg(g, PC_B64), lim = gpu_reg(g, PC_B64),
 	     bitm = gpu_reg(g, PC_B32), sh = gpu_reg(g, PC_B32), a = gpu_reg(g, PC_B32),
 	     l0 = gpu_reg(g, PC_PRED), send = g->send;
 	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(w64), po_r(sc->warp));
-	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(st), po_r(w64), po_i((int64_t)per * g->bn), po_r(wb));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(st), po_r(w64), po_i((int64_t)per * g->bn),
+		po_r(sc->wb));
 	gpu_op3(g, PTX_ADD, ".s64", po_r(lim), po_r(st), po_i((int64_t)per * g->bn));
 	gpu_op3(g, PTX_MIN, ".s64", po_r(lim), po_r(lim), po_r(send));
 	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(sh), po_r(sc->warp), po_i(per));
@@ -455,8 +454,7 @@ static void words_fill_shared(KernelGen *g, const KernelShape *s, const TileScan
 /* scan_tiles for masks that read data (document ids) where warps scan on
 ** their own (a warp-specialised target's producer): they classify the 32
 ** tiles from where the scan leaves its window at once, with their id loads
-** in flight together (table_tiles, the lanes voting; words_fill_shared
-** where several warps share the window), into two words kept in
+** in flight together (words_fill_shared), into two words kept in
 ** registers; the scan then finds the next tile by a bit search, with no
 ** load, until it leaves the window again. The words and the window's start
 ** live across the caller's loop (TileScan). */
@@ -465,9 +463,9 @@ static void scan_words(KernelGen *g, const KernelShape *s, const TileScan *sc, P
 {
 	int Lscan = ptx_new_label(g->f), Lhave = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
 	PReg past = gpu_reg(g, PC_PRED), d = gpu_reg(g, PC_B64), inw = gpu_reg(g, PC_PRED),
-	     st = gpu_reg(g, PC_B64), bitm = gpu_reg(g, PC_B32), p = gpu_reg(g, PC_B32),
-	     m = gpu_reg(g, PC_B32), none = gpu_reg(g, PC_PRED), r = gpu_reg(g, PC_B32),
-	     c = gpu_reg(g, PC_B32), x = gpu_reg(g, PC_B64), b = gpu_reg(g, PC_B32);
+	     p = gpu_reg(g, PC_B32), m = gpu_reg(g, PC_B32), none = gpu_reg(g, PC_PRED),
+	     r = gpu_reg(g, PC_B32), c = gpu_reg(g, PC_B32), x = gpu_reg(g, PC_B64),
+	     b = gpu_reg(g, PC_B32);
 	gpu_op2(g, PTX_MOV, ".b64", po_r(out), po_r(from));
 	ptx_label(g->f, Lscan);
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(past), po_r(out), po_r(g->send));
@@ -479,14 +477,9 @@ static void scan_words(KernelGen *g, const KernelShape *s, const TileScan *sc, P
 	ptx_guard(g->f, inw, 0);
 	/* a new window from out */
 	gpu_op2(g, PTX_MOV, ".b64", po_r(sc->wb), po_r(out));
-	gpu_op2(g, PTX_MOV, ".b64", po_r(st), po_r(out));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(sc->anyw), po_i(0));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(sc->allw), po_i(0));
-	gpu_op2(g, PTX_MOV, ".b32", po_r(bitm), po_i(1));
-	if (sc->nwarps > 1)
-		words_fill_shared(g, s, sc, st);
-	else
-		table_tiles(g, s, st, sc->anyw, sc->allw, bitm, words_batch(g));
+	words_fill_shared(g, s, sc);
 	gpu_op2(g, PTX_MOV, ".b64", po_r(d), po_i(0));
 	ptx_label(g->f, Lhave);
 	/* the first any bit at or after out's tile p: none past the window */

@@ -60,7 +60,7 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	gpu_op3(g, PTX_SUB, ".u32", po_r(k9->turn_other), po_i(2 * SM90_BAR_TURN + 1),
 		po_r(k9->turn_mine));
 	k9->turns = sm90_turns_wanted(g->s);
-	sm90_both_rows(g, k9);
+	k9->both = sm90_both_rows(g);
 	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(one), po_r(wg), po_i(0));
 	if (k9->both.n)
 		gpu_op3(g, PTX_AND, ".pred", po_r(one), po_r(one), po_r(k9->both));

@@ -86,9 +86,10 @@ static int gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k)
 }
 
 /* The layout: Q per contraction; the stages, each K per contraction and V
-** per V read; the barriers; the schedule's slots; the scan's words. As many stages (2 to SM90_MAX_STAGES) as keep
-** the CTA within SM90_SMEM, two at least. The tensor maps are
-** chosen here; their parameters come after the builder's (sm90_producer). */
+** per V read; the barriers; the schedule's slots; the scan's words. As
+** many stages (2 to SM90_MAX_STAGES) as keep the CTA within SM90_SMEM, two
+** at least. The tensor maps are chosen here; their parameters come after
+** the builder's (sm90_producer). */
 uint32_t sm90_layout(KernelGen *g, int table)
 {
 	(void)table; /* the producer scans (gpu_scan_words): no tile table */

@@ -132,13 +132,14 @@ void sm90_ring_next(KernelGen *g, PReg stage, PReg ph, int n)
 	ptx_guard(g->f, wrap, 0);
 }
 
-/* The producer publishes whether every mask is true on all of a tile
-** where it has registers for the test (sm90_role_regs: it gathers, or its
-** masks read data, which a consumer's test would load again). Elsewhere
-** the consumers test the tile for it: in the producer's 24 registers that
-** test spilled (neighborhood3d.attn), and the scan needs no more than
-** whether some mask is true somewhere. */
-int sm90_publishes_all(KernelGen *g)
+/* The producer runs in all its threads: it gathers K and V (gather.c), or
+** its four warps scan masks that read data (gpu_scan_words). It then has
+** more registers (sm90_role_regs), and only then publishes whether every
+** mask is true on all of a tile (a consumer's test would load the data
+** again); elsewhere the consumers test the tile for it: in the producer's
+** 24 registers that test spilled (neighborhood3d.attn), and the scan needs
+** no more than whether some mask is true somewhere. */
+int sm90_producer_lanes(KernelGen *g)
 {
 	return sm90_gathered(g->s) || gpu_table_wanted(g);
 }
@@ -217,7 +218,7 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes)
 	gpu_op2(g, PTX_MOV, ".b32", po_r(sph), po_i(0));
 	int Lloop = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
 	ptx_label(g->f, Lloop);
-	publish(g, k9, lead, j0, sm90_publishes_all(g) ? all : gpu_pconst(g, 0), ss, sph);
+	publish(g, k9, lead, j0, lanes ? all : gpu_pconst(g, 0), ss, sph);
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(fin), po_r(j0), po_r(g->send));
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
 	ptx_guard(g->f, fin, 0);
@@ -265,18 +266,18 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes)
 }
 
 /* The registers setmaxnreg gives the producer and the consumers of a
-** kernel: where its producer gathers, or scans masks that read data
-** (gpu_scan_words: 16 to 32 id loads in flight a lane), more for it (ptxas
-** spilled a gathering copy loop at 24 and 40), fewer for the consumers,
-** the CTA's total unchanged; rows wider than 128 elements (16 chunks a
-** thread and tensor) need 72. */
+** kernel: where its producer runs in all its threads (sm90_producer_lanes:
+** 16 id loads in flight a lane where it scans), more for it (ptxas spilled
+** a gathering copy loop at 24 and 40), fewer for the consumers, the CTA's
+** total unchanged; rows wider than 128 elements (16 chunks a thread and
+** tensor) need 72. */
 void sm90_role_regs(KernelGen *g, int *producer, int *consumer)
 {
 	const KernelShape *s = g->s;
 	int wide = s->DV > 128;
 	for (int k = 0; k < s->nqk; k++)
 		wide |= s->qk[k].D > 128;
-	if (!sm90_gathered(s) && !gpu_table_wanted(g))
+	if (!sm90_producer_lanes(g))
 		*producer = SM90_PRODUCER_REGS, *consumer = SM90_CONSUMER_REGS;
 	else if (wide)
 		*producer = SM90_PRODUCER_REGS_WIDE, *consumer = SM90_CONSUMER_REGS_WIDE;
@@ -284,7 +285,7 @@ void sm90_role_regs(KernelGen *g, int *producer, int *consumer)
 		*producer = SM90_PRODUCER_REGS_LANES, *consumer = SM90_CONSUMER_REGS_LANES;
 }
 
-/* Whether both consumer warpgroups have rows (k9->both): not where the
+/* Whether both consumer warpgroups have rows (a predicate): not where the
 ** second's 64 rows lie past the CTA's row extent, as in decode, whose
 ** CTAs hold a group's few packed query rows; the second then leaves after
 ** the stream's start (sm90_stream_start). Only where query heads are
@@ -292,27 +293,26 @@ void sm90_role_regs(KernelGen *g, int *producer, int *consumer)
 ** last tile, and the predicates on the turns cost causal D 128 8k 2.4% on
 ** an H200 (bench/results/2026-11-26-914ee42-ab). No register ({0, 0}):
 ** both always have rows. */
-void sm90_both_rows(KernelGen *g, Sm90Kernel *k9)
+PReg sm90_both_rows(KernelGen *g)
 {
-	k9->both = (PReg){0, 0};
 	if (!g->s->pack)
-		return;
-	PReg r2 = gpu_reg(g, PC_B64);
-	k9->both = gpu_reg(g, PC_PRED);
+		return (PReg){0, 0};
+	PReg r2 = gpu_reg(g, PC_B64), both = gpu_reg(g, PC_PRED);
 	gpu_op3(g, PTX_ADD, ".s64", po_r(r2), po_r(g->q0), po_i(g->cta_rows / 2));
-	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(k9->both), po_r(r2), po_r(g->qext));
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(both), po_r(r2), po_r(g->qext));
+	return both;
 }
 
 /* The consumer threads that take part in the stream, which the stages'
 ** empty barriers count: 256, or 128 where the second warpgroup leaves. */
-static PtxOpnd consumer_threads(KernelGen *g, Sm90Kernel *k9)
+static PtxOpnd consumer_threads(KernelGen *g)
 {
-	sm90_both_rows(g, k9);
-	if (!k9->both.n)
+	PReg both = sm90_both_rows(g);
+	if (!both.n)
 		return po_i(gpu_warps(g->t) * 32);
 	PReg n = gpu_reg(g, PC_B32);
 	gpu_op4(g, PTX_SELP, ".b32", po_r(n), po_i(gpu_warps(g->t) * 32),
-		po_i(gpu_warps(g->t) * 16), po_r(k9->both));
+		po_i(gpu_warps(g->t) * 16), po_r(both));
 	return po_r(n);
 }
 
@@ -333,7 +333,7 @@ void sm90_producer(KernelGen *g)
 	gpu_op3(g, PTX_SETP, ".ne.s64", po_r(t0), po_r(tid), po_i(0));
 	gpu_op1(g, PTX_BRA, "", po_label(Linit));
 	ptx_guard(g->f, t0, 0);
-	PtxOpnd nempty = consumer_threads(g, k9);
+	PtxOpnd nempty = consumer_threads(g);
 	gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64", po_mem(g->sbase, (int32_t)k9->qbar), po_i(1));
 	int gathered = sm90_gathered(s);
 	for (int st = 0; st < k9->nstages; st++) {
@@ -356,7 +356,7 @@ void sm90_producer(KernelGen *g)
 	/* the producer warpgroup: its first thread alone; all of it where K
 	** and V are gathered or masks read data (Q still by the first
 	** thread) */
-	int pregs, cregs, lanes = gathered || gpu_table_wanted(g);
+	int pregs, cregs, lanes = sm90_producer_lanes(g);
 	sm90_role_regs(g, &pregs, &cregs);
 	gpu_op1(g, PTX_SETMAXNREG, ".dec.sync.aligned.u32", po_i(pregs));
 	int Lexit = ptx_new_label(g->f), Lnoq = lanes ? ptx_new_label(g->f) : Lexit;

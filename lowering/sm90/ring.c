@@ -11,7 +11,7 @@
 
 /* The stream's next tile as the producer published it (producer.c's
 ** publish): the wait for the schedule's slot, then its tile, and its all
-** flag where the producer publishes one (sm90_publishes_all); the first
+** flag where the producer publishes one (sm90_producer_lanes); the first
 ** call starts at slot 0. */
 int sm90_next_tile(KernelGen *g, PReg out, PReg all, int first)
 {
@@ -28,7 +28,7 @@ int sm90_next_tile(KernelGen *g, PReg out, PReg all, int first)
 	gpu_op2(g, PTX_LD, ".shared.v2.b64", po_vec(v, 2), po_mem(a, (int32_t)k9->slots));
 	gpu_op3(g, PTX_SETP, ".ne.b64", po_r(all), po_r(all64), po_i(0));
 	sm90_ring_next(g, k9->sslot, k9->sphase, SM90_SCHED_SLOTS);
-	return sm90_publishes_all(g);
+	return sm90_producer_lanes(g);
 }
 
 /* The stage's address, then the wait for its full barrier. Gathered K and

@@ -37,8 +37,8 @@ enum {
 	SM90_PRODUCER_REGS = 24,
 	SM90_CONSUMER_REGS = 240,
 	/* a producer that gathers (gather.c) evaluates page tables and copies
-	** with 128 threads, or scans masks that read data with a warp's lanes
-	** (sm90_role_regs): 56 + 2 * 224 = 3 * 168, or 72 + 2 * 216 where a
+	** with 128 threads, or scans masks that read data with its four warps'
+	** lanes (sm90_producer_lanes, sm90_role_regs): 56 + 2 * 224 = 3 * 168, or 72 + 2 * 216 where a
 	** row is wider than 128 elements (16 chunks a thread and tensor) */
 	SM90_PRODUCER_REGS_LANES = 56,
 	SM90_CONSUMER_REGS_LANES = 224,
@@ -141,8 +141,8 @@ PReg sm90_stage_bar(KernelGen *g, PReg stage, uint32_t off);
 void sm90_next_stage(KernelGen *g, PReg stage, PReg ph);
 void sm90_ring_next(KernelGen *g, PReg stage, PReg ph, int n);
 void sm90_role_regs(KernelGen *g, int *producer, int *consumer);
-int sm90_publishes_all(KernelGen *g);
-void sm90_both_rows(KernelGen *g, Sm90Kernel *k9);
+int sm90_producer_lanes(KernelGen *g);
+PReg sm90_both_rows(KernelGen *g);
 
 /* mma.c */
 int sm90_q_in_regs(const KernelShape *s);

@@ -20,9 +20,9 @@ static int one_window_wanted(const KernelShape *s)
 }
 
 /* What the sm_90a kernels cannot take yet, as a reason (NULL: they can):
-** the 128-byte swizzle's panels need head dims that
-** are multiples of 64; a tensor map has at most five dimensions; K or V
-** rows placed through a gather (a paged cache) have no tensor map's box. */
+** the 128-byte swizzle's panels need head dims that are multiples of 64; a
+** tensor map has at most five dimensions; K or V rows placed through a
+** gather (a paged cache) have no tensor map's box. */
 const char *sm90_refusal(const Plan *p, const KernelShape *s)
 {
 	if (p->c->rows64)
