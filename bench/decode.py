@@ -25,6 +25,11 @@ importable, else SDPA (FlashAttention-2 backend) on the contiguous tensors
 the pages were filled from (what the same step costs without paging). The
 same K and V bytes count for the bandwidth.
 
+With DECODE_SPLITS=1,2,4,... the bundle's split launch also runs with each
+of those split counts (rows attnc_split_sN, the rest of the run as ever): the
+data a split heuristic is chosen from. DECODE_SHAPES=1x128k,8x8k,... runs
+those shapes alone.
+
 usage: python3 decode.py     writes DATE-COMMIT-decode/{meta,decode}.json and
 decode.txt under $OUT (bench/rundir.sh, bench/results/README.md)
 """
@@ -237,7 +242,10 @@ def main():
     del big, dst
     ws_bytes = 1 << 28
     ws = torch.zeros(ws_bytes, dtype=torch.uint8, device="cuda")
+    only = [x for x in os.environ.get("DECODE_SHAPES", "").split(",") if x]
     for label, B, HKV, G, M, lens in shapes():
+        if only and label not in only:
+            continue
         H = HKV * G
         q = torch.randn(B, H, D, device="cuda", dtype=torch.bfloat16)
         K = torch.randn(B, HKV, M, D, device="cuda", dtype=torch.bfloat16)
@@ -249,7 +257,6 @@ def main():
         ptrs = (ctypes.c_void_p * 8)(*[t.data_ptr() for t in (q, K, V, kv, o, lse)])
         dims = (ctypes.c_long * 5)(B, HKV, G, M, D)
         params = (ctypes.c_double * 1)(D ** -0.5)
-        part = Part(0, 0, 0, 0, 0, 2, ws.data_ptr(), ws_bytes, None, 0)
 
         def plain_of(lib):
             def run():
@@ -257,9 +264,11 @@ def main():
                     raise RuntimeError(lib.attnrt_last_error().decode())
             return run
 
-        def split_of(lib):
+        def split_of(lib, n=0):
+            pn = Part(0, 0, 0, 0, n, 2, ws.data_ptr(), ws_bytes, None, 0)
+
             def run():
-                if lib.decode_launch_part_generic(ptrs, None, dims, params, ctypes.byref(part), stream()):
+                if lib.decode_launch_part_generic(ptrs, None, dims, params, ctypes.byref(pn), stream()):
                     raise RuntimeError(lib.attnrt_last_error().decode())
             return run
         # the reference: SDPA on the valid keys of each sequence
@@ -271,9 +280,17 @@ def main():
         runs = []
         for tag, lib in libs:
             runs += [(tag, plain_of(lib)), (tag + "_split", split_of(lib))]
+        sweep = [int(x) for x in os.environ.get("DECODE_SPLITS", "").split(",") if x]
+        runs += [("attnc_split_s%d" % n, split_of(libs[0][1], n)) for n in sweep if n <= (M + 255) // 256]
         for name, fn in runs:
             o.fill_(float("nan"))
-            fn()
+            try:
+                fn()
+            except RuntimeError as e:
+                if not name.startswith("attnc_split_s"):
+                    raise
+                rec(kind="decode", sys=name, shape=label, error=str(e)[:200])
+                continue
             torch.cuda.synchronize()
             err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
             t = bench(fn)
@@ -308,6 +325,14 @@ def main():
             by.get((label, "attnc_split"), {}).get("ok")))
     lines.append("TB/s of K+V read; copy ceiling %.2f TB/s; %s %s %s %s" % (
         copy_tbps, meta.get("target"), meta.get("device"), meta.get("commit"), meta.get("date")))
+    sweep = sorted({int(r["sys"][len("attnc_split_s"):]) for r in rows
+                    if r.get("kind") == "decode" and r["sys"].startswith("attnc_split_s") and "tbps" in r})
+    if sweep:
+        lines.append("")
+        lines.append("%-11s %s" % ("splits", " ".join("%6d" % n for n in sweep)))
+        for label, *_ in shapes():
+            t = [by.get((label, "attnc_split_s%d" % n), {}).get("tbps") for n in sweep]
+            lines.append("%-11s %s" % (label, " ".join("%6.2f" % x if x else "%6s" % "-" for x in t)))
     if plibs:
         pg = {(r.get("shape"), r["sys"]): r for r in rows if r.get("kind") == "paged" and "tbps" in r}
         lines.append("")

@@ -215,8 +215,23 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta)
 	ptx_label(g->f, Lend);
 }
 
+/* A warp whose rows all lie past the CTA's (decode's packed query heads:
+** 4 or 8 rows of 64 or 128) has no states to keep, merge or store: it
+** returns, so that no part stores or loads them. The parts meet per warp
+** (split_meet), and the same warps leave in every part. */
+static void leave_without_rows(KernelGen *g)
+{
+	PReg first = gpu_reg(g, PC_B64), none = gpu_reg(g, PC_PRED);
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(first), po_r(g->warp), po_i(16 * g->row_blocks),
+		po_r(g->q0));
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(none), po_r(first), po_r(g->qext));
+	gpu_op0(g, PTX_RET, "");
+	ptx_guard(g->f, none, 0);
+}
+
 void gpu_parts_finish(KernelGen *g, TileState *t)
 {
+	leave_without_rows(g);
 	gpu_tile_rows(g, t);
 	PReg cta = cta_index(g), mode = gpu_part_param(g, GPU_PART_MODE);
 	PReg nz = gpu_special(g, "%nctaid.z"), one = gpu_reg(g, PC_PRED), mi = gpu_reg(g, PC_PRED),
