@@ -225,6 +225,24 @@ static PReg special32(KernelGen *g, const char *sreg)
 	return r;
 }
 
+/* A persistent kernel's query tiles per grid point (g->wnx) and work tiles
+** in all (g->wtotal), u32, from the dims: the launcher's grid (gx, gy), of
+** which it starts fewer CTAs. Not where query heads are packed (the
+** launcher's gx then counts groups). */
+void gpu_work_count(KernelGen *g)
+{
+	const Plan *p = g->p;
+	PReg q = gpu_reg(g, PC_B64), n = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(q), po_r(class_extent(g, g->s->qcls)),
+		po_i(g->cta_rows - 1));
+	gpu_op3(g, PTX_SHR, ".u64", po_r(q), po_r(q), po_i(gpu_log2(g->cta_rows)));
+	gpu_op2(g, PTX_MOV, ".b64", po_r(n), po_r(q));
+	for (int k = 0; k < p->nclasses; k++)
+		if (p->classes[k].grid && !p->classes[k].qtile)
+			gpu_op3(g, PTX_MUL, ".lo.s64", po_r(n), po_r(n), po_r(class_extent(g, k)));
+	g->wnx = gpu_u32(g, q), g->wtotal = gpu_u32(g, n);
+}
+
 /* The CTA's query tile qt and other grid index rest (flattened, class
 ** order) from its launch position. The launcher's grid is (query tiles nx,
 ** the rest ny), and CTAs start roughly in order of their linear id
@@ -243,8 +261,20 @@ static PReg special32(KernelGen *g, const char *sreg)
 ** causal mask the first keys are read by the most query rows. */
 static void launch_order(KernelGen *g, PReg qt, PReg rest)
 {
-	PReg nx = special32(g, "%nctaid.x"), ny = special32(g, "%nctaid.y"),
-	     cx = special32(g, "%ctaid.x"), cy = special32(g, "%ctaid.y");
+	PReg nx, ny, cx, cy;
+	if (g->work.n) {
+		/* a persistent kernel's work tile w in place of the launch position
+		** (x, y) = (w % nx, w / nx) of the grid it stands for */
+		nx = g->wnx, ny = gpu_reg(g, PC_B32), cx = gpu_reg(g, PC_B32),
+		cy = gpu_reg(g, PC_B32);
+		gpu_op3(g, PTX_DIV, ".u32", po_r(ny), po_r(g->wtotal), po_r(nx));
+		gpu_op3(g, PTX_DIV, ".u32", po_r(cy), po_r(g->work), po_r(nx));
+		gpu_op3(g, PTX_MUL, ".lo.u32", po_r(cx), po_r(cy), po_r(nx));
+		gpu_op3(g, PTX_SUB, ".u32", po_r(cx), po_r(g->work), po_r(cx));
+	} else {
+		nx = special32(g, "%nctaid.x"), ny = special32(g, "%nctaid.y"),
+		cx = special32(g, "%ctaid.x"), cy = special32(g, "%ctaid.y");
+	}
 	PReg L = gpu_reg(g, PC_B32), r = gpu_reg(g, PC_B32), y0 = gpu_reg(g, PC_B32),
 	     gs = gpu_reg(g, PC_B32), y = gpu_reg(g, PC_B32), t = gpu_reg(g, PC_B32), G, GT, grp, q;
 	if (!g->grouped) {

@@ -179,6 +179,12 @@ typedef struct KernelShape {
 	** of one CTA's states (set by the kernel builder) */
 	int parts;
 	unsigned part_cta_bytes;
+	/* set by the kernel builder: every CTA takes work tiles (a query tile of
+	** one grid point each) in turn, CTA c the tiles c, c + nctaid.x, ...,
+	** and the launcher starts at most as many CTAs as the device runs at
+	** once (GpuTarget.persistent_wanted), so that one tile's epilogue runs
+	** while the next one's copies do */
+	int persistent;
 	/* set by the target's layout: the TMA tensor maps its kernel takes */
 	int ntmaps;
 	GpuTmap tmap[GPU_MAX_TMAPS];
@@ -276,6 +282,9 @@ typedef struct KernelGen {
 	int bn, nel;     /* keys per tile (GpuTarget.block_n); score elements per
 			    thread and row block, bn / 2 */
 	int grouped;     /* launch order by groups of heads (masks read the query row) */
+	/* a persistent kernel's work tile (u32; {0, 0}: the launch position is
+	** the tile), the query tiles and the work tiles (u32, gpu_work_count) */
+	PReg work, wnx, wtotal;
 	/* kernel.c: the tile's keys [j0, j1); send: the end of the CTA's stream,
 	** sext or less (scan.c's stream_bounds); shared memory's base (u32) and
 	** %tid.x (b64) as read at entry; the tile table's offset (the target's
@@ -388,6 +397,7 @@ static inline const Node *gpu_node(const KernelGen *g, int i)
 void gpu_declare_params(KernelGen *g);
 void gpu_load_params(KernelGen *g);
 void gpu_decode_grid(KernelGen *g);
+void gpu_work_count(KernelGen *g);
 void gpu_lane_ids(KernelGen *g);
 PReg gpu_special(KernelGen *g, const char *sreg); /* a special register as b64 */
 /* The consumers' thread index (b64): %tid.x less the producer's threads. */

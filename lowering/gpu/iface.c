@@ -315,6 +315,22 @@ static void kernel_info_fn(FILE *o, const char *n, const GpuImages *im, int idx,
 	      o);
 }
 
+/* The launch grid (lx, ly) of NAME_fwd: the grid (gx, gy) of its work
+** tiles, or for a persistent kernel (GpuKernelInfo.persistent: of the
+** first image, of the second, in a bundle of two) as many CTAs as the
+** device runs at once, one a multiprocessor, in x alone. */
+static void persistent_grid(FILE *o, int first, int second, int bundle)
+{
+	fputs("\tunsigned lx = (unsigned)gx, ly = (unsigned)gy;\n", o);
+	if (!bundle || (first && second))
+		fputs("\t{\n", o);
+	else
+		fprintf(o, "\tif (%s) {\n", first ? "!alt_image" : "alt_image");
+	fputs("\t\tint sms = 0;\n\t\tif (attnrt_device_sms(&sms) || sms < 1)\n\t\t\tsms = "
+	      "132;\n\t\tlong t = gx * gy;\n\t\tlx = (unsigned)(t < sms ? t : sms), ly = 1;\n\t}\n",
+	      o);
+}
+
 /* The magic parameters of the kernel's divisors (gpu.h, gpu_divisors), the
 ** last of the nm magic parameters: l = ceil(log2 d) and M = floor(2^(64 +
 ** l) / d) + 1 - 2^64, computed as floor(r 2^64 / d) + 1 with r = 2^l - d
@@ -648,20 +664,22 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			fprintf(o, " <= %u", short1 ? im->info[idx].window_keys : ai->window_keys);
 		fprintf(o, ")\n\t\tkern = &%s_kernel_short;\n", n);
 	}
-	if (parts) {
+	if (parts)
 		fprintf(o,
 			"\t(void)sizes;\n\tif (part)\n\t\treturn attnrt_launch(&%s_kernel_part, "
 			"(unsigned)gx, (unsigned)gy, pz, stream, args);\n",
 			n);
-		fputs("\treturn attnrt_launch(kern, (unsigned)gx, (unsigned)gy, 1, stream, "
-		      "args);\n}\n",
-		      o);
-		iface_part_functions(o, c, p);
-		iface_cp_functions(o, c, p);
+	if (im->info[idx].persistent || (ai && ai->persistent)) {
+		persistent_grid(o, im->info[idx].persistent, ai && ai->persistent, ai != NULL);
+		fputs("\treturn attnrt_launch(kern, lx, ly, 1, stream, args);\n}\n", o);
 	} else {
 		fputs("\treturn attnrt_launch(kern, (unsigned)gx, (unsigned)gy, 1, stream, "
 		      "args);\n}\n",
 		      o);
+	}
+	if (parts) {
+		iface_part_functions(o, c, p);
+		iface_cp_functions(o, c, p);
 	}
 	/* typed API */
 	fprintf(o, "\nvoid %s_gpu_defaults(%s_gpu_args *a)\n{\n", n, n);

@@ -76,6 +76,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	/* a producer's scan keeps no table (gpu_scan_words) */
 	int table = gpu_table_wanted(g) && !tg->next_tile;
 	s->table = table;
+	s->persistent = tg->persistent_wanted && tg->persistent_wanted(g);
 	f->smem_bytes = tg->layout(g, table);
 	int n = p->c->nodes.n;
 	g->tile = ARENA_ARRAY(a, PReg *, n + 1);
@@ -93,7 +94,9 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 		gpu_parts_declare(g);
 	gpu_load_params(g);
 	g->grouped = row_masked(g, s);
-	gpu_decode_grid(g);
+	/* a persistent kernel's roles decode each work tile in their loops */
+	if (!s->persistent)
+		gpu_decode_grid(g);
 	g->sbase = gpu_reg(g, PC_B32);
 	if (tg->producer) {
 		gpu_op2(g, PTX_MOV, ".u32", po_r(g->sbase), po_sym("smem"));
@@ -105,6 +108,16 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	} else {
 		g->tid = gpu_tid(g);
 		gpu_op2(g, PTX_MOV, ".u32", po_r(g->sbase), po_sym("smem"));
+	}
+	/* a persistent kernel's work tiles, from this CTA's first */
+	int Lwork = s->persistent ? ptx_new_label(f) : -1;
+	if (s->persistent) {
+		gpu_work_count(g);
+		g->work = gpu_reg(g, PC_B32);
+		gpu_op2(g, PTX_MOV, ".u32", po_r(g->work), po_sym("%ctaid.x"));
+		tg->work_start(g);
+		ptx_label(f, Lwork);
+		gpu_decode_grid(g);
 	}
 	TileState t = {0};
 	int nrs = 2 * g->row_blocks;
@@ -267,6 +280,14 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 		gpu_parts_finish(g, &t);
 	}
 	gpu_epilogue(g, &t);
+	if (s->persistent) {
+		PReg more = gpu_reg(g, PC_PRED), nc = gpu_reg(g, PC_B32);
+		gpu_op2(g, PTX_MOV, ".u32", po_r(nc), po_sym("%nctaid.x"));
+		gpu_op3(g, PTX_ADD, ".u32", po_r(g->work), po_r(g->work), po_r(nc));
+		gpu_op3(g, PTX_SETP, ".lt.u32", po_r(more), po_r(g->work), po_r(g->wtotal));
+		gpu_op1(g, PTX_BRA, "", po_label(Lwork));
+		ptx_guard(f, more, 0);
+	}
 	gpu_op0(g, PTX_RET, "");
 	return f;
 }
@@ -393,6 +414,7 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			info[i].ntmaps = s.ntmaps;
 			info[i].parts = parts;
 			info[i].part_cta_bytes = part_cta_bytes;
+			info[i].persistent = s.persistent;
 			memcpy(info[i].tmap, s.tmap, sizeof s.tmap);
 			if (s.pack && s.pack->kind == EX_INT)
 				info[i].pack = s.pack->ival;

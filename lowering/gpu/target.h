@@ -46,6 +46,9 @@ typedef struct GpuKernelInfo {
 	GpuTmap tmap[GPU_MAX_TMAPS];
 	int parts;               /* a third entry, NAME_fwd_part: partial states (gpu/parts.c) */
 	unsigned part_cta_bytes; /* the states of one CTA of it, in bytes */
+	/* NAME_fwd's CTAs each take work tiles in turn (KernelShape.persistent):
+	** the launcher starts no more of them than the device runs at once */
+	int persistent;
 } GpuKernelInfo;
 
 enum { GPU_MAX_CUBINS = 4 };
@@ -107,6 +110,12 @@ typedef struct GpuTarget {
 	** warp-specialised target's role split and its producer's loop, which
 	** ends its threads; the consumers go on from there. */
 	void (*producer)(struct KernelGen *g);
+	/* Whether the kernel's CTAs each take work tiles in turn
+	** (KernelShape.persistent; NULL: never), asked before the layout; and
+	** the consumers' set-up before their first work tile, of what carries
+	** from one to the next (a ring's place). */
+	int (*persistent_wanted)(struct KernelGen *g);
+	void (*work_start)(struct KernelGen *g);
 	/* The tile loaders and the CTA's Q copies, or only the loaders where Q
 	** waits for the tile table's ids (returns 1: load_q then runs when the
 	** ids are committed, g->ids). */

@@ -7,6 +7,34 @@
 */
 #include "sm90.h"
 
+/* CTAs take work tiles in turn (KernelShape.persistent) where the producer
+** is one thread that copies by TMA and each work tile is one grid point's
+** query tile: not in a kernel of partial states (its grid's z splits the
+** keys), nor where query heads are packed (the launcher's x counts groups
+** of rows) or the producer runs in all its threads (gathers, masks that
+** read data: its registers and the scan's barrier). */
+int sm90_persistent_wanted(KernelGen *g)
+{
+	const KernelShape *s = g->s;
+	return !s->parts && !s->one_window && !s->pack && s->qcls >= 0 && !sm90_producer_lanes(g);
+}
+
+/* The consumers' places in the ring, in the schedule and in the Q barrier's
+** phases, which carry from one work tile to the next: the producer's go on
+** alike (producer.c). The previous tile's stage is released by the next
+** work tile's first contraction. */
+void sm90_work_start(KernelGen *g)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	PReg *r[] = {&k9->stage, &k9->phase, &k9->prev_stage, &k9->sslot, &k9->sphase, &k9->qphase};
+	for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
+		*r[i] = gpu_reg(g, PC_B32);
+		gpu_op2(g, PTX_MOV, ".b32", po_r(*r[i]), po_i(0));
+	}
+	k9->has_prev = gpu_reg(g, PC_PRED);
+	gpu_op2(g, PTX_MOV, ".pred", po_r(k9->has_prev), po_r(gpu_pconst(g, 0)));
+}
+
 /* Q, K and V come by TMA from the producer (producer.c). */
 int sm90_setup_loads(KernelGen *g, int table)
 {
@@ -44,12 +72,15 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 {
 	(void)j0, (void)buf, (void)any;
 	Sm90Kernel *k9 = sm90_of(g);
-	k9->stage = gpu_reg(g, PC_B32), k9->phase = gpu_reg(g, PC_B32);
-	k9->prev_stage = gpu_reg(g, PC_B32), k9->has_prev = gpu_reg(g, PC_PRED);
-	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->stage), po_i(0));
-	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->phase), po_i(0));
-	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->prev_stage), po_i(0));
-	gpu_op2(g, PTX_MOV, ".pred", po_r(k9->has_prev), po_r(gpu_pconst(g, 0)));
+	int persistent = g->s->persistent;
+	if (!persistent) { /* else sm90_work_start's, carried */
+		k9->stage = gpu_reg(g, PC_B32), k9->phase = gpu_reg(g, PC_B32);
+		k9->prev_stage = gpu_reg(g, PC_B32), k9->has_prev = gpu_reg(g, PC_PRED);
+		gpu_op2(g, PTX_MOV, ".b32", po_r(k9->stage), po_i(0));
+		gpu_op2(g, PTX_MOV, ".b32", po_r(k9->phase), po_i(0));
+		gpu_op2(g, PTX_MOV, ".b32", po_r(k9->prev_stage), po_i(0));
+		gpu_op2(g, PTX_MOV, ".pred", po_r(k9->has_prev), po_r(gpu_pconst(g, 0)));
+	}
 	/* warpgroup c's turn barrier is SM90_BAR_TURN + c; warpgroup 1 hands
 	** the first turn to warpgroup 0 */
 	PReg wg = gpu_reg(g, PC_B32), one = gpu_reg(g, PC_PRED);
@@ -70,7 +101,10 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	}
 	PReg qbar = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_ADD, ".u32", po_r(qbar), po_r(g->sbase), po_i(k9->qbar));
-	sm90_wait(g, qbar, k9->phase);
+	/* the work tile's Q: a phase of the Q barrier per work tile */
+	sm90_wait(g, qbar, persistent ? k9->qphase : k9->phase);
+	if (persistent)
+		gpu_op3(g, PTX_XOR, ".b32", po_r(k9->qphase), po_r(k9->qphase), po_i(1));
 	for (int k = 0; k < g->s->nqk; k++)
 		gpu_scale_negate_q(g, k, g->sbase, k9->q[k].off,
 				   (uint32_t)g->cta_rows * (uint32_t)g->s->qk[k].D * 2, g->tid);
@@ -110,6 +144,18 @@ void sm90_stream_end(KernelGen *g)
 		sm90_issue_late_pv(g);
 	}
 	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
+	if (g->s->persistent) {
+		/* the last tile's stage goes back now (its P V has completed), so
+		** that the next work tile starts with no previous tile, as a CTA's
+		** first does; Q goes back to the producer for the next work tile:
+		** every read of it has completed, and a negated Q's stores (generic
+		** proxy) are ordered before the TMA's writes */
+		sm90_release(g);
+		gpu_op2(g, PTX_MOV, ".pred", po_r(k9->has_prev), po_r(gpu_pconst(g, 0)));
+		gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
+		gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"),
+			po_mem(g->sbase, (int32_t)k9->qempty));
+	}
 	if (!k9->turns)
 		return;
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(zero), po_r(k9->turn_mine), po_i(SM90_BAR_TURN));

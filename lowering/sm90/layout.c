@@ -145,6 +145,8 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	k9->slots = (k9->sched + 8 * SM90_SCHED_SLOTS + 15u) & ~15u; /* 16-byte vectors */
 	k9->scan_words = k9->slots + 16 * SM90_SCHED_SLOTS;
 	k9->total = k9->scan_words + 16;
+	if (s->persistent)
+		k9->qempty = k9->total, k9->total += 8;
 	g->table_off = 0;
 	return k9->total;
 }

@@ -179,7 +179,24 @@ static void publish(KernelGen *g, Sm90Kernel *k9, PReg lead, PReg j0, PReg all, 
 ** read data: every producer thread runs it too, since its four warps scan
 ** each window together (gpu_scan_words). Thread 0 alone publishes, arms
 ** and issues TMA copies (lead). */
-static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes)
+/* The producer's places in the ring of stages (stage, ph) and in the
+** schedule (ss, sph), u32: a persistent kernel's carry from one work tile
+** to the next. */
+typedef struct ProducerRing {
+	PReg stage, ph, ss, sph;
+} ProducerRing;
+
+/* Each of r's places at 0 in new registers. */
+static void ring_start(KernelGen *g, ProducerRing *r)
+{
+	PReg *p[] = {&r->stage, &r->ph, &r->ss, &r->sph};
+	for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+		*p[i] = gpu_reg(g, PC_B32);
+	for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+		gpu_op2(g, PTX_MOV, ".b32", po_r(*p[i]), po_i(0));
+}
+
+static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, ProducerRing *ring)
 {
 	const KernelShape *s = g->s;
 	int gathered = sm90_gathered(s);
@@ -209,13 +226,11 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes)
 				gpu_row_ranges_ahead(g, i);
 	}
 	gpu_scan(g, &sc, start, j0, any, all);
-	PReg stage = gpu_reg(g, PC_B32), ph = gpu_reg(g, PC_B32), sa = gpu_reg(g, PC_B32),
-	     fb = gpu_reg(g, PC_B32), eb = gpu_reg(g, PC_B32), eph = gpu_reg(g, PC_B32),
-	     fin = gpu_reg(g, PC_PRED), ss = gpu_reg(g, PC_B32), sph = gpu_reg(g, PC_B32);
-	gpu_op2(g, PTX_MOV, ".b32", po_r(stage), po_i(0));
-	gpu_op2(g, PTX_MOV, ".b32", po_r(ph), po_i(0));
-	gpu_op2(g, PTX_MOV, ".b32", po_r(ss), po_i(0));
-	gpu_op2(g, PTX_MOV, ".b32", po_r(sph), po_i(0));
+	PReg sa = gpu_reg(g, PC_B32), fb = gpu_reg(g, PC_B32), eb = gpu_reg(g, PC_B32),
+	     eph = gpu_reg(g, PC_B32), fin = gpu_reg(g, PC_PRED);
+	if (!ring->stage.n) /* a CTA's one work tile: the places start here */
+		ring_start(g, ring);
+	PReg stage = ring->stage, ph = ring->ph, ss = ring->ss, sph = ring->sph;
 	int Lloop = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
 	ptx_label(g->f, Lloop);
 	publish(g, k9, lead, j0, lanes ? all : gpu_pconst(g, 0), ss, sph);
@@ -263,6 +278,36 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes)
 		gpu_op0(g, PTX_CP_COMMIT, "");
 		gpu_op1(g, PTX_CP_WAIT, "", po_i(0));
 	}
+}
+
+/* A persistent kernel's producer (its first thread; sm90_persistent_wanted):
+** per work tile of the CTA's, the grid decoded, the wait for the consumers
+** to release Q (the qempty barrier's phase before the one they complete
+** next: a fresh barrier passes it, so the first tile does not wait), Q
+** copied, and the tile's stream, its places in the ring and the schedule
+** carried on to the next work tile. */
+static void work_tiles(KernelGen *g, Sm90Kernel *k9, const PReg *maps, ProducerRing *ring)
+{
+	PReg qeph = gpu_reg(g, PC_B32), qe = gpu_reg(g, PC_B32), more = gpu_reg(g, PC_PRED),
+	     n = gpu_reg(g, PC_B32);
+	gpu_work_count(g);
+	g->work = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_MOV, ".u32", po_r(g->work), po_sym("%ctaid.x"));
+	ring_start(g, ring);
+	gpu_op2(g, PTX_MOV, ".b32", po_r(qeph), po_i(1));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(qe), po_r(g->sbase), po_i(k9->qempty));
+	int Ltile = ptx_new_label(g->f);
+	ptx_label(g->f, Ltile);
+	gpu_decode_grid(g);
+	sm90_wait(g, qe, qeph);
+	gpu_op3(g, PTX_XOR, ".b32", po_r(qeph), po_r(qeph), po_i(1));
+	load_q(g, k9, maps);
+	stream(g, k9, maps, 0, ring);
+	gpu_op2(g, PTX_MOV, ".u32", po_r(n), po_sym("%nctaid.x"));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(g->work), po_r(g->work), po_r(n));
+	gpu_op3(g, PTX_SETP, ".lt.u32", po_r(more), po_r(g->work), po_r(g->wtotal));
+	gpu_op1(g, PTX_BRA, "", po_label(Ltile));
+	ptx_guard(g->f, more, 0);
 }
 
 /* The registers setmaxnreg gives the producer and the consumers of a
@@ -347,6 +392,9 @@ void sm90_producer(KernelGen *g)
 	for (int i = 0; i < SM90_SCHED_SLOTS; i++)
 		gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64",
 			po_mem(g->sbase, (int32_t)(k9->sched + 8 * i)), po_i(1));
+	if (s->persistent)
+		gpu_op2(g, PTX_MBAR_INIT, ".shared::cta.b64", po_mem(g->sbase, (int32_t)k9->qempty),
+			nempty);
 	gpu_op0(g, PTX_FENCE_MBAR_INIT, ".release.cluster");
 	ptx_label(g->f, Linit);
 	gpu_op1(g, PTX_BAR, "", po_i(0));
@@ -364,14 +412,19 @@ void sm90_producer(KernelGen *g)
 		maps[m] = map_addr(g, names[m]);
 	gpu_op1(g, PTX_BRA, "", po_label(Lnoq));
 	ptx_guard(g->f, t0, 0);
-	load_q(g, k9, maps);
-	if (lanes) {
-		ptx_label(g->f, Lnoq);
-		/* the warp whole again before the copies' and the scan's votes and
-		** shuffles */
-		gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
+	ProducerRing ring = {0};
+	if (s->persistent)
+		work_tiles(g, k9, maps, &ring);
+	else {
+		load_q(g, k9, maps);
+		if (lanes) {
+			ptx_label(g->f, Lnoq);
+			/* the warp whole again before the copies' and the scan's votes
+			** and shuffles */
+			gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
+		}
+		stream(g, k9, maps, lanes, &ring);
 	}
-	stream(g, k9, maps, lanes);
 	ptx_label(g->f, Lexit);
 	gpu_op0(g, PTX_RET, "");
 	/* the consumers */

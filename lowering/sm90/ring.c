@@ -16,7 +16,7 @@
 int sm90_next_tile(KernelGen *g, PReg out, PReg all, int first)
 {
 	Sm90Kernel *k9 = sm90_of(g);
-	if (first) {
+	if (first && !g->s->persistent) { /* else sm90_work_start's, carried */
 		k9->sslot = gpu_reg(g, PC_B32), k9->sphase = gpu_reg(g, PC_B32);
 		gpu_op2(g, PTX_MOV, ".b32", po_r(k9->sslot), po_i(0));
 		gpu_op2(g, PTX_MOV, ".b32", po_r(k9->sphase), po_i(0));

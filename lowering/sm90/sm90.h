@@ -86,6 +86,10 @@ typedef struct Sm90Kernel {
 	/* the producer's scan of masks that read data: two 8-byte slots of
 	** window words (gpu_scan_words) */
 	uint32_t scan_words;
+	/* a persistent kernel's barrier on which the consumers release Q once
+	** their last contraction of a work tile has completed, so that the
+	** producer copies the next tile's Q (KernelShape.persistent) */
+	uint32_t qempty;
 	uint32_t q_tx, stage_tx; /* bytes each barrier's TMA copies bring */
 	uint32_t total;
 	/* the consumers' place in the ring: the stage (u32) and its phase
@@ -93,6 +97,8 @@ typedef struct Sm90Kernel {
 	PReg stage, phase, stage_addr;
 	/* the consumers' place in the schedule: its slot and phase parity */
 	PReg sslot, sphase;
+	/* the consumers' phase parity of the Q barrier: a work tile's (u32) */
+	PReg qphase;
 	/* Q's A fragments per contraction and k-step of 16 (4 b32 each), read
 	** once from shared memory: Q K^T then reads only K there */
 	PReg *qf[GPU_MAXG];
@@ -161,6 +167,8 @@ void sm90_gather_copy(KernelGen *g, PReg tid32, const PReg *colbase, const PReg 
 		      PReg sa, PReg fb);
 
 /* consumer.c */
+int sm90_persistent_wanted(KernelGen *g);
+void sm90_work_start(KernelGen *g);
 int sm90_setup_loads(KernelGen *g, int table);
 void sm90_load_q(KernelGen *g);
 void sm90_copy4_async(KernelGen *g, PtxOpnd dst, PtxOpnd src);
