@@ -95,7 +95,11 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(one), po_r(wg), po_i(0));
 	if (k9->both.n)
 		gpu_op3(g, PTX_AND, ".pred", po_r(one), po_r(one), po_r(k9->both));
-	if (k9->turns) {
+	/* the first turn handed over; in a persistent kernel only once Q is
+	** in place: warpgroup 0 takes the previous work tile's last turn before
+	** it gives Q back, and a second arrival of warpgroup 1's before that
+	** would complete the barrier's generation by itself */
+	if (k9->turns && !persistent) {
 		gpu_op2(g, PTX_BAR_ARRIVE, "", po_i(SM90_BAR_TURN), po_i(gpu_warps(g->t) * 32));
 		ptx_guard(g->f, one, 0);
 	}
@@ -105,6 +109,10 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	sm90_wait(g, qbar, persistent ? k9->qphase : k9->phase);
 	if (persistent)
 		gpu_op3(g, PTX_XOR, ".b32", po_r(k9->qphase), po_r(k9->qphase), po_i(1));
+	if (k9->turns && persistent) {
+		gpu_op2(g, PTX_BAR_ARRIVE, "", po_i(SM90_BAR_TURN), po_i(gpu_warps(g->t) * 32));
+		ptx_guard(g->f, one, 0);
+	}
 	for (int k = 0; k < g->s->nqk; k++)
 		gpu_scale_negate_q(g, k, g->sbase, k9->q[k].off,
 				   (uint32_t)g->cta_rows * (uint32_t)g->s->qk[k].D * 2, g->tid);
@@ -134,7 +142,9 @@ void sm90_prefetch(KernelGen *g, PReg nxt, PReg buf, PReg when)
 /* The accumulators' last P V (issued here where P V is late) completes
 ** before the epilogue reads them. Warpgroup 1 handed warpgroup 0 one turn
 ** more than warpgroup 0 took (the first): warpgroup 0 takes it, so that no
-** barrier is left half-arrived. */
+** barrier is left half-arrived; in a persistent kernel before Q goes back,
+** so that warpgroup 1's first hand-over of the next work tile (after Q's
+** wait) comes after it. */
 void sm90_stream_end(KernelGen *g)
 {
 	Sm90Kernel *k9 = sm90_of(g);
@@ -144,6 +154,14 @@ void sm90_stream_end(KernelGen *g)
 		sm90_issue_late_pv(g);
 	}
 	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
+	if (k9->turns) {
+		gpu_op3(g, PTX_SETP, ".eq.u32", po_r(zero), po_r(k9->turn_mine),
+			po_i(SM90_BAR_TURN));
+		if (k9->both.n)
+			gpu_op3(g, PTX_AND, ".pred", po_r(zero), po_r(zero), po_r(k9->both));
+		gpu_op2(g, PTX_BAR, "", po_i(SM90_BAR_TURN), po_i(gpu_warps(g->t) * 32));
+		ptx_guard(g->f, zero, 0);
+	}
 	if (g->s->persistent) {
 		/* the last tile's stage goes back now (its P V has completed), so
 		** that the next work tile starts with no previous tile, as a CTA's
@@ -156,13 +174,6 @@ void sm90_stream_end(KernelGen *g)
 		gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"),
 			po_mem(g->sbase, (int32_t)k9->qempty));
 	}
-	if (!k9->turns)
-		return;
-	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(zero), po_r(k9->turn_mine), po_i(SM90_BAR_TURN));
-	if (k9->both.n)
-		gpu_op3(g, PTX_AND, ".pred", po_r(zero), po_r(zero), po_r(k9->both));
-	gpu_op2(g, PTX_BAR, "", po_i(SM90_BAR_TURN), po_i(gpu_warps(g->t) * 32));
-	ptx_guard(g->f, zero, 0);
 }
 
 /* Outputs as 16-bit pairs where the strides allow (gpu/pairs.c: the

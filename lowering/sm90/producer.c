@@ -226,10 +226,19 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 				gpu_row_ranges_ahead(g, i);
 	}
 	gpu_scan(g, &sc, start, j0, any, all);
+	/* a CTA's one work tile: the places start here (registers numbered as
+	** before there were persistent kernels) */
+	int fresh = !ring->stage.n;
+	if (fresh)
+		ring->stage = gpu_reg(g, PC_B32), ring->ph = gpu_reg(g, PC_B32);
 	PReg sa = gpu_reg(g, PC_B32), fb = gpu_reg(g, PC_B32), eb = gpu_reg(g, PC_B32),
 	     eph = gpu_reg(g, PC_B32), fin = gpu_reg(g, PC_PRED);
-	if (!ring->stage.n) /* a CTA's one work tile: the places start here */
-		ring_start(g, ring);
+	if (fresh) {
+		ring->ss = gpu_reg(g, PC_B32), ring->sph = gpu_reg(g, PC_B32);
+		PReg *p[] = {&ring->stage, &ring->ph, &ring->ss, &ring->sph};
+		for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+			gpu_op2(g, PTX_MOV, ".b32", po_r(*p[i]), po_i(0));
+	}
 	PReg stage = ring->stage, ph = ring->ph, ss = ring->ss, sph = ring->sph;
 	int Lloop = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
 	ptx_label(g->f, Lloop);
