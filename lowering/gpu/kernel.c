@@ -76,6 +76,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	/* a producer's scan keeps no table (gpu_scan_words) */
 	int table = gpu_table_wanted(g) && !tg->next_tile;
 	s->table = table;
+	g->grouped = row_masked(g, s);
 	s->persistent = tg->persistent_wanted && tg->persistent_wanted(g);
 	f->smem_bytes = tg->layout(g, table);
 	int n = p->c->nodes.n;
@@ -93,7 +94,6 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	if (s->parts)
 		gpu_parts_declare(g);
 	gpu_load_params(g);
-	g->grouped = row_masked(g, s);
 	/* a persistent kernel's roles decode each work tile in their loops */
 	if (!s->persistent)
 		gpu_decode_grid(g);
@@ -112,11 +112,16 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	/* a persistent kernel's work tiles, from this CTA's first */
 	int Lwork = s->persistent ? ptx_new_label(f) : -1;
 	if (s->persistent) {
-		gpu_work_count(g);
 		g->work = gpu_reg(g, PC_B32);
 		gpu_op2(g, PTX_MOV, ".u32", po_r(g->work), po_sym("%ctaid.x"));
 		tg->work_start(g);
 		ptx_label(f, Lwork);
+		/* parameters and what is computed from them afresh per work tile:
+		** registers from before the loop would be live across all of it
+		** (ptxas spilled full attention at D 128 for them) */
+		gpu_expr_forget(g, 0);
+		gpu_load_params(g);
+		gpu_work_count(g);
 		gpu_decode_grid(g);
 	}
 	TileState t = {0};
@@ -282,6 +287,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	gpu_epilogue(g, &t);
 	if (s->persistent) {
 		PReg more = gpu_reg(g, PC_PRED), nc = gpu_reg(g, PC_B32);
+		gpu_work_count(g); /* from the epilogue's parameters */
 		gpu_op2(g, PTX_MOV, ".u32", po_r(nc), po_sym("%nctaid.x"));
 		gpu_op3(g, PTX_ADD, ".u32", po_r(g->work), po_r(g->work), po_r(nc));
 		gpu_op3(g, PTX_SETP, ".lt.u32", po_r(more), po_r(g->work), po_r(g->wtotal));
