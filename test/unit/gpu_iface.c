@@ -259,6 +259,8 @@ int main(int argc, char **argv)
 	      strstr(bh, "int gqa_kernel_info(attn_gpu_kernel_info *info);"));
 	free(bh);
 	snprintf(bsrc, sizeof bsrc, "%s/gqa.c", bdir);
+	/* sm_90a's kernel persistent: its launch takes at most a CTA an SM */
+	info[0].persistent = 1;
 	CHECK(write_bundle(bsrc, p, first, info) == 0);
 	char *bt = slurp(bsrc);
 	CHECK(bt != NULL);
@@ -296,6 +298,12 @@ int main(int argc, char **argv)
 		    "\tinfo->target = alt_image ? \"sm_90a\" : \"sm_80\";\n"
 		    "\tinfo->block_m = alt_image ? 128u : 64u;\n");
 	CHECK(!strstr(bt, "CTA tile:"));
+	expect_text("the generated C", bt,
+		    "\tunsigned lx = (unsigned)gx, ly = (unsigned)gy;\n\tif (alt_image) {\n"
+		    "\t\tint sms = 0;\n");
+	expect_text("the generated C", bt,
+		    "\t\tlx = (unsigned)(t < sms ? t : sms), ly = 1;\n\t}\n"
+		    "\treturn attnrt_launch(kern, lx, ly, 1, stream, args);\n");
 	free(bt);
 	/* a short entry in both modules, with other windows; in the second's only */
 	GpuKernelInfo both[2], only2[2], none1[2];

@@ -15,7 +15,8 @@
 ** FAKECUDA_CC=90 and again with 80 (the device's compute capability, which
 ** the runtime reads once per context), it checks that gqa_kernel_info and
 ** the launch follow the image that runs: block size, shared memory, the
-** grid's x and its magic values from that image's rows per CTA, and the
+** grid's x and its magic values from that image's rows per CTA (the sm_90a
+** kernel persistent: at most 132 CTAs, the fake device's SMs), and the
 ** maps encoded and passed only for the sm_90a image, so that a stride TMA
 ** cannot take fails that image's launch and not the sm_80 one's.
 **
@@ -131,8 +132,12 @@ static int bundle(gqa_gpu_args *a, int cc)
 	if (rc)
 		fprintf(stderr, "harness: gqa_launch: %s\n", attnrt_last_error());
 	CHECK(rc == ATTNRT_OK);
-	unsigned gx = (unsigned)((a->N + ki.block_m - 1) / ki.block_m);
-	CHECK(grid(0) == gx && grid(1) == (unsigned)(a->B * a->HKV * a->G) && grid(2) == 1);
+	unsigned gx = (unsigned)((a->N + ki.block_m - 1) / ki.block_m),
+		 gy = (unsigned)(a->B * a->HKV * a->G);
+	if (hopper) /* persistent: min(gx gy, the fake device's 132 SMs) CTAs in x */
+		CHECK(grid(0) == (gx * gy < 132 ? gx * gy : 132) && grid(1) == 1 && grid(2) == 1);
+	else
+		CHECK(grid(0) == gx && grid(1) == gy && grid(2) == 1);
 	CHECK(block() == (int)ki.threads && smem() == (int)ki.smem_bytes);
 	/* the magic's first values: G = ceil(256 / gx) grid rows a group, G * gx */
 	const uint32_t *w = words();
