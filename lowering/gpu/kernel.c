@@ -12,7 +12,9 @@
 ** and row sums run on the accumulator fragments (tile.c, online.c), and
 ** P V accumulates through the second contraction. The epilogue finishes
 ** the states and stores the outputs (epilogue.c). What the tensor cores
-** do is the target's (GpuTarget hooks); the order is here.
+** do is the target's (GpuTarget hooks); the order is here. A persistent
+** kernel (KernelShape.persistent) runs all of it, from the grid decode to
+** the epilogue, once per work tile of the CTA's.
 */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <math.h>

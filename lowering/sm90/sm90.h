@@ -13,7 +13,10 @@
 ** stage to be full, run S = Q K^T and O += P V on wgmma (each warpgroup
 ** its own rows, both on the same K and V), and arrive on the stage's empty
 ** barrier. All walk the same tiles: the producer scans them (gpu_scan) and
-** publishes each in a schedule the consumers read (sm90_next_tile).
+** publishes each in a schedule the consumers read (sm90_next_tile). A
+** persistent kernel (sm90_persistent_wanted) does this per work tile of the
+** CTA's, Q copied again once the consumers give it back (qempty), the ring
+** and the schedule carried on.
 **   targ.c      the GpuTarget: its data and its limits
 **   layout.c    shared memory (1024-byte aligned swizzled tiles, stages,
 **               barriers) and the tensor maps
