@@ -664,7 +664,9 @@ void gpu_store_pairs(KernelGen *g, const PReg *crows, int i, int pc, PReg q, con
 const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s);
 PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape *s);
 
-/* kernel.c */
+/* kernel.c; gpu_equal_streams: every CTA's stream about as long as every
+** other's though masks read the query row (a sliding window's) */
+int gpu_equal_streams(KernelGen *g);
 PtxFunc *gpu_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape *s);
 /* PTX for every cascade of prog (GpuTarget.name), info and tiling as in
 ** gpu_compile. Nonzero after reporting through d why a cascade cannot be

@@ -38,6 +38,38 @@ static int row_masked(KernelGen *g, const KernelShape *s)
 	return 0;
 }
 
+/* Whether the CTAs' streams are about equally long though masks read the
+** query row: every streamed node whose filter reads the row class keeps
+** keys lo <= j < hi alone, lo and hi each the row plus terms free of it
+** (a sliding window: hi - lo is the same for every row, but at the
+** sequence's edges). Causal masks (no lo), prefix-LM (a disjunction) and
+** windows clipped by a length (a min) are not. */
+int gpu_equal_streams(KernelGen *g)
+{
+	const KernelShape *s = g->s;
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		const Node *n = gpu_node(g, i);
+		if (!gpu_streamed(s, i) || !n->filter ||
+		    !plan_reads_class(g->p, i, n->filter, s->qcls))
+			continue;
+		Expr *lo, *hi;
+		const Expr *rest;
+		gpu_key_bounds_of(g, i, &lo, &hi, &rest);
+		if (!lo || !hi || rest)
+			return 0;
+		int row = -1;
+		for (int v = 0; v < n->nfree + n->nred; v++)
+			if (g->p->cls[i][v] == s->qcls)
+				row = v;
+		int cl, ch;
+		Expr *rl, *rh;
+		if (row < 0 || !gpu_key_linear(g, row, lo, &cl, &rl) ||
+		    !gpu_key_linear(g, row, hi, &ch, &rh) || cl != ch || !cl)
+			return 0;
+	}
+	return 1;
+}
+
 /* The stream's first (first) or next tile at or after `from` into out,
 ** with any (out < send) and all: the tile scan's, or where a producer scans
 ** the tiles (GpuTarget.next_tile) the one it published, tested here for

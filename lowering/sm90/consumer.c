@@ -13,17 +13,17 @@
 ** keys), nor where query heads are packed (the launcher's x counts groups
 ** of rows) or the producer runs in all its threads (gathers, masks that
 ** read data: its registers and the scan's barrier). Nor where masks read
-** the query row (KernelGen.grouped): CTAs of unequal streams (causal,
-** prefix-LM) that take every nctaid.x-th tile drift apart, over more heads'
-** K and V than the L2 holds, where the hardware starts each waiting CTA as
-** one ends, in the launch order's groups: causal at D 128 8k ran 9% slower
-** persistent, full 1-2% faster (an H200, e086575 against 63a4957,
-** bench/RESULTS.md). */
+** the query row (KernelGen.grouped) and the CTAs' streams differ in length
+** (gpu_equal_streams): CTAs that take every nctaid.x-th tile then drift
+** apart, over more heads' K and V than the L2 holds, where the hardware
+** starts each waiting CTA as one ends, in the launch order's groups. On an
+** H200 (e086575 against 63a4957, bench/RESULTS.md) persistent causal at
+** D 128 8k ran 9% slower, full 1-2% and a sliding window 1-5% faster. */
 int sm90_persistent_wanted(KernelGen *g)
 {
 	const KernelShape *s = g->s;
 	return !s->parts && !s->one_window && !s->pack && s->qcls >= 0 && !sm90_producer_lanes(g) &&
-	       !g->grouped;
+	       (!g->grouped || gpu_equal_streams(g));
 }
 
 /* The consumers' places in the ring, in the schedule and in the Q barrier's
