@@ -70,6 +70,16 @@ void sm90_copy_wait(KernelGen *g, int n)
 	(void)g, (void)n;
 }
 
+/* Warpgroup 1 (where one) hands the first turn of a work tile to warpgroup
+** 0, where the two take turns. */
+static void hand_first_turn(KernelGen *g, PReg one)
+{
+	if (!sm90_of(g)->turns)
+		return;
+	gpu_op2(g, PTX_BAR_ARRIVE, "", po_i(SM90_BAR_TURN), po_i(gpu_warps(g->t) * 32));
+	ptx_guard(g->f, one, 0);
+}
+
 /* The ring starts at stage 0, phase 0; Q must have arrived. A Q negated
 ** for a negative folded scale (gpu/scale.c) is written by ordinary stores
 ** that wgmma then reads: the proxy fence orders them, and the barrier
@@ -106,20 +116,16 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	** in place: warpgroup 0 takes the previous work tile's last turn before
 	** it gives Q back, and a second arrival of warpgroup 1's before that
 	** would complete the barrier's generation by itself */
-	if (k9->turns && !persistent) {
-		gpu_op2(g, PTX_BAR_ARRIVE, "", po_i(SM90_BAR_TURN), po_i(gpu_warps(g->t) * 32));
-		ptx_guard(g->f, one, 0);
-	}
+	if (!persistent)
+		hand_first_turn(g, one);
 	PReg qbar = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_ADD, ".u32", po_r(qbar), po_r(g->sbase), po_i(k9->qbar));
 	/* the work tile's Q: a phase of the Q barrier per work tile */
 	sm90_wait(g, qbar, persistent ? k9->qphase : k9->phase);
 	if (persistent)
 		gpu_op3(g, PTX_XOR, ".b32", po_r(k9->qphase), po_r(k9->qphase), po_i(1));
-	if (k9->turns && persistent) {
-		gpu_op2(g, PTX_BAR_ARRIVE, "", po_i(SM90_BAR_TURN), po_i(gpu_warps(g->t) * 32));
-		ptx_guard(g->f, one, 0);
-	}
+	if (persistent)
+		hand_first_turn(g, one);
 	for (int k = 0; k < g->s->nqk; k++)
 		gpu_scale_negate_q(g, k, g->sbase, k9->q[k].off,
 				   (uint32_t)g->cta_rows * (uint32_t)g->s->qk[k].D * 2, g->tid);

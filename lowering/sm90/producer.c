@@ -170,6 +170,29 @@ static void publish(KernelGen *g, Sm90Kernel *k9, PReg lead, PReg j0, PReg all, 
 	sm90_ring_next(g, ss, sph, SM90_SCHED_SLOTS);
 }
 
+/* The producer's places in the ring of stages (stage, ph) and in the
+** schedule (ss, sph), u32: a persistent kernel's carry from one work tile
+** to the next. */
+typedef struct ProducerRing {
+	PReg stage, ph, ss, sph;
+} ProducerRing;
+
+/* Each of r's places (in registers already) at 0. */
+static void ring_zero(KernelGen *g, ProducerRing *r)
+{
+	PReg *p[] = {&r->stage, &r->ph, &r->ss, &r->sph};
+	for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+		gpu_op2(g, PTX_MOV, ".b32", po_r(*p[i]), po_i(0));
+}
+
+/* Each of r's places at 0 in new registers. */
+static void ring_start(KernelGen *g, ProducerRing *r)
+{
+	r->stage = gpu_reg(g, PC_B32), r->ph = gpu_reg(g, PC_B32);
+	r->ss = gpu_reg(g, PC_B32), r->sph = gpu_reg(g, PC_B32);
+	ring_zero(g, r);
+}
+
 /* The producer's loop: per tile of the stream, the tile published to the
 ** consumers, the stage's empty wait (of the phase before the current one:
 ** a fresh barrier passes it), the full barrier armed with the stage's
@@ -179,23 +202,6 @@ static void publish(KernelGen *g, Sm90Kernel *k9, PReg lead, PReg j0, PReg all, 
 ** read data: every producer thread runs it too, since its four warps scan
 ** each window together (gpu_scan_words). Thread 0 alone publishes, arms
 ** and issues TMA copies (lead). */
-/* The producer's places in the ring of stages (stage, ph) and in the
-** schedule (ss, sph), u32: a persistent kernel's carry from one work tile
-** to the next. */
-typedef struct ProducerRing {
-	PReg stage, ph, ss, sph;
-} ProducerRing;
-
-/* Each of r's places at 0 in new registers. */
-static void ring_start(KernelGen *g, ProducerRing *r)
-{
-	PReg *p[] = {&r->stage, &r->ph, &r->ss, &r->sph};
-	for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
-		*p[i] = gpu_reg(g, PC_B32);
-	for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
-		gpu_op2(g, PTX_MOV, ".b32", po_r(*p[i]), po_i(0));
-}
-
 static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, ProducerRing *ring)
 {
 	const KernelShape *s = g->s;
@@ -235,9 +241,7 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 	     eph = gpu_reg(g, PC_B32), fin = gpu_reg(g, PC_PRED);
 	if (fresh) {
 		ring->ss = gpu_reg(g, PC_B32), ring->sph = gpu_reg(g, PC_B32);
-		PReg *p[] = {&ring->stage, &ring->ph, &ring->ss, &ring->sph};
-		for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
-			gpu_op2(g, PTX_MOV, ".b32", po_r(*p[i]), po_i(0));
+		ring_zero(g, ring);
 	}
 	PReg stage = ring->stage, ph = ring->ph, ss = ring->ss, sph = ring->sph;
 	int Lloop = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
