@@ -55,7 +55,7 @@ run_meta = {}
 
 
 def rec(**kw):
-    if kw.get("sys") == "attnc":
+    if str(kw.get("sys", "")).startswith("attnc"):
         kw.update(run_meta)
     rows.append(kw)
     print(json.dumps(kw), flush=True)
@@ -103,7 +103,8 @@ def ours(name):
     if name not in _libs:
         os.makedirs(os.path.join(HERE, "lib"), exist_ok=True)
         so = os.path.join(HERE, "lib", name + ".so")
-        rt = [os.path.join(HERE, "runtime", f) for f in ("driver.c", "module.c", "launch.c", "check.c", "tmap.c")]
+        rt = [os.path.join(HERE, "runtime", f) for f in ("driver.c", "module.c", "launch.c", "check.c", "tmap.c",
+                                                         "stream.c")]
         subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-D_GNU_SOURCE", "-I" + os.path.join(HERE, "runtime"),
                         os.path.join(HERE, "gen", name + ".c")] + rt + ["-ldl", "-lpthread", "-lm", "-o", so],
                        check=True)
@@ -260,9 +261,9 @@ _bwd_libs = {}
 
 
 def ours_bwd(name):
-    """The generated NAME_bwd_launch_generic of kernel file `name` (attnc --grad),
-    its workspace query, and the order of its tensors (the pointer fields of
-    NAME_bwd_gpu_args in gen/name.h)."""
+    """The generated NAME_bwd_launch_generic of kernel file `name` (attnc --grad)
+    and its deterministic form, its workspace query, and the order of its
+    tensors (the pointer fields of NAME_bwd_gpu_args in gen/name.h)."""
     if name not in _bwd_libs:
         os.makedirs(os.path.join(HERE, "lib"), exist_ok=True)
         so = os.path.join(HERE, "lib", name + ".so")
@@ -273,13 +274,15 @@ def ours_bwd(name):
         lib = ctypes.CDLL(so)
         fwd = getattr(lib, name + "_launch_generic")
         bwd = getattr(lib, name + "_bwd_launch_generic")
+        det = getattr(lib, name + "_bwd_launch_deterministic_generic")
         wsb = getattr(lib, name + "_bwd_workspace_bytes_generic")
-        for f in (fwd, bwd):
+        for f in (fwd, bwd, det):
             f.restype = ctypes.c_int
         fwd.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_long),
                         ctypes.POINTER(ctypes.c_double), ctypes.c_void_p]
-        bwd.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_long),
-                        ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        for f in (bwd, det):
+            f.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_long),
+                          ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
         wsb.restype = ctypes.c_size_t
         wsb.argtypes = [ctypes.POINTER(ctypes.c_long)]
         err = lib.attnrt_last_error
@@ -287,7 +290,7 @@ def ours_bwd(name):
         src = open(os.path.join(HERE, "gen", name + ".h")).read()
         body = re.search(r"typedef struct %s_bwd_gpu_args \{(.*?)\}" % name, src, re.S).group(1)
         order = re.findall(r"^\t(?:const )?void \*(\w+);", body, re.M)
-        _bwd_libs[name] = (fwd, bwd, wsb, err, order)
+        _bwd_libs[name] = (fwd, (bwd, det), wsb, err, order)
     return _bwd_libs[name]
 
 
@@ -298,7 +301,8 @@ def bwd_rows(D, N, flex):
     variant with its logsumexp saved, attnc --grad) after its own forward.
     Each anchor times torch.autograd.grad of its output (its backward
     kernels alone: the forward is not timed); attnc times NAME_bwd_launch
-    (row pass, dQ, dK and dV). FLOPs: 2.5 times the forward's
+    (row pass, dK and dV with dQ's atomic adds, dQ's conversion) and, as
+    attnc_det, NAME_bwd_launch_deterministic (row pass, dQ, dK and dV). FLOPs: 2.5 times the forward's
     (4 B H N^2 D times the mask's fraction). Gradients checked against the
     anchor's: rel_err is the largest of dQ's, dK's and dV's."""
     from torch.nn.attention.flex_attention import create_block_mask
@@ -360,16 +364,18 @@ def bwd_rows(D, N, flex):
             nb = wsb(dims)
             ws = torch.empty(max(1, nb), device=dev, dtype=torch.uint8)
 
-            def run():
-                if bwd(bp, None, dims, p, ctypes.c_void_p(ws.data_ptr()), nb, stream):
-                    raise RuntimeError(err().decode())
-            for x in ("dQ", "dK", "dV"):
-                t[x].fill_(float("nan"))
-            run()
-            torch.cuda.synchronize()
-            e = max(rel(t[x], r) for x, r in zip(("dQ", "dK", "dV"), ref)) if ref is not None else None
-            ms = bench(run)
-            rec(sys="attnc", variant=vname, phase="bwd", B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms, rel_err=e)
+            for sysname, launch in zip(("attnc", "attnc_det"), bwd):
+                def run():
+                    if launch(bp, None, dims, p, ctypes.c_void_p(ws.data_ptr()), nb, stream):
+                        raise RuntimeError(err().decode())
+                for x in ("dQ", "dK", "dV"):
+                    t[x].fill_(float("nan"))
+                run()
+                torch.cuda.synchronize()
+                e = max(rel(t[x], r) for x, r in zip(("dQ", "dK", "dV"), ref)) if ref is not None else None
+                ms = bench(run)
+                rec(sys=sysname, variant=vname, phase="bwd", B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms,
+                    rel_err=e)
         except Exception as e:
             rec(sys="attnc", variant=vname, phase="bwd", N=N, D=D, error=str(e)[:200])
     del q, k, v, do

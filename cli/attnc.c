@@ -516,6 +516,10 @@ static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FI
 				ptrvec_push(a, &r->cascades, s.dq);
 			for (int k = 0; !failed && k < s.ndkv; k++)
 				ptrvec_push(a, &r->cascades, s.dkv[k]);
+			if (!failed && s.fused) {
+				ptrvec_push(a, &r->cascades, s.fused);
+				ptrvec_push(a, &r->cascades, s.post);
+			}
 			continue;
 		}
 		ptrvec_push(a, &r->cascades, b);

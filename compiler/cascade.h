@@ -173,6 +173,10 @@ struct Tensor {
 	Expr *domain;  /* presence predicate over EX_INDEX 0..rank-1 (the tensor's own
 			  dimensions); NULL = present everywhere */
 	int trainable; /* TK_IN declared `trainable`: an f32 input that gets a gradient */
+	/* TK_OUT that a GPU kernel adds its sums to, the caller having zeroed
+	** it (a backward's dQ in the kernel over key tiles, grad_split.c): its
+	** node's reduction is over the kernel's rows, not the stream */
+	int added_to;
 	SrcLoc loc;
 };
 
@@ -224,6 +228,10 @@ typedef struct Cascade {
 	** first keys are read by every later row), so its launch order takes
 	** them first (lowering/gpu/abi.c) */
 	int first_rows_longest;
+	/* a pass over rows alone whose outputs' last index is a value index
+	** (a backward's dQ converted from f32 sums, compiler/grad_split.c): the
+	** row pass loops over it rather than taking it as the rows */
+	int value_last;
 } Cascade;
 
 typedef struct Program {

@@ -150,7 +150,7 @@ void plan_classes(Arena *a, Plan *p)
 	int *cand = ARENA_ARRAY(a, int, p->nclasses + 1);
 	for (int ni = 0; ni < c->nodes.n; ni++) {
 		Node *n = c->nodes.v[ni];
-		for (int v = n->nfree; v < n->nfree + n->nred; v++)
+		for (int v = n->nfree; v < n->nfree + n->nred && !n->out->added_to; v++)
 			if (reads_temp_with(n->body, v))
 				cand[p->cls[ni][v]] = 1;
 	}

@@ -49,6 +49,13 @@ typedef struct GradSplit {
 	Cascade *dkv[GRAD_MAX_DKV];
 	int ndkv;
 	PtrVec ws;
+	/* The launch that is not deterministic (NULL fused: none): dkv with
+	** dkv[fused_at] replaced by fused, which also adds the dQ gradients to
+	** f32 accumulators (acc: Tensor*, in the workspace after ws, zeroed
+	** first) in any order, and post, which converts them; dq does not run. */
+	Cascade *fused, *post;
+	int fused_at;
+	PtrVec acc;
 } GradSplit;
 
 /* Fills s from the forward fwd and its backward bwd (grad_derive with

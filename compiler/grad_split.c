@@ -241,6 +241,110 @@ static void factor_sums(Arena *a, Cascade *b)
 	b->nodes = nodes;
 }
 
+/* Gradient node i (reduced over the keys J alone, along the query rows)
+** as the kernel over key tiles can accumulate it: its body a product of
+** one bf16/f16 input R read at plain indices, the key among them and the
+** node's value index last, and factors that do not read that index (dQ =
+** sum[j](dS K): dS per (i, j) the kernel has, K its tile's rows). */
+static int crossable(const Plan *bp, int i, int J)
+{
+	const Node *x = bp->c->nodes.v[i];
+	Expr *f[16];
+	int n = x->red == RED_SUM && x->nred == 1 ? factors(x->body, f, 0) : 0;
+	int nr = 0;
+	for (int k = 0; k < n && n <= 16; k++) {
+		const Expr *r = f[k];
+		if (r->kind != EX_ACCESS || r->tensor->kind != TK_IN ||
+		    dtype_size(r->tensor->dtype) != 2 || !dtype_is_float(r->tensor->dtype))
+			continue;
+		const Expr *last = r->args[r->nargs - 1];
+		int key = 0, plain = 1;
+		for (int m = 0; m < r->nargs; m++) {
+			const Expr *s = r->args[m];
+			plain &= s->kind == EX_INDEX;
+			key |= s->kind == EX_INDEX && s->var == x->nfree;
+		}
+		if (!plain || !key || last->var != x->nfree - 1 || bp->cls[i][last->var] == J ||
+		    (x->filter && (expr_vars(x->filter) >> last->var & 1)))
+			continue;
+		int alone = 1;
+		for (int m = 0; m < n; m++)
+			if (m != k && (expr_vars(f[m]) >> last->var & 1))
+				alone = 0;
+		nr += alone;
+	}
+	return nr == 1;
+}
+
+/* The gradients along the query rows (outq) accumulated by kernel k of
+** the ones over key tiles instead of a kernel of their own, where each is
+** crossable and k computes what they read: the fused piece adds them as
+** f32 outputs NAME.acc (s->acc, zeroed before it, added to by every key
+** tile), and a pass after it (s->post) converts them to the gradients'
+** dtypes. keeps/outs: each dkv piece's nodes and outputs. */
+static void fuse_dq(Arena *a, const Cascade *b, const Plan *bp, int J, const char *needq,
+		    const char *outq, const char *keepr, const char *outr, char **keeps,
+		    char **outs, GradSplit *s)
+{
+	int n = b->nodes.n, at = -1;
+	for (int i = 0; i < n; i++)
+		if (outq[i] && !crossable(bp, i, J))
+			return;
+	for (int k = 0; k < s->ndkv && at < 0; k++) {
+		int ok = 1;
+		for (int i = 0; i < n; i++)
+			ok &= !needq[i] || outq[i] || keeps[k][i];
+		if (ok)
+			at = k;
+	}
+	if (at < 0)
+		return;
+	char *keep = ARENA_ARRAY(a, char, n + 1), *out = ARENA_ARRAY(a, char, n + 1);
+	for (int i = 0; i < n; i++)
+		keep[i] = keeps[at][i] || (needq[i] && !keepr[i]), out[i] = outs[at][i] || outq[i];
+	Cascade *f = piece(a, b, arena_printf(a, "%sq", s->dkv[at]->name), keep, out, outr);
+	f->first_rows_longest = 1;
+	Cascade *post = ARENA_NEW(a, Cascade);
+	post->name = arena_printf(a, "%s_post", b->name), post->loc = b->loc;
+	post->dims = b->dims, post->params = b->params, post->rows64 = 1, post->value_last = 1;
+	for (int i = 0; i < n; i++) {
+		if (!outq[i])
+			continue;
+		const Node *x = b->nodes.v[i];
+		Tensor *acc = NULL;
+		for (int t = 0; t < f->tensors.n; t++) {
+			Tensor *y = f->tensors.v[t];
+			if (!strcmp(y->name, x->out->name))
+				acc = y;
+		}
+		if (!acc)
+			return;
+		/* the fused piece's output, then the post pass's input */
+		acc->name = arena_printf(a, "%s_acc", c_name(a, x->out->name));
+		acc->dtype = DT_F32, acc->added_to = 1;
+		ptrvec_push(a, &s->acc, acc);
+		Tensor *in = ARENA_NEW(a, Tensor), *o = ARENA_NEW(a, Tensor);
+		*in = *acc, *o = *x->out;
+		in->kind = TK_IN, in->def = NULL, in->domain = NULL;
+		in->id = post->tensors.n;
+		ptrvec_push(a, &post->tensors, in);
+		o->id = post->tensors.n;
+		ptrvec_push(a, &post->tensors, o);
+		Node *m = ARENA_NEW(a, Node);
+		m->id = post->nodes.n, m->out = o, m->nfree = x->nfree, m->vars = x->vars;
+		m->red = RED_NONE, m->loc = x->loc, m->origin = x->origin;
+		Expr *rd = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
+		rd->tensor = in, rd->nargs = x->nfree;
+		rd->args = ARENA_ARRAY(a, Expr *, x->nfree + 1);
+		for (int v = 0; v < x->nfree; v++)
+			rd->args[v] = expr_index(a, v);
+		m->body = rd;
+		o->def = m;
+		ptrvec_push(a, &post->nodes, m);
+	}
+	s->fused = f, s->fused_at = at, s->post = post;
+}
+
 /* The cut (grad.h): each gradient to the kernel whose stream it reduces,
 ** the row values they read to the row pass, the rest recomputed per
 ** kernel; what fits neither is one error at its statement. */
@@ -377,9 +481,12 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	for (int i = 0; i < n; i++)
 		anyq |= outq[i], anyk |= outk[i];
 	s->dq = anyq ? piece(a, b, arena_printf(a, "%s_dq", bwd->name), needq, outq, outr) : NULL;
-	if (anyk && !wide_keys(b, outk))
+	char *keeps[GRAD_MAX_DKV], *outs[GRAD_MAX_DKV];
+	if (anyk && !wide_keys(b, outk)) {
+		keeps[s->ndkv] = needk, outs[s->ndkv] = outk;
 		s->dkv[s->ndkv++] =
 		    piece(a, b, arena_printf(a, "%s_dkv", bwd->name), needk, outk, outr);
+	}
 	/* wide heads: a kernel per gradient (dK, dV), each recomputing the
 	** scores, where both accumulators and both score tiles do not fit the
 	** registers of one (sm_80: 255 per thread) */
@@ -391,6 +498,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		need_closure(b, i, need);
 		for (int k = 0; k < n; k++)
 			need[k] &= !keepr[k];
+		keeps[s->ndkv] = need, outs[s->ndkv] = one;
 		s->dkv[s->ndkv++] =
 		    piece(a, b,
 			  arena_printf(a, "%s_%s", bwd->name,
@@ -399,5 +507,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	}
 	for (int k = 0; k < s->ndkv; k++)
 		s->dkv[k]->first_rows_longest = 1;
+	if (anyq && s->ndkv)
+		fuse_dq(a, b, bp, J, needq, outq, keepr, outr, keeps, outs, s);
 	return 0;
 }

@@ -48,11 +48,22 @@ static void row_grid(Plan *p)
 	if (first < 0)
 		return;
 	Node *n = c->nodes.v[first];
+	if (c->value_last && n->nfree)
+		p->classes[p->cls[first][n->nfree - 1]].grid = 0;
 	for (int v = n->nfree - 1; v >= 0; v--)
 		if (p->classes[p->cls[first][v]].grid) {
 			p->classes[p->cls[first][v]].qtile = 1;
 			return;
 		}
+}
+
+/* An output summed within a tile over the kernel's rows and added to by
+** every CTA (Tensor.added_to: a backward's dQ = sum[j](dS K) in the kernel
+** over key tiles, lowering/gpu/shape.c's sums over rows). Its indices are
+** the stream's and a value index, so it has no say in the grid. */
+static int summed_across_tiles(const Plan *p, int i)
+{
+	return ((const Node *)p->c->nodes.v[i])->out->added_to;
 }
 
 /* The kernel's grid: indices every running state and every tile value is
@@ -66,7 +77,8 @@ static void choose_grid(Plan *p)
 	for (int k = 0; k < p->nclasses; k++)
 		p->classes[k].grid = k != p->stream;
 	for (int i = 0; i < c->nodes.n; i++) {
-		if (p->np[i].role != ROLE_RUNNING && p->np[i].role != ROLE_TILE)
+		if ((p->np[i].role != ROLE_RUNNING && p->np[i].role != ROLE_TILE) ||
+		    summed_across_tiles(p, i))
 			continue;
 		any |= p->np[i].role == ROLE_RUNNING;
 		Node *n = c->nodes.v[i];
@@ -85,7 +97,8 @@ static void choose_grid(Plan *p)
 		row_grid(p);
 	for (int i = 0; i < c->nodes.n; i++) {
 		Node *n = c->nodes.v[i];
-		if (n->out->kind != TK_OUT || p->np[i].role == ROLE_PROLOGUE)
+		if (n->out->kind != TK_OUT || p->np[i].role == ROLE_PROLOGUE ||
+		    summed_across_tiles(p, i))
 			continue;
 		for (int v = n->nfree - 1; v >= 0; v--)
 			if (p->classes[p->cls[i][v]].grid) {

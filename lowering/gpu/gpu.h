@@ -116,6 +116,9 @@ typedef enum ShapeNodeKind {
 	SN_RSUM,    /* running sum over j, per query row (rescaled when rebased) */
 	SN_GEMM2,   /* O[i, e] = sum[j] X[i, j] * V[.., j, .., e]: tensor cores */
 	SN_REF,     /* a reference built from running maxes, per row, per tile */
+	SN_CROSS,   /* R[s, e] += sum[i] X[i, s] * A[.., i, .., e] over the CTA's rows: tensor
+		    ** cores, added to an f32 output at the streamed index (a backward's
+		    ** dQ = sum[j](dS K) in the kernel over key tiles) */
 	SN_EPI_ROW, /* after the stream, per query row */
 	SN_EPI_ELEM /* after the stream, per (query row, e) */
 } ShapeNodeKind;
@@ -137,6 +140,14 @@ typedef struct PVContraction {
 	int vslot; /* which V tile in shared memory */
 } PVContraction;
 
+typedef struct CrossContraction {
+	const Expr *x; /* per (row, streamed) element */
+	const Expr *r; /* the row tensor's read: the CTA's row index and e (last) */
+	int evar;      /* the node's value index */
+	long D;        /* its extent */
+	int qk; /* the QKContraction whose A operand reads r's tensor (its rows in shared memory) */
+} CrossContraction;
+
 typedef struct ShapeNode {
 	ShapeNodeKind kind;
 	int gemm; /* its QKContraction or PVContraction (GEMM nodes) */
@@ -153,6 +164,8 @@ typedef struct KernelShape {
 	int nqk;
 	PVContraction pv[GPU_MAXG];
 	int npv;
+	CrossContraction cross[GPU_MAXG];
+	int ncross;
 	const Expr *vreads[GPU_MAXG]; /* distinct V reads */
 	int nvreads;
 	int vgather[GPU_MAXG]; /* a V read's rows are placed through a gather (gather.c) */

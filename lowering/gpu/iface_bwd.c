@@ -7,6 +7,10 @@
 ** writes), dims and params; NAME_bwd_launch runs the pieces in order on one
 ** stream, each piece's tensors taken from the args by name and the row
 ** pass's results from the caller's workspace (NAME_bwd_workspace_bytes).
+** Where grad_split fused dQ into a kernel over key tiles, NAME_bwd_launch
+** zeroes its f32 sums in the workspace, runs that kernel and the pass that
+** converts them; NAME_bwd_launch_deterministic runs the dQ kernel instead,
+** whose sums are in a fixed order.
 */
 #include <string.h>
 
@@ -27,8 +31,10 @@ static int tensor_index(const Cascade *c, const char *name)
 ** as grad_split names them). */
 static int ws_index(const GradSplit *s, const Tensor *t)
 {
-	for (int k = 0; k < s->ws.n; k++) {
-		const char *a = ((const Tensor *)s->ws.v[k])->name, *b = t->name;
+	for (int k = 0; k < s->ws.n + s->acc.n; k++) {
+		const PtrVec *v = k < s->ws.n ? &s->ws : &s->acc;
+		const char *a = ((const Tensor *)v->v[k < s->ws.n ? k : k - s->ws.n])->name,
+			   *b = t->name;
 		while (*a && *b && (*a == *b || (*a == '.' && *b == '_')))
 			a++, b++;
 		if (!*a && !*b)
@@ -49,25 +55,35 @@ void iface_bwd_decls(FILE *o, const GradSplit *s)
 		n, n);
 	fprintf(o,
 		"/* Bytes of device memory %s_launch needs as its workspace for these dims\n"
-		"** (the row pass's results; 0: none). */\n"
+		"** (the row pass's results and dQ's f32 sums; 0: none). */\n"
 		"size_t %s_workspace_bytes(const %s_gpu_args *a);\n"
 		"size_t %s_workspace_bytes_generic(const long *dims);\n",
 		n, n, n, n);
 	fprintf(
 	    o,
 	    "/* The backward's kernels in order on stream (a CUstream, NULL: the default\n"
-	    "** stream), without synchronising: the row pass, dQ, then dK and dV. The\n"
+	    "** stream), without synchronising: the row pass, then dQ, dK and dV. The\n"
 	    "** workspace (bytes >= %s_workspace_bytes) is the caller's device memory.\n"
+	    "** %s. The deterministic form computes every\n"
+	    "** gradient in a fixed order (a kernel of its own for dQ).\n"
 	    "** Returns 0 or an ATTNRT_ERR_* code; attnrt_last_error() says why. */\n"
 	    "int %s_launch(const %s_gpu_args *a, void *workspace, size_t bytes, void "
 	    "*stream);\n"
+	    "int %s_launch_deterministic(const %s_gpu_args *a, void *workspace, size_t bytes, "
+	    "void *stream);\n"
 	    "int %s_launch_generic(void *const *ptrs, const int64_t *const *strides, const long "
 	    "*dims, const double *params, void *workspace, size_t bytes, void *stream);\n"
+	    "int %s_launch_deterministic_generic(void *const *ptrs, const int64_t *const "
+	    "*strides, const long *dims, const double *params, void *workspace, size_t bytes, "
+	    "void *stream);\n"
 	    "void %s_shape(int tensor, const long *dims, int64_t *shape);\n"
 	    "/* Bytes per element of tensor i: incoming gradients of 16-bit outputs\n"
 	    "** come in their dtype (the CPU's backward takes them in f32). */\n"
 	    "int %s_elem_bytes(int tensor);\n",
-	    n, n, n, n, n, n);
+	    n,
+	    s->fused ? "Its dQ is the sum of f32 atomic adds, in no fixed order"
+		     : "Its sums are in a fixed order",
+	    n, n, n, n, n, n, n, n);
 }
 
 /* One piece's launch: its tensors from the backward's arrays by name, the
@@ -107,14 +123,15 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 {
 	const Cascade *c = s->bwd;
 	const char *n = c->name;
-	int nw = s->ws.n;
-	/* the workspace: each row-pass result f32, contiguous, 256-byte aligned */
+	int nw = s->ws.n + s->acc.n;
+	/* the workspace: each row-pass result f32, then dQ's f32 sums, each
+	** contiguous and 256-byte aligned */
 	fprintf(o,
 		"\nstatic size_t %s_ws_layout(const long *dims, size_t *off)\n{\n\tsize_t n = "
 		"0;\n",
 		n);
 	for (int k = 0; k < nw; k++) {
-		const Tensor *t = s->ws.v[k];
+		const Tensor *t = k < s->ws.n ? s->ws.v[k] : s->acc.v[k - s->ws.n];
 		fprintf(o, "\toff[%d] = n;\n\tn += ((size_t)", k);
 		for (int d = 0; d < t->rank; d++) {
 			iface_dim_expr(o, t->shape[d]);
@@ -127,22 +144,37 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 		"\nsize_t %s_workspace_bytes_generic(const long *dims)\n{\n\tsize_t off[%d];\n"
 		"\treturn %s_ws_layout(dims, off);\n}\n",
 		n, nw + 1, n);
-	fprintf(o,
-		"\nint %s_launch_generic(void *const *ptrs, const int64_t *const *strides, const "
-		"long *dims, const double *params, void *workspace, size_t bytes, void "
-		"*stream)\n{\n\tsize_t off[%d];\n\tsize_t need = %s_ws_layout(dims, off);\n",
-		n, nw + 1, n);
-	fprintf(o,
-		"\tif (bytes < need || (need && !workspace))\n\t\treturn "
-		"attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: the workspace has %%zu "
-		"bytes; these dims need %%zu (%s_workspace_bytes)\", workspace ? bytes : 0, "
-		"need);\n\tchar *ws = workspace;\n\tint rc;\n\t(void)ws;\n",
-		n, n);
-	piece_call(o, s, s->pre);
-	piece_call(o, s, s->dq);
-	for (int k = 0; k < s->ndkv; k++)
-		piece_call(o, s, s->dkv[k]);
-	fputs("\treturn 0;\n}\n", o);
+	/* both launches: the fast one (fused: dQ's sums zeroed, added to by
+	** the kernel over key tiles, converted after it) and the deterministic
+	** one (a kernel of its own for dQ) */
+	for (int det = 1; det >= 0; det--) {
+		int fused = !det && s->fused;
+		fprintf(o,
+			"\nint %s_launch%s_generic(void *const *ptrs, const int64_t *const "
+			"*strides, const long *dims, const double *params, void *workspace, "
+			"size_t bytes, void *stream)\n{\n\tsize_t off[%d];\n\tsize_t need = "
+			"%s_ws_layout(dims, off);\n",
+			n, det ? "_deterministic" : "", nw + 1, n);
+		fprintf(o,
+			"\tif (bytes < need || (need && !workspace))\n\t\treturn "
+			"attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: the workspace has "
+			"%%zu bytes; these dims need %%zu (%s_workspace_bytes)\", workspace ? "
+			"bytes : 0, need);\n\tchar *ws = workspace;\n\tint rc;\n\t(void)ws;\n",
+			n, n);
+		if (fused)
+			fprintf(o,
+				"\tif ((rc = attnrt_memset_async(ws + off[%d], 0, need - off[%d], "
+				"stream)))\n\t\treturn rc;\n",
+				s->ws.n, s->ws.n);
+		piece_call(o, s, s->pre);
+		if (!fused)
+			piece_call(o, s, s->dq);
+		for (int k = 0; k < s->ndkv; k++)
+			piece_call(o, s, fused && k == s->fused_at ? s->fused : s->dkv[k]);
+		if (fused)
+			piece_call(o, s, s->post);
+		fputs("\treturn 0;\n}\n", o);
+	}
 	/* shapes: the pieces' tensors are the backward's */
 	iface_shape_fn(o, c, n);
 	fprintf(o, "\nint %s_elem_bytes(int tensor)\n{\n\tswitch (tensor) {\n", n);
@@ -175,13 +207,16 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 	iface_unpack_args(o, c);
 	fprintf(o, "\t(void)ptrs, (void)strides;\n\treturn %s_workspace_bytes_generic(dims);\n}\n",
 		n);
-	fprintf(o,
-		"\nint %s_launch(const %s_gpu_args *a, void *workspace, size_t bytes, void "
-		"*stream)\n{\n",
-		n, n);
-	iface_unpack_args(o, c);
-	fprintf(o,
-		"\treturn %s_launch_generic(ptrs, strides, dims, params, workspace, bytes, "
-		"stream);\n}\n",
-		n);
+	for (int det = 0; det < 2; det++) {
+		const char *suffix = det ? "_deterministic" : "";
+		fprintf(o,
+			"\nint %s_launch%s(const %s_gpu_args *a, void *workspace, size_t bytes, "
+			"void *stream)\n{\n",
+			n, suffix, n);
+		iface_unpack_args(o, c);
+		fprintf(o,
+			"\treturn %s_launch%s_generic(ptrs, strides, dims, params, workspace, "
+			"bytes, stream);\n}\n",
+			n, suffix);
+	}
 }

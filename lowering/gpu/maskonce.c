@@ -182,6 +182,10 @@ void gpu_maskonce_plan(KernelGen *g, TileState *t)
 			t->moid[i] = value_at_masked(g, g->s->pv[g->s->node[i].gemm].x, &m) ==
 				     AT_MASKED_ZERO;
 			break;
+		case SN_CROSS:
+			t->moid[i] = value_at_masked(g, g->s->cross[g->s->node[i].gemm].x, &m) ==
+				     AT_MASKED_ZERO;
+			break;
 		default: memset(t->moid, 0, (size_t)n); return;
 		}
 	}

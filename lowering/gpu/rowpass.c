@@ -7,13 +7,23 @@
 ** CTA's 128 threads owns one row and evaluates the nodes in order, a
 ** reduction as a loop over its one reduced index, through the builder's
 ** expressions (expr.c: the reduced index is the element's column, as the
-** value index is in the epilogue). Its work is the size of the inputs it
+** value index is in the epilogue). An output with a value index as its
+** last (a backward's dQ converted from its f32 sums) is a loop over that
+** index too, one store per element. Its work is the size of the inputs it
 ** reads, small beside the backward's contractions.
 */
 #include <math.h>
 #include <string.h>
 
 #include "gpu.h"
+
+/* Node i of plan p is an output over the row and a value index (its
+** last): a loop over that index, a store per element. */
+static int row_elements(const Plan *p, int i)
+{
+	const Node *n = p->c->nodes.v[i];
+	return n->nfree && plan_index_kind(p, i, n->nfree - 1) == IDX_OTHER;
+}
 
 /* Why plan p is not a row pass (NULL: it is). */
 const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s)
@@ -39,16 +49,19 @@ const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s)
 					    n->out->name);
 		for (int v = 0; v < n->nfree; v++)
 			if (plan_index_kind(p, i, v) != IDX_GRID &&
-			    plan_index_kind(p, i, v) != IDX_QUERY)
+			    plan_index_kind(p, i, v) != IDX_QUERY &&
+			    !(v == n->nfree - 1 && !n->nred && n->out->kind == TK_OUT))
 				return arena_printf(a,
 						    "%s: a row value with an index that is not "
 						    "the row's or a grid index",
 						    n->out->name);
-	}
-	for (int i = 0; i < c->tensors.n; i++) {
-		const Tensor *t = c->tensors.v[i];
-		if (t->kind == TK_OUT && t->dtype != DT_F32)
-			return arena_printf(a, "%s: the row pass writes f32", t->name);
+		DType dt = n->out->dtype;
+		if (n->out->kind == TK_OUT && dt != DT_F32 &&
+		    !(row_elements(p, i) && (dt == DT_BF16 || dt == DT_F16)))
+			return arena_printf(a,
+					    "%s: the row pass writes f32 (or bf16 and f16 "
+					    "elements)",
+					    n->out->name);
 	}
 	return NULL;
 }
@@ -105,6 +118,52 @@ static PReg row_value(KernelGen *g, int i)
 	return acc;
 }
 
+/* Output node i's elements along its value index (the last): each
+** evaluated and stored, converted to the output's dtype, absent points 0. */
+static void row_elements_store(KernelGen *g, int i)
+{
+	const Node *n = gpu_node(g, i);
+	Arena *a = g->a;
+	PReg e = gpu_reg(g, PC_B64), p = gpu_reg(g, PC_PRED);
+	g->node = i;
+	PReg ext = gpu_expr(g, n->vars[n->nfree - 1].extent);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(e), po_i(0));
+	int top = ptx_new_label(g->f), end = ptx_new_label(g->f);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(p), po_r(e), po_r(ext));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(end));
+	ptx_guard(g->f, p, 0);
+	gpu_expr_forget(g, 0);
+	g->s->ecls = g->p->cls[i][n->nfree - 1];
+	ptx_label(g->f, top);
+	g->col = e;
+	PReg v = gpu_expr(g, n->body);
+	const Expr *keep = n->filter ? n->filter : n->out->domain;
+	if (keep) {
+		PReg z = gpu_reg(g, PC_F32);
+		gpu_op4(g, PTX_SELP, ".f32", po_r(z), po_r(v), po_f(0.0f), po_r(gpu_expr(g, keep)));
+		v = z;
+	}
+	Expr **args = ARENA_ARRAY(a, Expr *, n->nfree + 1);
+	for (int k = 0; k < n->nfree; k++)
+		args[k] = expr_index(a, k);
+	PReg ad = gpu_addr(g, n->out, args);
+	if (n->out->dtype == DT_F32)
+		gpu_op2(g, PTX_ST, ".global.f32", po_mem(ad, 0), po_r(v));
+	else {
+		PReg h = gpu_reg(g, PC_B16);
+		gpu_op2(g, PTX_CVT, n->out->dtype == DT_BF16 ? ".rn.bf16.f32" : ".rn.f16.f32",
+			po_r(h), po_r(v));
+		gpu_op2(g, PTX_ST, ".global.b16", po_mem(ad, 0), po_r(h));
+	}
+	gpu_op3(g, PTX_ADD, ".s64", po_r(e), po_r(e), po_i(1));
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(p), po_r(e), po_r(ext));
+	gpu_op1(g, PTX_BRA, "", po_label(top));
+	ptx_guard(g->f, p, 0);
+	ptx_label(g->f, end);
+	gpu_expr_forget(g, 0);
+	g->s->ecls = -1;
+}
+
 /* The row pass: the forward's parameters and grid decode (so that its
 ** launcher is the forward's), one row a thread, every node in order. */
 PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s)
@@ -138,6 +197,10 @@ PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShap
 	g->stage = 1, g->half = 0, g->elem = -1;
 	for (int i = 0; i < n; i++) {
 		const Node *x = gpu_node(g, i);
+		if (row_elements(p, i)) {
+			row_elements_store(g, i);
+			continue;
+		}
 		PReg v = row_value(g, i);
 		g->rowv[i][0] = v;
 		if (x->out->kind != TK_OUT)

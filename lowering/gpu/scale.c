@@ -61,6 +61,11 @@ static int scaled_gemm(const KernelGen *g, int i, const Expr **c)
 		int gn = y->tensor->def->id;
 		if (s->node[gn].kind != SN_GEMM1 || y->tensor->kind == TK_OUT)
 			continue;
+		/* a negative c negates Q's rows in shared memory, where a sum over
+		** the CTA's rows reads them */
+		for (int cr = 0; cr < s->ncross; cr++)
+			if (s->cross[cr].qk == s->node[gn].gemm && x->kind == EX_PARAM)
+				return -1;
 		/* and S is read before the contraction with V only: G in the
 		** tensor cores' accumulator registers, live past it, made ptxas
 		** spill (full.attn's L) */

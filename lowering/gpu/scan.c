@@ -32,7 +32,8 @@ enum {
 int gpu_streamed(const KernelShape *s, int i)
 {
 	ShapeNodeKind k = s->node[i].kind;
-	return k == SN_RMAX || k == SN_RSUM || k == SN_GEMM2 || k == SN_MAP || k == SN_GEMM1;
+	return k == SN_RMAX || k == SN_RSUM || k == SN_GEMM2 || k == SN_MAP || k == SN_GEMM1 ||
+	       k == SN_CROSS;
 }
 
 /* An earlier streamed node has node i's filter, up to variables of the
@@ -531,7 +532,9 @@ int gpu_table_wanted(KernelGen *g)
 int gpu_warp_class_wanted(KernelGen *g, int table)
 {
 	int any = 0;
-	if (table || g->s->pack || !g->t->warp_classes)
+	/* a sum over the CTA's rows exchanges the tile through shared memory:
+	** every warp takes part */
+	if (table || g->s->pack || !g->t->warp_classes || g->s->ncross)
 		return 0;
 	for (int i = 0; i < g->c->nodes.n; i++) {
 		if (!gpu_streamed(g->s, i) || !gpu_node(g, i)->filter)

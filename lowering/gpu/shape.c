@@ -254,6 +254,60 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 			    node_what(a, n));
 }
 
+/* The factors of a float product, flattened (f[] gets at most 8). */
+static int factor_list(const Expr *e, const Expr **f, int n)
+{
+	if (e->kind == EX_BINOP && e->op == OP_MUL && e->type == VT_FLOAT)
+		return factor_list(e->args[1], f, factor_list(e->args[0], f, n));
+	if (n < 8)
+		f[n] = e;
+	return n + 1;
+}
+
+/* A sum over the CTA's rows with the streamed index and a value index
+** free: R[s, e] = sum[i](X[i, s] * A[.., i, .., e]), A the A operand of a
+** contraction with K (its rows are in shared memory), R an f32 output
+** nothing reads. */
+static const char *cross(Arena *a, const Plan *p, int i, KernelShape *s, int evar)
+{
+	const Node *n = p->c->nodes.v[i];
+	const Expr *f[8];
+	int nf = factor_list(n->body, f, 0);
+	if (n->red != RED_SUM || n->nred != 1 || p->cls[i][n->nfree] != s->qcls || nf > 8 ||
+	    evar != n->nfree - 1 || (n->filter && (expr_vars(n->filter) >> evar & 1)) ||
+	    !n->out->added_to || n->out->dtype != DT_F32)
+		return arena_printf(a,
+				    "%s: a tile value with an extra index (only an f32 output "
+				    "added to, summed over the tile's rows, is)",
+				    node_what(a, n));
+	if (s->ncross == GPU_MAXG)
+		return "more than two sums over the tile's rows";
+	for (int k = 0; k < nf; k++) {
+		const Expr *r = strip(f[k]);
+		if (!operand(p, i, r, s->qcls, evar, s->qcls, s->scls, NULL, NULL))
+			continue;
+		const Expr *x = NULL;
+		for (int m = 0; m < nf; m++)
+			if (m != k)
+				x = times(a, x, f[m]);
+		if (x && (expr_vars(x) >> evar & 1))
+			continue;
+		for (int q = 0; q < s->nqk; q++) {
+			if (s->qk[q].a->tensor != r->tensor || s->qk[q].agather ||
+			    s->qk[q].D != fixed_extent(n->vars[evar].extent))
+				continue;
+			s->cross[s->ncross] =
+			    (CrossContraction){x ? x : expr_float(a, 1.0), r, evar, s->qk[q].D, q};
+			s->node[i] = (ShapeNode){SN_CROSS, s->ncross++};
+			return NULL;
+		}
+	}
+	return arena_printf(a,
+			    "%s: a sum over the tile's rows must be X times the rows of a "
+			    "contraction's first operand (dS K)",
+			    node_what(a, n));
+}
+
 static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 {
 	const Node *n = p->c->nodes.v[i];
@@ -321,9 +375,11 @@ const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 			    node_what(a, n));
 		case ROLE_TILE:
 			if (k & 4)
-				return arena_printf(a, "%s: a tile value with an extra index",
-						    node_what(a, n));
-			if (n->red != RED_NONE)
+				why = (k & 1)
+					  ? arena_printf(a, "%s: a tile value with an extra index",
+							 node_what(a, n))
+					  : cross(a, p, i, s, x);
+			else if (n->red != RED_NONE)
 				why = gemm1(a, p, i, s);
 			else
 				s->node[i] = (ShapeNode){SN_MAP, 0};

@@ -297,6 +297,26 @@ static void pv_tile(KernelGen *g, TileState *t, int i, int masked)
 	g->t->contract_pv(g, i, x);
 }
 
+/* R += X^T A of SN_CROSS node i: X's elements with their mask, and zero
+** in the rows past the CTA's (zero-filled rows of A, but X there may be
+** inf), then the target's contraction. */
+static void cross_tile(KernelGen *g, TileState *t, int i, int masked)
+{
+	const CrossContraction *cc = &g->s->cross[g->s->node[i].gemm];
+	PReg x[GPU_MAXNEL], in[GPU_MAXRS];
+	for (int h = 0; h < 2 * g->row_blocks; h++) {
+		in[h] = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(in[h]), po_r(t->rows[h]), po_r(g->qext));
+	}
+	for (int el = 0; el < g->row_blocks * g->nel; el++) {
+		PReg v = masked_value(g, t, i, el, cc->x, masked && !t->moid[i], 0.0f);
+		x[el] = gpu_reg(g, PC_F32);
+		gpu_op4(g, PTX_SELP, ".f32", po_r(x[el]), po_r(v), po_f(0.0f),
+			po_r(in[gpu_el_rs(g, el)]));
+	}
+	g->t->contract_cross(g, i, x);
+}
+
 /* The nodes of one tile in order (masked: with per-element masks). */
 void gpu_tile_body(KernelGen *g, TileState *t, int masked)
 {
@@ -391,6 +411,7 @@ void gpu_tile_body(KernelGen *g, TileState *t, int masked)
 			}
 			break;
 		case SN_GEMM2: pv_tile(g, t, i, masked); break;
+		case SN_CROSS: cross_tile(g, t, i, masked); break;
 		default: break;
 		}
 	}

@@ -19,6 +19,9 @@ void sm80_plan_smem(const KernelShape *s, Smem *m, int bm, int table)
 	m->vs = (uint32_t)(s->DV * 2 + 16);
 	for (int i = 0; i < s->nvreads; i++)
 		m->v[i] = off, m->vbuf[i] = GPU_BN * m->vs, off += 2 * m->vbuf[i];
+	m->xs = (uint32_t)(GPU_BN * 2 + 16);
+	for (int i = 0; i < s->ncross; i++)
+		m->x[i] = off, off += (uint32_t)bm * m->xs;
 	m->scan = table ? off : 0;
 	off += table ? GPU_TABLE_BYTES : 0;
 	m->total = off;

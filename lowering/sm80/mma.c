@@ -185,3 +185,134 @@ void sm80_contract_pv(KernelGen *g, int i, const PReg *x)
 		}
 	}
 }
+
+/* The f32 output's address at the CTA's grid indices and streamed row r
+** (b64; its last index, e, is 0), for SN_CROSS node i. */
+static PReg cross_row_addr(KernelGen *g, int i, PReg r)
+{
+	const Node *n = gpu_node(g, i);
+	int id = n->out->id;
+	PReg off = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(off), po_i(0));
+	for (int v = 0; v < n->nfree - 1; v++) {
+		int cls = g->p->cls[i][v];
+		PReg x = cls == g->s->scls ? r : g->grid[cls];
+		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(off), po_r(x), po_r(g->par.stride[id][v]),
+			po_r(off));
+	}
+	PReg a = gpu_reg(g, PC_B64);
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(off), po_i(4), po_r(g->par.tptr[id]));
+	return a;
+}
+
+/* R += X^T A of SN_CROSS node i (gpu/tile.c; a backward's dQ += dS K in
+** the kernel over key tiles). X, per score element, goes to shared memory
+** as bf16/f16 pairs (rows: the CTA's rows, columns: the tile's streamed
+** rows). After a barrier, warp w takes streamed rows [16 w, 16 w + 16):
+** X^T's fragments by ldmatrix.trans over all the CTA's rows, kept for
+** every chunk; A's (the contraction's first operand, in Q's place) by
+** ldmatrix.trans as V's are; e in chunks of four n8 tiles, whose sums are
+** added to R by red.global.add.f32, streamed rows past the stream's end
+** adding nothing. The X tile is written again only after the tile's end
+** (a barrier). */
+void sm80_contract_cross(KernelGen *g, int i, const PReg *x)
+{
+	Sm80Kernel *k8 = sm80_of(g);
+	const Smem *sm = &k8->sm;
+	int ci = g->s->node[i].gemm;
+	const CrossContraction *cc = &g->s->cross[ci];
+	int f16 = cc->r->tensor->dtype == DT_F16;
+	const char *cvt = f16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32";
+	const char *mma = f16 ? ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+			      : ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+	int warps = gpu_warps(g->t), nkk = g->cta_rows / 16, net = (int)(cc->D / 8);
+	/* X to shared memory: row 16 rb warp + 16 m + lane / 4 (+ 8), columns
+	** 2 (lane % 4) + 8 nt and the next */
+	PReg q4 = gpu_reg(g, PC_B64), ql = gpu_reg(g, PC_B64), row = gpu_reg(g, PC_B64),
+	     xa = gpu_reg(g, PC_B32);
+	gpu_op3(g, PTX_SHR, ".u64", po_r(q4), po_r(g->lane), po_i(2));
+	gpu_op3(g, PTX_AND, ".b64", po_r(ql), po_r(g->lane), po_i(3));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(row), po_r(g->warp), po_i(16 * g->row_blocks),
+		po_r(q4));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(xa), po_r(gpu_u32(g, row)), po_i(sm->xs),
+		po_r(g->sbase));
+	PReg qb = gpu_u32(g, ql);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(xa), po_r(qb), po_i(4), po_r(xa));
+	for (int el = 0; el < g->row_blocks * g->nel; el += 2) {
+		int m = el / g->nel, nt = el % g->nel / 4, half = (el >> 1) & 1;
+		PReg pk = gpu_reg(g, PC_B32);
+		gpu_op3(g, PTX_CVT, cvt, po_r(pk), po_r(x[el + 1]), po_r(x[el]));
+		gpu_op2(g, PTX_ST, ".shared.b32",
+			po_mem(xa, (int32_t)(sm->x[ci] + (uint32_t)(m * 16 + half * 8) * sm->xs +
+					     (uint32_t)nt * 16)),
+			po_r(pk));
+	}
+	gpu_op1(g, PTX_BAR, "", po_i(0));
+	PReg al = sm80_lane_addr(g, g->sbase, sm->x[ci], sm->xs, 0);
+	PReg bl = sm80_lane_addr(g, g->sbase, sm->q[cc->qk], sm->qs[cc->qk], 1);
+	for (int sb = 0; sb < g->bn / 16 / warps; sb++) {
+		/* this warp's 16 streamed rows: columns 16 (warp + warps sb) of X */
+		PReg blk = gpu_reg(g, PC_B64), ab = gpu_reg(g, PC_B32);
+		gpu_op3(g, PTX_ADD, ".s64", po_r(blk), po_r(g->warp), po_i(warps * sb));
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(ab), po_r(gpu_u32(g, blk)), po_i(32), po_r(al));
+		PReg a[16][4];
+		for (int kk = 0; kk < nkk && kk < 16; kk++) {
+			for (int q = 0; q < 4; q++)
+				a[kk][q] = gpu_reg(g, PC_B32);
+			gpu_op2(g, PTX_LDMATRIX, ".sync.aligned.m8n8.x4.trans.shared.b16",
+				po_vec(a[kk], 4),
+				po_mem(ab, (int32_t)((uint32_t)kk * 16 * sm->xs)));
+		}
+		/* the thread's streamed rows and whether they are in the stream */
+		PReg r0 = gpu_reg(g, PC_B64), r1 = gpu_reg(g, PC_B64), ok0 = gpu_reg(g, PC_PRED),
+		     ok1 = gpu_reg(g, PC_PRED);
+		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(r0), po_r(blk), po_i(16), po_r(g->j0));
+		gpu_op3(g, PTX_ADD, ".s64", po_r(r0), po_r(r0), po_r(q4));
+		gpu_op3(g, PTX_ADD, ".s64", po_r(r1), po_r(r0), po_i(8));
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(ok0), po_r(r0), po_r(g->sext));
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(ok1), po_r(r1), po_r(g->sext));
+		PReg ad[2] = {cross_row_addr(g, i, r0), cross_row_addr(g, i, r1)},
+		     ok[2] = {ok0, ok1};
+		for (int h = 0; h < 2; h++) {
+			PReg c = gpu_reg(g, PC_B64);
+			gpu_op3(g, PTX_SHL, ".b64", po_r(c), po_r(ql), po_i(3));
+			gpu_op3(g, PTX_ADD, ".s64", po_r(ad[h]), po_r(ad[h]), po_r(c));
+		}
+		for (int c0 = 0; c0 < net; c0 += 4) {
+			PReg acc[4][4];
+			int nt = net - c0 < 4 ? net - c0 : 4;
+			for (int t = 0; t < nt; t++)
+				for (int q = 0; q < 4; q++) {
+					acc[t][q] = gpu_reg(g, PC_F32);
+					gpu_op2(g, PTX_MOV, ".f32", po_r(acc[t][q]), po_f(0.0f));
+				}
+			for (int kk = 0; kk < nkk && kk < 16; kk++)
+				for (int ep = 0; ep < nt / 2; ep++) {
+					/* A rows kk*16 + (mi&1)*8 + r, e = c0*8 + ep*16 + (mi>>1)*8 */
+					int32_t off = (int32_t)((uint32_t)kk * 16 * sm->qs[cc->qk] +
+								(uint32_t)(c0 * 16 + ep * 32));
+					PReg b[4];
+					for (int q = 0; q < 4; q++)
+						b[q] = gpu_reg(g, PC_B32);
+					gpu_op2(g, PTX_LDMATRIX,
+						".sync.aligned.m8n8.x4.trans.shared.b16",
+						po_vec(b, 4), po_mem(bl, off));
+					for (int half = 0; half < 2; half++) {
+						PReg bb[2] = {b[half * 2], b[half * 2 + 1]};
+						PReg *d = acc[2 * ep + half];
+						gpu_op4(g, PTX_MMA, mma, po_vec(d, 4),
+							po_vec(a[kk], 4), po_vec(bb, 2),
+							po_vec(d, 4));
+					}
+				}
+			for (int t = 0; t < nt; t++)
+				for (int q = 0; q < 4; q++) {
+					int h = q >> 1;
+					int32_t off = (int32_t)((c0 + t) * 32 + (q & 1) * 4);
+					gpu_op2(g, PTX_RED, ".global.add.f32", po_mem(ad[h], off),
+						po_r(acc[t][q]));
+					ptx_guard(g->f, ok[h], 0);
+				}
+		}
+	}
+}

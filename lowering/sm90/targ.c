@@ -25,7 +25,7 @@ static int one_window_wanted(const KernelShape *s)
 ** gather (a paged cache) have no tensor map's box. */
 const char *sm90_refusal(const Plan *p, const KernelShape *s)
 {
-	if (p->c->rows64)
+	if (p->c->rows64 || s->ncross)
 		return "a backward's kernels (compiler/grad_split.c) have no wgmma plan yet: the "
 		       "bundle runs their sm_80 code on Hopper";
 	for (int k = 0; k < s->nqk && s->gathers; k++)

@@ -16,7 +16,10 @@
 ** and every gradient compared with the C backward's: relative L2 error
 ** below 2e-2 for bf16 and f16 gradients (P and dS are rounded to 16 bits
 ** for the tensor cores, as FlashAttention's are) and 5e-3 for f32, no NaN.
-** Prints one line per gradient and PASS or FAIL; exits 1 on failure.
+** Both launches are checked so: NAME_launch (dQ by atomic adds where the
+** kernels fuse it) and NAME_launch_deterministic, which is also run twice
+** and must give the same bytes. Prints one line per gradient and launch,
+** then PASS or FAIL; exits 1 on failure.
 */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -44,6 +47,8 @@ void G(_tensor_shape)(int, const long *, long *);
 int G(_run_generic)(const long *, const double *, void *const *, int);
 int F(_launch_generic)(void *const *, const int64_t *const *, const long *, const double *, void *,
 		       size_t, void *);
+int F(_launch_deterministic_generic)(void *const *, const int64_t *const *, const long *,
+				     const double *, void *, size_t, void *);
 size_t F(_workspace_bytes_generic)(const long *);
 int F(_elem_bytes)(int);
 
@@ -92,9 +97,21 @@ static float load(int dt, int es, const void *raw, long e)
 	return from_bf16(((const uint16_t *)raw)[e]);
 }
 
+/* The backward's tensors: host values (f32), their raw bytes in the
+** device's dtype, device copies, and the first deterministic run's
+** gradients. */
+static int nt;
+static void *host_f[64], *dev[64], *hraw[64], *first[64];
+static long numel[64];
+static int kind[64], dt[64], es[64];
+static const char *name[64];
+
+static int launch_and_compare(int run, const long *dims, const double *params, void *ws,
+			      size_t bytes);
+
 int main(int argc, char **argv)
 {
-	int nt, nd, np, ft, fd, fp;
+	int nd, np, ft, fd, fp;
 	F(_counts)(&nt, &nd, &np);
 	G(_counts)(&ft, &fd, &fp);
 	long dims[32] = {0};
@@ -128,10 +145,8 @@ int main(int argc, char **argv)
 	double params[32];
 	F(_param_defaults)(dims, params);
 	check(attnrt_init(), "init");
-	void *host_f[64] = {0}, *dev[64] = {0}, *hraw[64] = {0}, *fwd[64] = {0};
-	long numel[64];
-	int kind[64], dt[64], rank[64], es[64];
-	const char *name[64];
+	void *fwd[64] = {0};
+	int rank[64];
 	/* the backward's inputs: random where they are the forward's inputs or
 	** incoming gradients */
 	for (int i = 0; i < nt; i++) {
@@ -202,32 +217,72 @@ int main(int argc, char **argv)
 					((float *)host_f[b])[e] =
 					    store(dt[b], es[b], fbuf[i][e], hraw[b], e);
 	}
-	for (int i = 0; i < nt; i++) {
-		if (kind[i] == K_TEMP)
-			continue;
-		if (kind[i] == K_OUT) /* all-ones: NaN in bf16, f16 and f32 */
-			memset(hraw[i], 0xFF, (size_t)numel[i] * (size_t)es[i]);
-		check(attnrt_memcpy_htod(dev[i], hraw[i], (size_t)numel[i] * (size_t)es[i]),
-		      "upload");
-	}
-	size_t bytes = F(_workspace_bytes_generic)(dims);
-	void *ws = NULL;
-	if (bytes) {
-		check(attnrt_malloc(&ws, bytes), "malloc workspace");
-		check(attnrt_memset(ws, 0xA5, bytes), "memset workspace");
-	}
-	check(F(_launch_generic)(dev, NULL, dims, params, ws, bytes, NULL), "launch");
-	check(attnrt_synchronize(), "kernels");
+	for (int i = 0; i < nt; i++)
+		if (kind[i] == K_IN)
+			check(attnrt_memcpy_htod(dev[i], hraw[i], (size_t)numel[i] * (size_t)es[i]),
+			      "upload");
 	if (F(_run_generic)(dims, params, host_f, 0)) {
 		printf("C backward failed\nFAIL\n");
 		return 1;
 	}
+	size_t bytes = F(_workspace_bytes_generic)(dims);
+	void *ws = NULL;
+	if (bytes)
+		check(attnrt_malloc(&ws, bytes), "malloc workspace");
+	int fail = 0;
+	for (int run = 0; run < 3; run++)
+		fail |= launch_and_compare(run, dims, params, ws, bytes);
+	if (ws)
+		attnrt_free(ws);
+	for (int i = 0; i < nt; i++) {
+		free(host_f[i]), free(hraw[i]), free(first[i]);
+		if (dev[i])
+			attnrt_free(dev[i]);
+	}
+	for (int i = 0; i < ft; i++)
+		free(fbuf[i]);
+	printf(fail ? "FAIL\n" : "PASS\n");
+	return fail;
+}
+
+/* Launch run (0: NAME_launch, 1 and 2: the deterministic one) with the
+** gradients poisoned and the workspace garbage, and compare the gradients
+** with the C backward's; the second deterministic run must give the first
+** one's bytes. */
+static int launch_and_compare(int run, const long *dims, const double *params, void *ws,
+			      size_t bytes)
+{
+	for (int i = 0; i < nt; i++) {
+		if (kind[i] != K_OUT)
+			continue;
+		/* all-ones: NaN in bf16, f16 and f32 */
+		memset(hraw[i], 0xFF, (size_t)numel[i] * (size_t)es[i]);
+		check(attnrt_memcpy_htod(dev[i], hraw[i], (size_t)numel[i] * (size_t)es[i]),
+		      "upload");
+	}
+	if (bytes)
+		check(attnrt_memset(ws, 0xA5, bytes), "memset workspace");
+	if (run)
+		check(F(_launch_deterministic_generic)(dev, NULL, dims, params, ws, bytes, NULL),
+		      "launch (deterministic)");
+	else
+		check(F(_launch_generic)(dev, NULL, dims, params, ws, bytes, NULL), "launch");
+	check(attnrt_synchronize(), "kernels");
 	int fail = 0;
 	for (int i = 0; i < nt; i++) {
 		if (kind[i] != K_OUT)
 			continue;
-		check(attnrt_memcpy_dtoh(hraw[i], dev[i], (size_t)numel[i] * (size_t)es[i]),
-		      "download");
+		size_t nb = (size_t)numel[i] * (size_t)es[i];
+		check(attnrt_memcpy_dtoh(hraw[i], dev[i], nb), "download");
+		if (run == 1 && (first[i] = malloc(nb + 1)))
+			memcpy(first[i], hraw[i], nb);
+		if (run == 2) {
+			int same = first[i] && !memcmp(first[i], hraw[i], nb);
+			fail |= !same;
+			printf("%s %s deterministic: %s\n", STR(NAME), name[i],
+			       same ? "the same bytes twice" : "BAD: bytes differ between runs");
+			continue;
+		}
 		double num = 0, den = 0;
 		long nan = 0;
 		for (long e = 0; e < numel[i]; e++) {
@@ -241,18 +296,9 @@ int main(int argc, char **argv)
 		double rel = den > 0 ? sqrt(num / den) : sqrt(num);
 		int ok = nan == 0 && rel < (es[i] == 2 ? 2e-2 : 5e-3);
 		fail |= !ok;
-		printf("%s %s numel %ld rel_l2 %.3e nan %ld inf_mismatch 0 %s\n", STR(NAME),
-		       name[i], numel[i], rel, nan, ok ? "ok" : "BAD");
+		printf("%s %s%s numel %ld rel_l2 %.3e nan %ld inf_mismatch 0 %s\n", STR(NAME),
+		       name[i], run ? " (deterministic)" : "", numel[i], rel, nan,
+		       ok ? "ok" : "BAD");
 	}
-	for (int i = 0; i < nt; i++) {
-		free(host_f[i]), free(hraw[i]);
-		if (dev[i])
-			attnrt_free(dev[i]);
-	}
-	for (int i = 0; i < ft; i++)
-		free(fbuf[i]);
-	if (ws)
-		attnrt_free(ws);
-	printf(fail ? "FAIL\n" : "PASS\n");
 	return fail;
 }

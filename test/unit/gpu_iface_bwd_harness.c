@@ -53,10 +53,11 @@ static int load_records(const char *fake)
 		fprintf(stderr, "harness: %s lacks the fakecuda_* records\n", fake);
 		return 1;
 	}
-	/* the first three parameters are tensor pointers */
-	for (int i = 0; i < 3; i++)
+	/* the first nine parameters are 8 bytes in every piece: tensor
+	** pointers, then strides */
+	for (int i = 0; i < 9; i++)
 		param_bytes(i, 8);
-	record(3);
+	record(9);
 	return 0;
 }
 
@@ -86,10 +87,15 @@ int main(int argc, char **argv)
 	a.Q = fake_ptr(0), a.K = fake_ptr(1), a.V = fake_ptr(2), a.O = fake_ptr(3);
 	a.L = fake_ptr(4), a.dO = fake_ptr(5), a.dL = fake_ptr(6);
 	a.dQ = fake_ptr(7), a.dK = fake_ptr(8), a.dV = fake_ptr(9);
-	/* Delta: B H N f32, 256-byte aligned */
-	size_t need = (2 * 3 * 300 * 4 + 255) / 256 * 256;
+	/* Delta: B H N f32, then dQ's sums, B H N D f32, each 256-byte aligned;
+	** host memory, since the fake's fill writes it */
+	size_t dbytes = (2 * 3 * 300 * 4 + 255) / 256 * 256;
+	size_t need = dbytes + (2 * 3 * 300 * 128 * 4 + 255) / 256 * 256;
 	CHECK(causal_bwd_workspace_bytes(&a) == need);
-	void *ws = fake_ptr(20);
+	void *ws = aligned_alloc(256, need);
+	CHECK(ws != NULL);
+	if (!ws)
+		return 1;
 	int before = ncalls();
 	CHECK(causal_bwd_launch(&a, ws, need - 1, stream) == ATTNRT_ERR_ARGUMENT);
 	CHECK(strstr(attnrt_last_error(), "causal_bwd: the workspace has") != NULL);
@@ -100,7 +106,7 @@ int main(int argc, char **argv)
 	CHECK(causal_bwd_launch(&a, ws, need, stream) != ATTNRT_OK);
 	a.dL = fake_ptr(6);
 	before = ncalls();
-	CHECK(causal_bwd_launch(&a, ws, need, stream) == ATTNRT_OK);
+	CHECK(causal_bwd_launch_deterministic(&a, ws, need, stream) == ATTNRT_OK);
 	CHECK(ncalls() == before + 4);
 	static const char *const names[4] = {"causal_bwd_pre_fwd", "causal_bwd_dq_fwd",
 					     "causal_bwd_dV_fwd", "causal_bwd_dK_fwd"};
@@ -115,6 +121,30 @@ int main(int argc, char **argv)
 		CHECK(k->stream == (uintptr_t)stream);
 		CHECK(k->grid[0] == gx[i] && k->grid[1] == 6 && k->grid[2] == 1);
 	}
+	/* the launch with dQ fused into dK's kernel: its sums zeroed on the
+	** stream, then the row pass, dV, dK with dQ's sums, their conversion */
+	int fast = ncalls();
+	CHECK(causal_bwd_launch(&a, ws, need, stream) == ATTNRT_OK);
+	CHECK(ncalls() == fast + 5);
+	const FakeCall *m = call(fast);
+	CHECK(m && m->kind == 'm' && m->dst == (uintptr_t)ws + dbytes &&
+	      m->bytes == need - dbytes && m->value == 0 && m->stream == (uintptr_t)stream);
+	static const char *const fnames[4] = {"causal_bwd_pre_fwd", "causal_bwd_dV_fwd",
+					      "causal_bwd_dKq_fwd", "causal_bwd_post_fwd"};
+	for (int i = 0; i < 4; i++) {
+		const FakeCall *k = call(fast + 1 + i);
+		CHECK(k && k->kind == 'l' && !strcmp(k->name, fnames[i]) &&
+		      k->stream == (uintptr_t)stream);
+	}
+	/* dK's kernel adds to the sums in the workspace; the conversion reads
+	** them and writes the caller's dQ */
+	const FakeCall *dkq = call(fast + 3), *post = call(fast + 4);
+	int sums = 0;
+	for (int p = 0; dkq && p < 9; p++)
+		sums |= dkq->param[p] == (uintptr_t)ws + dbytes;
+	CHECK(sums);
+	CHECK(post && post->param[0] == (uintptr_t)ws + dbytes &&
+	      post->param[1] == (uintptr_t)a.dQ);
 	/* the row pass reads O and dO and writes Delta into the workspace */
 	const FakeCall *pre = call(before);
 	CHECK(pre && pre->param[0] == (uintptr_t)a.O && pre->param[1] == (uintptr_t)a.dO &&
@@ -124,6 +154,7 @@ int main(int argc, char **argv)
 	CHECK(dq && dq->param[0] == (uintptr_t)a.Q && dq->param[1] == (uintptr_t)a.K &&
 	      dq->param[2] == (uintptr_t)a.V);
 	CHECK(attnrt_stream_destroy(stream) == ATTNRT_OK);
+	free(ws);
 	if (failures)
 		fprintf(stderr, "gpu_iface_bwd harness: %d check(s) failed\n", failures);
 	return failures ? 1 : 0;
