@@ -103,8 +103,7 @@ def ours(name):
     if name not in _libs:
         os.makedirs(os.path.join(HERE, "lib"), exist_ok=True)
         so = os.path.join(HERE, "lib", name + ".so")
-        rt = [os.path.join(HERE, "runtime", f) for f in ("driver.c", "module.c", "launch.c", "check.c", "tmap.c",
-                                                         "stream.c")]
+        rt = [os.path.join(HERE, "runtime", f) for f in ("driver.c", "module.c", "launch.c", "check.c", "tmap.c")]
         subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-D_GNU_SOURCE", "-I" + os.path.join(HERE, "runtime"),
                         os.path.join(HERE, "gen", name + ".c")] + rt + ["-ldl", "-lpthread", "-lm", "-o", so],
                        check=True)
@@ -262,25 +261,26 @@ _bwd_libs = {}
 
 def ours_bwd(name):
     """The generated NAME_bwd_launch_generic of kernel file `name` (attnc --grad)
-    and its deterministic form, its workspace query, and the order of its
+    and its atomic form, its workspace query, and the order of its
     tensors (the pointer fields of NAME_bwd_gpu_args in gen/name.h)."""
     if name not in _bwd_libs:
         os.makedirs(os.path.join(HERE, "lib"), exist_ok=True)
         so = os.path.join(HERE, "lib", name + ".so")
-        rt = [os.path.join(HERE, "runtime", f) for f in ("driver.c", "module.c", "launch.c", "check.c", "tmap.c")]
+        rt = [os.path.join(HERE, "runtime", f) for f in ("driver.c", "module.c", "launch.c", "check.c", "tmap.c",
+                                                         "stream.c")]
         subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-D_GNU_SOURCE", "-I" + os.path.join(HERE, "runtime"),
                         os.path.join(HERE, "gen", name + ".c")] + rt + ["-ldl", "-lpthread", "-lm", "-o", so],
                        check=True)
         lib = ctypes.CDLL(so)
         fwd = getattr(lib, name + "_launch_generic")
         bwd = getattr(lib, name + "_bwd_launch_generic")
-        det = getattr(lib, name + "_bwd_launch_deterministic_generic")
+        atomic = getattr(lib, name + "_bwd_launch_atomic_generic")
         wsb = getattr(lib, name + "_bwd_workspace_bytes_generic")
-        for f in (fwd, bwd, det):
+        for f in (fwd, bwd, atomic):
             f.restype = ctypes.c_int
         fwd.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_long),
                         ctypes.POINTER(ctypes.c_double), ctypes.c_void_p]
-        for f in (bwd, det):
+        for f in (bwd, atomic):
             f.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_long),
                           ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
         wsb.restype = ctypes.c_size_t
@@ -290,7 +290,7 @@ def ours_bwd(name):
         src = open(os.path.join(HERE, "gen", name + ".h")).read()
         body = re.search(r"typedef struct %s_bwd_gpu_args \{(.*?)\}" % name, src, re.S).group(1)
         order = re.findall(r"^\t(?:const )?void \*(\w+);", body, re.M)
-        _bwd_libs[name] = (fwd, (bwd, det), wsb, err, order)
+        _bwd_libs[name] = (fwd, (bwd, atomic), wsb, err, order)
     return _bwd_libs[name]
 
 
@@ -301,8 +301,8 @@ def bwd_rows(D, N, flex):
     variant with its logsumexp saved, attnc --grad) after its own forward.
     Each anchor times torch.autograd.grad of its output (its backward
     kernels alone: the forward is not timed); attnc times NAME_bwd_launch
-    (row pass, dK and dV with dQ's atomic adds, dQ's conversion) and, as
-    attnc_det, NAME_bwd_launch_deterministic (row pass, dQ, dK and dV). FLOPs: 2.5 times the forward's
+    (row pass, dQ, dK and dV) and, as attnc_atomic, NAME_bwd_launch_atomic
+    (row pass, dK and dV with dQ's atomic adds, dQ's conversion). FLOPs: 2.5 times the forward's
     (4 B H N^2 D times the mask's fraction). Gradients checked against the
     anchor's: rel_err is the largest of dQ's, dK's and dV's."""
     from torch.nn.attention.flex_attention import create_block_mask
@@ -364,7 +364,7 @@ def bwd_rows(D, N, flex):
             nb = wsb(dims)
             ws = torch.empty(max(1, nb), device=dev, dtype=torch.uint8)
 
-            for sysname, launch in zip(("attnc", "attnc_det"), bwd):
+            for sysname, launch in zip(("attnc", "attnc_atomic"), bwd):
                 def run():
                     if launch(bp, None, dims, p, ctypes.c_void_p(ws.data_ptr()), nb, stream):
                         raise RuntimeError(err().decode())

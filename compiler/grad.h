@@ -44,15 +44,15 @@ enum { GRAD_MAX_DKV = 8 };
 typedef struct GradSplit {
 	Cascade *bwd; /* the backward with the GPU's dtypes: its interface */
 	Cascade *pre, *dq;
-	/* one kernel for dK and dV, or, at head dims above 64, one per gradient
+	/* one kernel for dK and dV, or, at head dims above 128, one per gradient
 	** (NAME_bwd_dK, NAME_bwd_dV: both accumulators do not fit one) */
 	Cascade *dkv[GRAD_MAX_DKV];
 	int ndkv;
 	PtrVec ws;
-	/* The launch that is not deterministic (NULL fused: none): dkv with
-	** dkv[fused_at] replaced by fused, which also adds the dQ gradients to
-	** f32 accumulators (acc: Tensor*, in the workspace after ws, zeroed
-	** first) in any order, and post, which converts them; dq does not run. */
+	/* The launch with atomics (NULL fused: none): dkv with dkv[fused_at]
+	** replaced by fused, which also adds the dQ gradients to f32 sums (acc:
+	** Tensor*, in the workspace after ws, zeroed first) in no fixed order,
+	** and post, which converts them; dq does not run. */
 	Cascade *fused, *post;
 	int fused_at;
 	PtrVec acc;

@@ -148,7 +148,10 @@ static Cascade *piece(Arena *a, const Cascade *c0, const char *name, const char 
 }
 
 /* Two or more gradients along the keys, one of them over a compile-time
-** value dimension wider than 64: each gets a kernel of its own. */
+** value dimension wider than 128: each gets a kernel of its own. At 128,
+** dK's and dV's accumulators and the two score tiles spill about 150 bytes
+** in one sm_80 kernel, which is still faster than two kernels that each
+** compute the scores (bench/RESULTS.md). */
 static int wide_keys(const Cascade *b, const char *outk)
 {
 	int cnt = 0, wide = 0;
@@ -162,7 +165,7 @@ static int wide_keys(const Cascade *b, const char *outk)
 			long w = e->kind == EX_INT   ? e->ival
 				 : e->kind == EX_DIM ? e->dim->fixed
 						     : 0;
-			wide |= w > 64;
+			wide |= w > 128;
 		}
 	}
 	return cnt > 1 && wide;

@@ -7,10 +7,11 @@
 ** writes), dims and params; NAME_bwd_launch runs the pieces in order on one
 ** stream, each piece's tensors taken from the args by name and the row
 ** pass's results from the caller's workspace (NAME_bwd_workspace_bytes).
-** Where grad_split fused dQ into a kernel over key tiles, NAME_bwd_launch
-** zeroes its f32 sums in the workspace, runs that kernel and the pass that
-** converts them; NAME_bwd_launch_deterministic runs the dQ kernel instead,
-** whose sums are in a fixed order.
+** Its sums are in a fixed order. Where grad_split also fused dQ into a
+** kernel over key tiles, NAME_bwd_launch_atomic zeroes dQ's f32 sums in
+** the workspace, runs that kernel, whose CTAs add to them in any order,
+** and the pass that converts them (slower than NAME_bwd_launch where a
+** CTA holds 64 keys: bench/RESULTS.md).
 */
 #include <string.h>
 
@@ -54,26 +55,27 @@ void iface_bwd_decls(FILE *o, const GradSplit *s)
 		"void %s_gpu_defaults(%s_gpu_args *a);\n",
 		n, n);
 	fprintf(o,
-		"/* Bytes of device memory %s_launch needs as its workspace for these dims\n"
-		"** (the row pass's results and dQ's f32 sums; 0: none). */\n"
+		"/* Bytes of device memory %s_launch_atomic needs as its workspace for these\n"
+		"** dims: the row pass's results and dQ's f32 sums (0: none). %s_launch\n"
+		"** needs the first part alone, and takes this much too. */\n"
 		"size_t %s_workspace_bytes(const %s_gpu_args *a);\n"
 		"size_t %s_workspace_bytes_generic(const long *dims);\n",
-		n, n, n, n);
+		n, n, n, n, n);
 	fprintf(
 	    o,
 	    "/* The backward's kernels in order on stream (a CUstream, NULL: the default\n"
 	    "** stream), without synchronising: the row pass, then dQ, dK and dV. The\n"
 	    "** workspace (bytes >= %s_workspace_bytes) is the caller's device memory.\n"
-	    "** %s. The deterministic form computes every\n"
-	    "** gradient in a fixed order (a kernel of its own for dQ).\n"
+	    "** The sums are in a fixed order: the same bytes every run. The atomic\n"
+	    "** form %s\n"
 	    "** Returns 0 or an ATTNRT_ERR_* code; attnrt_last_error() says why. */\n"
 	    "int %s_launch(const %s_gpu_args *a, void *workspace, size_t bytes, void "
 	    "*stream);\n"
-	    "int %s_launch_deterministic(const %s_gpu_args *a, void *workspace, size_t bytes, "
+	    "int %s_launch_atomic(const %s_gpu_args *a, void *workspace, size_t bytes, "
 	    "void *stream);\n"
 	    "int %s_launch_generic(void *const *ptrs, const int64_t *const *strides, const long "
 	    "*dims, const double *params, void *workspace, size_t bytes, void *stream);\n"
-	    "int %s_launch_deterministic_generic(void *const *ptrs, const int64_t *const "
+	    "int %s_launch_atomic_generic(void *const *ptrs, const int64_t *const "
 	    "*strides, const long *dims, const double *params, void *workspace, size_t bytes, "
 	    "void *stream);\n"
 	    "void %s_shape(int tensor, const long *dims, int64_t *shape);\n"
@@ -81,8 +83,9 @@ void iface_bwd_decls(FILE *o, const GradSplit *s)
 	    "** come in their dtype (the CPU's backward takes them in f32). */\n"
 	    "int %s_elem_bytes(int tensor);\n",
 	    n,
-	    s->fused ? "Its dQ is the sum of f32 atomic adds, in no fixed order"
-		     : "Its sums are in a fixed order",
+	    s->fused ? "adds dQ's parts from the dK/dV kernel by f32 atomics, in no fixed\n"
+		       "** order (today slower than the fixed order's dQ kernel)."
+		     : "is the same launch (this backward's dQ is not fused).",
 	    n, n, n, n, n, n, n, n);
 }
 
@@ -144,17 +147,20 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 		"\nsize_t %s_workspace_bytes_generic(const long *dims)\n{\n\tsize_t off[%d];\n"
 		"\treturn %s_ws_layout(dims, off);\n}\n",
 		n, nw + 1, n);
-	/* both launches: the fast one (fused: dQ's sums zeroed, added to by
-	** the kernel over key tiles, converted after it) and the deterministic
-	** one (a kernel of its own for dQ) */
-	for (int det = 1; det >= 0; det--) {
-		int fused = !det && s->fused;
+	/* both launches: the sums in a fixed order (a kernel of its own for
+	** dQ), and with atomics (fused: dQ's sums zeroed, added to by the
+	** kernel over key tiles, converted after it) */
+	for (int atomic = 0; atomic < 2; atomic++) {
+		int fused = atomic && s->fused;
 		fprintf(o,
 			"\nint %s_launch%s_generic(void *const *ptrs, const int64_t *const "
 			"*strides, const long *dims, const double *params, void *workspace, "
 			"size_t bytes, void *stream)\n{\n\tsize_t off[%d];\n\tsize_t need = "
 			"%s_ws_layout(dims, off);\n",
-			n, det ? "_deterministic" : "", nw + 1, n);
+			n, atomic ? "_atomic" : "", nw + 1, n);
+		/* the fixed order does not use dQ's sums after the row pass's */
+		if (!atomic && s->acc.n)
+			fprintf(o, "\tneed = off[%d];\n", s->ws.n);
 		fprintf(o,
 			"\tif (bytes < need || (need && !workspace))\n\t\treturn "
 			"attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"attnrt: %s: the workspace has "
@@ -207,8 +213,8 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 	iface_unpack_args(o, c);
 	fprintf(o, "\t(void)ptrs, (void)strides;\n\treturn %s_workspace_bytes_generic(dims);\n}\n",
 		n);
-	for (int det = 0; det < 2; det++) {
-		const char *suffix = det ? "_deterministic" : "";
+	for (int atomic = 0; atomic < 2; atomic++) {
+		const char *suffix = atomic ? "_atomic" : "";
 		fprintf(o,
 			"\nint %s_launch%s(const %s_gpu_args *a, void *workspace, size_t bytes, "
 			"void *stream)\n{\n",

@@ -149,12 +149,14 @@ typedef struct GpuTarget {
 	void (*prefetch_late)(struct KernelGen *g, PReg nxt, PReg buf, PReg when);
 	/* O += P V of GEMM2 node i, P per score element (GPU_MAXNEL). */
 	void (*contract_pv)(struct KernelGen *g, int node, const PReg *p);
-	/* R += X^T A of SN_CROSS node i (NULL: the target takes none), X per
-	** score element (zero at masked points and rows past the CTA's): the
-	** whole CTA's tile of X is exchanged through shared memory, and every
-	** warp adds its part of the product to the f32 output at the streamed
-	** rows by atomic adds. */
-	void (*contract_cross)(struct KernelGen *g, int node, const PReg *x);
+	/* R += X^T A of SN_CROSS node i (NULL: the target takes none), in two
+	** steps: cross_stage when the node's turn comes, X per score element
+	** (zero at masked points and rows past the CTA's) into shared memory;
+	** contract_cross after the tile body's other nodes, so that their work
+	** covers the wait for every warp's X, each warp adding its part of the
+	** product to the f32 output at the streamed rows by atomic adds. */
+	void (*cross_stage)(struct KernelGen *g, int node, const PReg *x);
+	void (*contract_cross)(struct KernelGen *g, int node);
 	/* Before the first GEMM2 node i's accumulators are rescaled in each of
 	** a tile's bodies (NULL: they are never in flight there): a
 	** contraction of an earlier tile still writing them completes. A

@@ -297,9 +297,10 @@ static void pv_tile(KernelGen *g, TileState *t, int i, int masked)
 	g->t->contract_pv(g, i, x);
 }
 
-/* R += X^T A of SN_CROSS node i: X's elements with their mask, and zero
-** in the rows past the CTA's (zero-filled rows of A, but X there may be
-** inf), then the target's contraction. */
+/* R += X^T A of SN_CROSS node i, its first step: X's elements with their
+** mask, and zero in the rows past the CTA's (zero-filled rows of A, but X
+** there may be inf), staged by the target; gpu_tile_body contracts after
+** the other nodes. */
 static void cross_tile(KernelGen *g, TileState *t, int i, int masked)
 {
 	const CrossContraction *cc = &g->s->cross[g->s->node[i].gemm];
@@ -314,7 +315,7 @@ static void cross_tile(KernelGen *g, TileState *t, int i, int masked)
 		gpu_op4(g, PTX_SELP, ".f32", po_r(x[el]), po_r(v), po_f(0.0f),
 			po_r(in[gpu_el_rs(g, el)]));
 	}
-	g->t->contract_cross(g, i, x);
+	g->t->cross_stage(g, i, x);
 }
 
 /* The nodes of one tile in order (masked: with per-element masks). */
@@ -415,5 +416,8 @@ void gpu_tile_body(KernelGen *g, TileState *t, int masked)
 		default: break;
 		}
 	}
+	for (int i = 0; i < c->nodes.n; i++)
+		if (g->s->node[i].kind == SN_CROSS)
+			g->t->contract_cross(g, i);
 	g->masked_ninf = 0;
 }

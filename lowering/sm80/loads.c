@@ -8,6 +8,41 @@
 
 /* Row strides are padded by 16 bytes so ldmatrix's eight rows hit eight
 ** different bank groups. */
+/* The plan node of s whose shape node is `kind` with contraction `gemm`
+** (a V read's: the first GEMM2 of that slot), or -1. */
+static int node_of(const KernelShape *s, ShapeNodeKind kind, int gemm)
+{
+	for (int i = 0; i < s->p->c->nodes.n; i++)
+		if (s->node[i].kind == kind &&
+		    (kind == SN_GEMM2 ? s->pv[s->node[i].gemm].vslot : s->node[i].gemm) == gemm)
+			return i;
+	return -1;
+}
+
+/* The K read that V read v repeats, or -1: the same tensor at subscripts
+** of the same classes and the same width, neither through a gather (a
+** backward's kernels read Q and dO as the keys of one contraction and
+** the values of another). Its tiles are then copied once. */
+static int shared_k(const KernelShape *s, int v)
+{
+	const Expr *e = s->vreads[v];
+	int nv = node_of(s, SN_GEMM2, v);
+	for (int k = 0; k < s->nqk && nv >= 0 && !s->vgather[v]; k++) {
+		const Expr *b = s->qk[k].b;
+		int nk = node_of(s, SN_GEMM1, k), same = b->tensor == e->tensor && nk >= 0 &&
+							 b->nargs == e->nargs &&
+							 s->qk[k].D == s->DV && !s->qk[k].bgather;
+		for (int m = 0; same && m < e->nargs - 1; m++) {
+			const Expr *x = b->args[m], *y = e->args[m];
+			same = x->kind == EX_INDEX && y->kind == EX_INDEX &&
+			       s->p->cls[nk][x->var] == s->p->cls[nv][y->var];
+		}
+		if (same)
+			return k;
+	}
+	return -1;
+}
+
 void sm80_plan_smem(const KernelShape *s, Smem *m, int bm, int table)
 {
 	uint32_t off = 0;
@@ -17,8 +52,15 @@ void sm80_plan_smem(const KernelShape *s, Smem *m, int bm, int table)
 		m->k[i] = off, m->kbuf[i] = GPU_BN * m->ks[i], off += 2 * m->kbuf[i];
 	}
 	m->vs = (uint32_t)(s->DV * 2 + 16);
-	for (int i = 0; i < s->nvreads; i++)
+	for (int i = 0; i < s->nvreads; i++) {
+		int k = m->vk[i] = shared_k(s, i);
+		if (k >= 0) {
+			m->v[i] = m->k[k], m->vbuf[i] = m->kbuf[k];
+			continue;
+		}
 		m->v[i] = off, m->vbuf[i] = GPU_BN * m->vs, off += 2 * m->vbuf[i];
+	}
+	m->kvend = off;
 	m->xs = (uint32_t)(GPU_BN * 2 + 16);
 	for (int i = 0; i < s->ncross; i++)
 		m->x[i] = off, off += (uint32_t)bm * m->xs;
@@ -273,7 +315,8 @@ static void copy_kv(KernelGen *g, PReg j, PReg buf, int whole, int which)
 	for (int k = 0; k < s->nqk && (which & SM80_COPY_K); k++)
 		tile_load_buf(g, &k8->lk[k], j, g->sext, buf, k8->sm.kbuf[k], whole);
 	for (int v = 0; v < s->nvreads && (which & SM80_COPY_V); v++)
-		tile_load_buf(g, &k8->lv[v], j, g->sext, buf, k8->sm.vbuf[v], whole);
+		if (k8->sm.vk[v] < 0)
+			tile_load_buf(g, &k8->lv[v], j, g->sext, buf, k8->sm.vbuf[v], whole);
 }
 
 /* Copies the K and V tiles starting at key j into buffer buf (0 or 1) when
@@ -328,7 +371,7 @@ void sm80_load_q(KernelGen *g)
 ** sets g->ids.base (cleared after the first fill). */
 static int ids_staged(KernelGen *g, const KernelShape *s, const Smem *sm, PReg sbase)
 {
-	uint32_t kv0 = sm->k[0], kv1 = sm->v[s->nvreads - 1] + 2 * sm->vbuf[s->nvreads - 1];
+	uint32_t kv0 = sm->k[0], kv1 = sm->kvend;
 	if (s->nqk != 1 || kv1 - kv0 < GPU_IDSTAGE_BYTES)
 		return 0;
 	g->ids.base = sbase, g->ids.off = kv0;

@@ -205,29 +205,17 @@ static PReg cross_row_addr(KernelGen *g, int i, PReg r)
 	return a;
 }
 
-/* R += X^T A of SN_CROSS node i (gpu/tile.c; a backward's dQ += dS K in
-** the kernel over key tiles). X, per score element, goes to shared memory
-** as bf16/f16 pairs (rows: the CTA's rows, columns: the tile's streamed
-** rows). After a barrier, warp w takes streamed rows [16 w, 16 w + 16):
-** X^T's fragments by ldmatrix.trans over all the CTA's rows, kept for
-** every chunk; A's (the contraction's first operand, in Q's place) by
-** ldmatrix.trans as V's are; e in chunks of four n8 tiles, whose sums are
-** added to R by red.global.add.f32, streamed rows past the stream's end
-** adding nothing. The X tile is written again only after the tile's end
-** (a barrier). */
-void sm80_contract_cross(KernelGen *g, int i, const PReg *x)
+/* The first step of R += X^T A of SN_CROSS node i (gpu/tile.c; a
+** backward's dQ += dS K in the kernel over key tiles): X, per score
+** element, to shared memory as bf16/f16 pairs (rows: the CTA's rows,
+** columns: the tile's streamed rows), row 16 rb warp + 16 m + lane / 4
+** (+ 8), columns 2 (lane % 4) + 8 nt and the next. */
+void sm80_cross_stage(KernelGen *g, int i, const PReg *x)
 {
-	Sm80Kernel *k8 = sm80_of(g);
-	const Smem *sm = &k8->sm;
+	const Smem *sm = &sm80_of(g)->sm;
 	int ci = g->s->node[i].gemm;
-	const CrossContraction *cc = &g->s->cross[ci];
-	int f16 = cc->r->tensor->dtype == DT_F16;
-	const char *cvt = f16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32";
-	const char *mma = f16 ? ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-			      : ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
-	int warps = gpu_warps(g->t), nkk = g->cta_rows / 16, net = (int)(cc->D / 8);
-	/* X to shared memory: row 16 rb warp + 16 m + lane / 4 (+ 8), columns
-	** 2 (lane % 4) + 8 nt and the next */
+	const char *cvt =
+	    g->s->cross[ci].r->tensor->dtype == DT_F16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32";
 	PReg q4 = gpu_reg(g, PC_B64), ql = gpu_reg(g, PC_B64), row = gpu_reg(g, PC_B64),
 	     xa = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_SHR, ".u64", po_r(q4), po_r(g->lane), po_i(2));
@@ -236,8 +224,7 @@ void sm80_contract_cross(KernelGen *g, int i, const PReg *x)
 		po_r(q4));
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(xa), po_r(gpu_u32(g, row)), po_i(sm->xs),
 		po_r(g->sbase));
-	PReg qb = gpu_u32(g, ql);
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(xa), po_r(qb), po_i(4), po_r(xa));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(xa), po_r(gpu_u32(g, ql)), po_i(4), po_r(xa));
 	for (int el = 0; el < g->row_blocks * g->nel; el += 2) {
 		int m = el / g->nel, nt = el % g->nel / 4, half = (el >> 1) & 1;
 		PReg pk = gpu_reg(g, PC_B32);
@@ -247,7 +234,30 @@ void sm80_contract_cross(KernelGen *g, int i, const PReg *x)
 					     (uint32_t)nt * 16)),
 			po_r(pk));
 	}
+}
+
+/* The second step, after the tile body's other nodes: a barrier (every
+** warp's X is in place), then warp w takes streamed rows [16 w, 16 w + 16):
+** X^T's fragments by ldmatrix.trans over all the CTA's rows, kept for every
+** chunk; A's (the contraction's first operand, in Q's place) by
+** ldmatrix.trans as V's are; e in chunks of eight n8 tiles (eight
+** independent accumulator chains), whose sums are added to R by
+** red.global.add.f32, streamed rows past the stream's end adding nothing.
+** The X tile is written again only after the tile's end (a barrier). */
+void sm80_contract_cross(KernelGen *g, int i)
+{
+	Sm80Kernel *k8 = sm80_of(g);
+	const Smem *sm = &k8->sm;
+	int ci = g->s->node[i].gemm;
+	const CrossContraction *cc = &g->s->cross[ci];
+	const char *mma = cc->r->tensor->dtype == DT_F16
+			      ? ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+			      : ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+	int warps = gpu_warps(g->t), nkk = g->cta_rows / 16, net = (int)(cc->D / 8);
 	gpu_op1(g, PTX_BAR, "", po_i(0));
+	PReg q4 = gpu_reg(g, PC_B64), ql = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_SHR, ".u64", po_r(q4), po_r(g->lane), po_i(2));
+	gpu_op3(g, PTX_AND, ".b64", po_r(ql), po_r(g->lane), po_i(3));
 	PReg al = sm80_lane_addr(g, g->sbase, sm->x[ci], sm->xs, 0);
 	PReg bl = sm80_lane_addr(g, g->sbase, sm->q[cc->qk], sm->qs[cc->qk], 1);
 	for (int sb = 0; sb < g->bn / 16 / warps; sb++) {
@@ -255,8 +265,8 @@ void sm80_contract_cross(KernelGen *g, int i, const PReg *x)
 		PReg blk = gpu_reg(g, PC_B64), ab = gpu_reg(g, PC_B32);
 		gpu_op3(g, PTX_ADD, ".s64", po_r(blk), po_r(g->warp), po_i(warps * sb));
 		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(ab), po_r(gpu_u32(g, blk)), po_i(32), po_r(al));
-		PReg a[16][4];
-		for (int kk = 0; kk < nkk && kk < 16; kk++) {
+		PReg a[8][4];
+		for (int kk = 0; kk < nkk && kk < 8; kk++) {
 			for (int q = 0; q < 4; q++)
 				a[kk][q] = gpu_reg(g, PC_B32);
 			gpu_op2(g, PTX_LDMATRIX, ".sync.aligned.m8n8.x4.trans.shared.b16",
@@ -278,15 +288,15 @@ void sm80_contract_cross(KernelGen *g, int i, const PReg *x)
 			gpu_op3(g, PTX_SHL, ".b64", po_r(c), po_r(ql), po_i(3));
 			gpu_op3(g, PTX_ADD, ".s64", po_r(ad[h]), po_r(ad[h]), po_r(c));
 		}
-		for (int c0 = 0; c0 < net; c0 += 4) {
-			PReg acc[4][4];
-			int nt = net - c0 < 4 ? net - c0 : 4;
+		for (int c0 = 0; c0 < net; c0 += 8) {
+			PReg acc[8][4];
+			int nt = net - c0 < 8 ? net - c0 : 8;
 			for (int t = 0; t < nt; t++)
 				for (int q = 0; q < 4; q++) {
 					acc[t][q] = gpu_reg(g, PC_F32);
 					gpu_op2(g, PTX_MOV, ".f32", po_r(acc[t][q]), po_f(0.0f));
 				}
-			for (int kk = 0; kk < nkk && kk < 16; kk++)
+			for (int kk = 0; kk < nkk && kk < 8; kk++)
 				for (int ep = 0; ep < nt / 2; ep++) {
 					/* A rows kk*16 + (mi&1)*8 + r, e = c0*8 + ep*16 + (mi>>1)*8 */
 					int32_t off = (int32_t)((uint32_t)kk * 16 * sm->qs[cc->qk] +

@@ -20,6 +20,10 @@ typedef struct Smem {
 	uint32_t q[GPU_MAXG], k[GPU_MAXG], v[GPU_MAXG]; /* byte offsets */
 	uint32_t kbuf[GPU_MAXG], vbuf[GPU_MAXG];        /* bytes between the two buffers */
 	uint32_t qs[GPU_MAXG], ks[GPU_MAXG], vs;        /* row strides (bytes) */
+	/* the K read whose buffers a V read shares (the same rows of the same
+	** tensor: a backward's Q and dO, read as both), or -1 */
+	int vk[GPU_MAXG];
+	uint32_t kvend;           /* the end of the K and V buffers */
 	uint32_t x[GPU_MAXG], xs; /* per sum over the CTA's rows, its X tile; row stride */
 	uint32_t scan; /* the tile table of masks that read data (16-byte aligned), or 0 */
 	uint32_t total;
@@ -103,7 +107,8 @@ PReg sm80_lane_addr(KernelGen *g, PReg sbase, uint32_t soff, uint32_t stride, in
 void sm80_q_frags(KernelGen *g);
 void sm80_contract_qk(KernelGen *g, int node);
 void sm80_contract_pv(KernelGen *g, int node, const PReg *p);
-void sm80_contract_cross(KernelGen *g, int node, const PReg *x);
+void sm80_cross_stage(KernelGen *g, int node, const PReg *x);
+void sm80_contract_cross(KernelGen *g, int node);
 
 /* epilogue.c */
 void sm80_store_output(KernelGen *g, int node, PReg q, const PReg *crows, const PReg *rowok,

@@ -66,6 +66,7 @@ const GpuTarget T_sm80 = {
     .contract_qk = sm80_contract_qk,
     .prefetch_late = sm80_issue_next_v,
     .contract_pv = sm80_contract_pv,
+    .cross_stage = sm80_cross_stage,
     .contract_cross = sm80_contract_cross,
     .tile_end = sm80_tile_end,
     .store_output = sm80_store_output,

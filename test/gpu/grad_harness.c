@@ -16,9 +16,9 @@
 ** and every gradient compared with the C backward's: relative L2 error
 ** below 2e-2 for bf16 and f16 gradients (P and dS are rounded to 16 bits
 ** for the tensor cores, as FlashAttention's are) and 5e-3 for f32, no NaN.
-** Both launches are checked so: NAME_launch (dQ by atomic adds where the
-** kernels fuse it) and NAME_launch_deterministic, which is also run twice
-** and must give the same bytes. Prints one line per gradient and launch,
+** Both launches are checked so: NAME_launch, run twice, which must give
+** the same bytes both times, and NAME_launch_atomic (dQ by atomic adds
+** where the kernels fuse it). Prints one line per gradient and launch,
 ** then PASS or FAIL; exits 1 on failure.
 */
 #define _POSIX_C_SOURCE 200809L
@@ -47,8 +47,8 @@ void G(_tensor_shape)(int, const long *, long *);
 int G(_run_generic)(const long *, const double *, void *const *, int);
 int F(_launch_generic)(void *const *, const int64_t *const *, const long *, const double *, void *,
 		       size_t, void *);
-int F(_launch_deterministic_generic)(void *const *, const int64_t *const *, const long *,
-				     const double *, void *, size_t, void *);
+int F(_launch_atomic_generic)(void *const *, const int64_t *const *, const long *, const double *,
+			      void *, size_t, void *);
 size_t F(_workspace_bytes_generic)(const long *);
 int F(_elem_bytes)(int);
 
@@ -98,7 +98,7 @@ static float load(int dt, int es, const void *raw, long e)
 }
 
 /* The backward's tensors: host values (f32), their raw bytes in the
-** device's dtype, device copies, and the first deterministic run's
+** device's dtype, device copies, and the first run's
 ** gradients. */
 static int nt;
 static void *host_f[64], *dev[64], *hraw[64], *first[64];
@@ -245,10 +245,9 @@ int main(int argc, char **argv)
 	return fail;
 }
 
-/* Launch run (0: NAME_launch, 1 and 2: the deterministic one) with the
+/* Launch run (0 and 1: NAME_launch, 2: NAME_launch_atomic) with the
 ** gradients poisoned and the workspace garbage, and compare the gradients
-** with the C backward's; the second deterministic run must give the first
-** one's bytes. */
+** with the C backward's; the second run must give the first one's bytes. */
 static int launch_and_compare(int run, const long *dims, const double *params, void *ws,
 			      size_t bytes)
 {
@@ -262,9 +261,9 @@ static int launch_and_compare(int run, const long *dims, const double *params, v
 	}
 	if (bytes)
 		check(attnrt_memset(ws, 0xA5, bytes), "memset workspace");
-	if (run)
-		check(F(_launch_deterministic_generic)(dev, NULL, dims, params, ws, bytes, NULL),
-		      "launch (deterministic)");
+	if (run == 2)
+		check(F(_launch_atomic_generic)(dev, NULL, dims, params, ws, bytes, NULL),
+		      "launch (atomic)");
 	else
 		check(F(_launch_generic)(dev, NULL, dims, params, ws, bytes, NULL), "launch");
 	check(attnrt_synchronize(), "kernels");
@@ -274,9 +273,9 @@ static int launch_and_compare(int run, const long *dims, const double *params, v
 			continue;
 		size_t nb = (size_t)numel[i] * (size_t)es[i];
 		check(attnrt_memcpy_dtoh(hraw[i], dev[i], nb), "download");
-		if (run == 1 && (first[i] = malloc(nb + 1)))
+		if (run == 0 && (first[i] = malloc(nb + 1)))
 			memcpy(first[i], hraw[i], nb);
-		if (run == 2) {
+		if (run == 1) {
 			int same = first[i] && !memcmp(first[i], hraw[i], nb);
 			fail |= !same;
 			printf("%s %s deterministic: %s\n", STR(NAME), name[i],
@@ -297,8 +296,7 @@ static int launch_and_compare(int run, const long *dims, const double *params, v
 		int ok = nan == 0 && rel < (es[i] == 2 ? 2e-2 : 5e-3);
 		fail |= !ok;
 		printf("%s %s%s numel %ld rel_l2 %.3e nan %ld inf_mismatch 0 %s\n", STR(NAME),
-		       name[i], run ? " (deterministic)" : "", numel[i], rel, nan,
-		       ok ? "ok" : "BAD");
+		       name[i], run ? " (atomic)" : "", numel[i], rel, nan, ok ? "ok" : "BAD");
 	}
 	return fail;
 }

@@ -87,11 +87,10 @@ int main(int argc, char **argv)
 	CHECK(b && !grad_split(&ar, &d, c, b, s));
 	if (!b || failures)
 		return 1;
-	/* the pieces: the row pass, dQ, then dV and dK apart at D = 128 */
+	/* the pieces: the row pass, dQ, then dK and dV in one kernel at D = 128 */
 	CHECK(s->pre && !strcmp(s->pre->name, "causal_bwd_pre"));
 	CHECK(s->dq && !strcmp(s->dq->name, "causal_bwd_dq"));
-	CHECK(s->ndkv == 2 && !strcmp(s->dkv[0]->name, "causal_bwd_dV") &&
-	      !strcmp(s->dkv[1]->name, "causal_bwd_dK"));
+	CHECK(s->ndkv == 1 && !strcmp(s->dkv[0]->name, "causal_bwd_dkv"));
 	CHECK(s->ws.n == 1);
 	if (failures)
 		return 1;
@@ -106,21 +105,20 @@ int main(int argc, char **argv)
 	ptrvec_push(&ar, &g->cascades, s->pre);
 	ptrvec_push(&ar, &g->cascades, s->dq);
 	ptrvec_push(&ar, &g->cascades, s->dkv[0]);
-	ptrvec_push(&ar, &g->cascades, s->dkv[1]);
-	/* dQ fused into dK's kernel (its f32 sums), and their conversion */
-	CHECK(s->fused && s->post && s->fused_at == 1 && s->acc.n == 1);
+	/* dQ fused into the dK/dV kernel (its f32 sums), and their conversion */
+	CHECK(s->fused && s->post && s->fused_at == 0 && s->acc.n == 1);
 	if (failures)
 		return 1;
 	ptrvec_push(&ar, &g->cascades, s->fused);
 	ptrvec_push(&ar, &g->cascades, s->post);
 	ptrvec_push(&ar, &g->grads, s);
-	GpuKernelInfo info[7];
+	GpuKernelInfo info[6];
 	memset(info, 0, sizeof info);
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 6; i++)
 		info[i] =
 		    (GpuKernelInfo){.smem = 60000, .threads = 128, .block_m = 64, .block_n = 64};
 	info[0].block_m = 128, info[1].block_m = 128, info[1].smem = 0;
-	info[6].block_m = 128, info[6].smem = 0;
+	info[5].block_m = 128, info[5].smem = 0;
 	char dir[512];
 	snprintf(dir, sizeof dir, "%s/causal", scratch);
 	CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST);
@@ -141,22 +139,20 @@ int main(int argc, char **argv)
 	expect_text("causal.h", h, "\tconst void *dO; /* bf16, 4 dims */\n");
 	expect_text("causal.h", h, "\tvoid *dQ; /* bf16, 4 dims */\n");
 	/* the pieces in order, the row pass's result in the workspace: the
-	** deterministic launch, then the one with dQ's sums zeroed, added to
-	** by dK's kernel and converted */
+	** launch in a fixed order, then the one with dQ's sums zeroed, added
+	** to by dK's kernel and converted */
 	const char *o1 = expect_text("causal.c", src, "causal_bwd_pre_launch_generic(pp, ps, dims");
 	const char *o2 = expect_text("causal.c", src, "causal_bwd_dq_launch_generic(pp, ps, dims");
-	const char *o3 = expect_text("causal.c", src, "causal_bwd_dV_launch_generic(pp, ps, dims");
-	const char *o4 = expect_text("causal.c", src, "causal_bwd_dK_launch_generic(pp, ps, dims");
-	CHECK(o1 && o2 && o3 && o4 && o1 < o2 && o2 < o3 && o3 < o4);
+	const char *o3 = expect_text("causal.c", src, "causal_bwd_dkv_launch_generic(pp, ps, dims");
+	CHECK(o1 && o2 && o3 && o1 < o2 && o2 < o3);
 	expect_text("causal.c", src, "\t\tpp[2] = ws + off[0];\n");
-	const char *f0 = expect_text("causal.c", src, "int causal_bwd_launch_generic(");
+	const char *f0 = expect_text("causal.c", src, "int causal_bwd_launch_atomic_generic(");
 	const char *f1 =
 	    f0 ? expect_text("causal.c", f0, "attnrt_memset_async(ws + off[1], 0") : NULL;
 	const char *f2 =
 	    f1 ? expect_text("causal.c", f1, "causal_bwd_pre_launch_generic(pp") : NULL;
-	const char *f3 = f2 ? expect_text("causal.c", f2, "causal_bwd_dV_launch_generic(pp") : NULL;
 	const char *f4 =
-	    f3 ? expect_text("causal.c", f3, "causal_bwd_dKq_launch_generic(pp") : NULL;
+	    f2 ? expect_text("causal.c", f2, "causal_bwd_dkvq_launch_generic(pp") : NULL;
 	const char *f5 =
 	    f4 ? expect_text("causal.c", f4, "causal_bwd_post_launch_generic(pp") : NULL;
 	const char *f6 = f5 ? strstr(f0, "\n}\n") : NULL;

@@ -97,7 +97,8 @@ int main(int argc, char **argv)
 	if (!ws)
 		return 1;
 	int before = ncalls();
-	CHECK(causal_bwd_launch(&a, ws, need - 1, stream) == ATTNRT_ERR_ARGUMENT);
+	CHECK(causal_bwd_launch_atomic(&a, ws, need - 1, stream) == ATTNRT_ERR_ARGUMENT);
+	CHECK(causal_bwd_launch(&a, ws, dbytes - 1, stream) == ATTNRT_ERR_ARGUMENT);
 	CHECK(strstr(attnrt_last_error(), "causal_bwd: the workspace has") != NULL);
 	CHECK(causal_bwd_launch(&a, NULL, need, stream) == ATTNRT_ERR_ARGUMENT);
 	CHECK(ncalls() == before);
@@ -106,13 +107,14 @@ int main(int argc, char **argv)
 	CHECK(causal_bwd_launch(&a, ws, need, stream) != ATTNRT_OK);
 	a.dL = fake_ptr(6);
 	before = ncalls();
-	CHECK(causal_bwd_launch_deterministic(&a, ws, need, stream) == ATTNRT_OK);
-	CHECK(ncalls() == before + 4);
-	static const char *const names[4] = {"causal_bwd_pre_fwd", "causal_bwd_dq_fwd",
-					     "causal_bwd_dV_fwd", "causal_bwd_dK_fwd"};
+	/* the fixed order needs the row pass's part of the workspace alone */
+	CHECK(causal_bwd_launch(&a, ws, dbytes, stream) == ATTNRT_OK);
+	CHECK(ncalls() == before + 3);
+	static const char *const names[3] = {"causal_bwd_pre_fwd", "causal_bwd_dq_fwd",
+					     "causal_bwd_dkv_fwd"};
 	/* the row pass: 128 rows a CTA; the others 64 (the unit test's values) */
-	static const unsigned gx[4] = {3, 5, 5, 5};
-	for (int i = 0; i < 4; i++) {
+	static const unsigned gx[3] = {3, 5, 5};
+	for (int i = 0; i < 3; i++) {
 		const FakeCall *k = call(before + i);
 		CHECK(k && k->kind == 'l');
 		if (!k)
@@ -121,24 +123,26 @@ int main(int argc, char **argv)
 		CHECK(k->stream == (uintptr_t)stream);
 		CHECK(k->grid[0] == gx[i] && k->grid[1] == 6 && k->grid[2] == 1);
 	}
-	/* the launch with dQ fused into dK's kernel: its sums zeroed on the
-	** stream, then the row pass, dV, dK with dQ's sums, their conversion */
+	/* the launch with dQ fused into the dK/dV kernel: its sums zeroed on
+	** the stream, then the row pass, dK and dV with dQ's sums, their
+	** conversion */
 	int fast = ncalls();
-	CHECK(causal_bwd_launch(&a, ws, need, stream) == ATTNRT_OK);
-	CHECK(ncalls() == fast + 5);
+	CHECK(causal_bwd_launch_atomic(&a, ws, dbytes, stream) == ATTNRT_ERR_ARGUMENT);
+	CHECK(causal_bwd_launch_atomic(&a, ws, need, stream) == ATTNRT_OK);
+	CHECK(ncalls() == fast + 4);
 	const FakeCall *m = call(fast);
 	CHECK(m && m->kind == 'm' && m->dst == (uintptr_t)ws + dbytes &&
 	      m->bytes == need - dbytes && m->value == 0 && m->stream == (uintptr_t)stream);
-	static const char *const fnames[4] = {"causal_bwd_pre_fwd", "causal_bwd_dV_fwd",
-					      "causal_bwd_dKq_fwd", "causal_bwd_post_fwd"};
-	for (int i = 0; i < 4; i++) {
+	static const char *const fnames[3] = {"causal_bwd_pre_fwd", "causal_bwd_dkvq_fwd",
+					      "causal_bwd_post_fwd"};
+	for (int i = 0; i < 3; i++) {
 		const FakeCall *k = call(fast + 1 + i);
 		CHECK(k && k->kind == 'l' && !strcmp(k->name, fnames[i]) &&
 		      k->stream == (uintptr_t)stream);
 	}
-	/* dK's kernel adds to the sums in the workspace; the conversion reads
-	** them and writes the caller's dQ */
-	const FakeCall *dkq = call(fast + 3), *post = call(fast + 4);
+	/* the dK/dV kernel adds to the sums in the workspace; the conversion
+	** reads them and writes the caller's dQ */
+	const FakeCall *dkq = call(fast + 2), *post = call(fast + 3);
 	int sums = 0;
 	for (int p = 0; dkq && p < 9; p++)
 		sums |= dkq->param[p] == (uintptr_t)ws + dbytes;
