@@ -66,55 +66,70 @@ const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s)
 	return NULL;
 }
 
+/* A loop of the thread over index variable v of node i (its value in
+** g->col, 0 to the extent): the index's values are the loop's own, so no
+** value is kept across it. */
+typedef struct RowLoop {
+	PReg e, p, ext;
+	int top, end;
+} RowLoop;
+
+static void loop_open(KernelGen *g, RowLoop *l, int i, int v)
+{
+	l->e = gpu_reg(g, PC_B64), l->p = gpu_reg(g, PC_PRED);
+	l->ext = gpu_expr(g, gpu_node(g, i)->vars[v].extent);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(l->e), po_i(0));
+	l->top = ptx_new_label(g->f), l->end = ptx_new_label(g->f);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(l->p), po_r(l->e), po_r(l->ext));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(l->end));
+	ptx_guard(g->f, l->p, 0);
+	gpu_expr_forget(g, 0);
+	g->s->ecls = g->p->cls[i][v];
+	ptx_label(g->f, l->top);
+	g->col = l->e;
+}
+
+static void loop_close(KernelGen *g, RowLoop *l)
+{
+	gpu_op3(g, PTX_ADD, ".s64", po_r(l->e), po_r(l->e), po_i(1));
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(l->p), po_r(l->e), po_r(l->ext));
+	gpu_op1(g, PTX_BRA, "", po_label(l->top));
+	ptx_guard(g->f, l->p, 0);
+	ptx_label(g->f, l->end);
+	gpu_expr_forget(g, 0);
+	g->s->ecls = -1;
+}
+
+/* v where `keep` holds (NULL: always), else `other`. */
+static PReg kept(KernelGen *g, PReg v, const Expr *keep, float other)
+{
+	if (!keep)
+		return v;
+	PReg z = gpu_reg(g, PC_F32);
+	gpu_op4(g, PTX_SELP, ".f32", po_r(z), po_r(v), po_f(other), po_r(gpu_expr(g, keep)));
+	return z;
+}
+
 /* Node i's value at the thread's row: its body, or a loop over its reduced
 ** index; absent points (its filter) give 0 or the reduction's identity. */
 static PReg row_value(KernelGen *g, int i)
 {
 	const Node *n = gpu_node(g, i);
 	g->node = i;
-	if (!n->nred) {
-		PReg v = gpu_expr(g, n->body);
-		if (n->filter) {
-			PReg z = gpu_reg(g, PC_F32);
-			gpu_op4(g, PTX_SELP, ".f32", po_r(z), po_r(v), po_f(0.0f),
-				po_r(gpu_expr(g, n->filter)));
-			v = z;
-		}
-		return v;
-	}
+	if (!n->nred)
+		return kept(g, gpu_expr(g, n->body), n->filter, 0.0f);
 	float id = n->red == RED_MAX ? -INFINITY : n->red == RED_MIN ? INFINITY : 0.0f;
-	PReg acc = gpu_reg(g, PC_F32), e = gpu_reg(g, PC_B64), p = gpu_reg(g, PC_PRED);
-	PReg ext = gpu_expr(g, n->vars[n->nfree].extent);
+	PReg acc = gpu_reg(g, PC_F32);
 	gpu_op2(g, PTX_MOV, ".f32", po_r(acc), po_f(id));
-	gpu_op2(g, PTX_MOV, ".b64", po_r(e), po_i(0));
-	int top = ptx_new_label(g->f), end = ptx_new_label(g->f);
-	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(p), po_r(e), po_r(ext));
-	gpu_op1(g, PTX_BRA, ".uni", po_label(end));
-	ptx_guard(g->f, p, 0);
-	/* values of the index are the loop's own: none is kept across it */
-	gpu_expr_forget(g, 0);
-	g->s->ecls = g->p->cls[i][n->nfree];
-	ptx_label(g->f, top);
-	g->col = e;
-	PReg x = gpu_expr(g, n->body);
-	if (n->filter) {
-		PReg z = gpu_reg(g, PC_F32);
-		gpu_op4(g, PTX_SELP, ".f32", po_r(z), po_r(x), po_f(id),
-			po_r(gpu_expr(g, n->filter)));
-		x = z;
-	}
+	RowLoop l;
+	loop_open(g, &l, i, n->nfree);
+	PReg x = kept(g, gpu_expr(g, n->body), n->filter, id);
 	gpu_op3(g,
 		n->red == RED_SUM   ? PTX_ADD
 		: n->red == RED_MAX ? PTX_MAX
 				    : PTX_MIN,
 		".f32", po_r(acc), po_r(acc), po_r(x));
-	gpu_op3(g, PTX_ADD, ".s64", po_r(e), po_r(e), po_i(1));
-	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(p), po_r(e), po_r(ext));
-	gpu_op1(g, PTX_BRA, "", po_label(top));
-	ptx_guard(g->f, p, 0);
-	ptx_label(g->f, end);
-	gpu_expr_forget(g, 0);
-	g->s->ecls = -1;
+	loop_close(g, &l);
 	return acc;
 }
 
@@ -124,25 +139,10 @@ static void row_elements_store(KernelGen *g, int i)
 {
 	const Node *n = gpu_node(g, i);
 	Arena *a = g->a;
-	PReg e = gpu_reg(g, PC_B64), p = gpu_reg(g, PC_PRED);
 	g->node = i;
-	PReg ext = gpu_expr(g, n->vars[n->nfree - 1].extent);
-	gpu_op2(g, PTX_MOV, ".b64", po_r(e), po_i(0));
-	int top = ptx_new_label(g->f), end = ptx_new_label(g->f);
-	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(p), po_r(e), po_r(ext));
-	gpu_op1(g, PTX_BRA, ".uni", po_label(end));
-	ptx_guard(g->f, p, 0);
-	gpu_expr_forget(g, 0);
-	g->s->ecls = g->p->cls[i][n->nfree - 1];
-	ptx_label(g->f, top);
-	g->col = e;
-	PReg v = gpu_expr(g, n->body);
-	const Expr *keep = n->filter ? n->filter : n->out->domain;
-	if (keep) {
-		PReg z = gpu_reg(g, PC_F32);
-		gpu_op4(g, PTX_SELP, ".f32", po_r(z), po_r(v), po_f(0.0f), po_r(gpu_expr(g, keep)));
-		v = z;
-	}
+	RowLoop l;
+	loop_open(g, &l, i, n->nfree - 1);
+	PReg v = kept(g, gpu_expr(g, n->body), n->filter ? n->filter : n->out->domain, 0.0f);
 	Expr **args = ARENA_ARRAY(a, Expr *, n->nfree + 1);
 	for (int k = 0; k < n->nfree; k++)
 		args[k] = expr_index(a, k);
@@ -155,13 +155,7 @@ static void row_elements_store(KernelGen *g, int i)
 			po_r(h), po_r(v));
 		gpu_op2(g, PTX_ST, ".global.b16", po_mem(ad, 0), po_r(h));
 	}
-	gpu_op3(g, PTX_ADD, ".s64", po_r(e), po_r(e), po_i(1));
-	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(p), po_r(e), po_r(ext));
-	gpu_op1(g, PTX_BRA, "", po_label(top));
-	ptx_guard(g->f, p, 0);
-	ptx_label(g->f, end);
-	gpu_expr_forget(g, 0);
-	g->s->ecls = -1;
+	loop_close(g, &l);
 }
 
 /* The row pass: the forward's parameters and grid decode (so that its
