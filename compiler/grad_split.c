@@ -328,7 +328,7 @@ static void fuse_dq(Arena *a, const Cascade *b, const Plan *bp, int J, const cha
 		ptrvec_push(a, &s->acc, acc);
 		Tensor *in = ARENA_NEW(a, Tensor), *o = ARENA_NEW(a, Tensor);
 		*in = *acc, *o = *x->out;
-		in->kind = TK_IN, in->def = NULL, in->domain = NULL;
+		in->kind = TK_IN, in->def = NULL, in->domain = NULL, in->added_to = 0;
 		in->id = post->tensors.n;
 		ptrvec_push(a, &post->tensors, in);
 		o->id = post->tensors.n;

@@ -264,6 +264,26 @@ static int factor_list(const Expr *e, const Expr **f, int n)
 	return n + 1;
 }
 
+/* Read r of node i subscripts the rows that contraction q's first operand
+** holds in shared memory: the same indices, by class, but the last. */
+static int same_rows(const Plan *p, const KernelShape *s, int q, int i, const Expr *r)
+{
+	const Expr *a = s->qk[q].a;
+	int nq = -1;
+	for (int k = 0; k < i; k++) /* the nodes before i have their kinds */
+		if (s->node[k].kind == SN_GEMM1 && s->node[k].gemm == q)
+			nq = k;
+	if (nq < 0 || a->nargs != r->nargs)
+		return 0;
+	for (int m = 0; m < r->nargs - 1; m++) {
+		const Expr *x = a->args[m], *y = r->args[m];
+		if (x->kind != EX_INDEX || y->kind != EX_INDEX ||
+		    p->cls[nq][x->var] != p->cls[i][y->var])
+			return 0;
+	}
+	return 1;
+}
+
 /* A sum over the CTA's rows with the streamed index and a value index
 ** free: R[s, e] = sum[i](X[i, s] * A[.., i, .., e]), A the A operand of a
 ** contraction with K (its rows are in shared memory), R an f32 output
@@ -294,7 +314,8 @@ static const char *cross(Arena *a, const Plan *p, int i, KernelShape *s, int eva
 			continue;
 		for (int q = 0; q < s->nqk; q++) {
 			if (s->qk[q].a->tensor != r->tensor || s->qk[q].agather ||
-			    s->qk[q].D != fixed_extent(n->vars[evar].extent))
+			    s->qk[q].D != fixed_extent(n->vars[evar].extent) ||
+			    !same_rows(p, s, q, i, r))
 				continue;
 			s->cross[s->ncross] =
 			    (CrossContraction){x ? x : expr_float(a, 1.0), r, evar, s->qk[q].D, q};
