@@ -282,7 +282,7 @@ static int crossable(const Plan *bp, int i, int J)
 /* The gradients along the query rows (outq) accumulated by kernel k of
 ** the ones over key tiles instead of a kernel of their own, where each is
 ** crossable and k computes what they read: the fused piece adds them as
-** f32 outputs NAME.acc (s->acc, zeroed before it, added to by every key
+** f32 outputs NAME_acc (s->acc, zeroed before it, added to by every key
 ** tile), and a pass after it (s->post) converts them to the gradients'
 ** dtypes. keeps/outs: each dkv piece's nodes and outputs. */
 static void fuse_dq(Arena *a, const Cascade *b, const Plan *bp, int J, const char *needq,
@@ -320,8 +320,10 @@ static void fuse_dq(Arena *a, const Cascade *b, const Plan *bp, int J, const cha
 			if (!strcmp(y->name, x->out->name))
 				acc = y;
 		}
-		if (!acc)
+		if (!acc) {
+			s->acc.n = 0; /* not fused: no sums in the workspace */
 			return;
+		}
 		/* the fused piece's output, then the post pass's input */
 		acc->name = arena_printf(a, "%s_acc", c_name(a, x->out->name));
 		acc->dtype = DT_F32, acc->added_to = 1;
