@@ -190,6 +190,21 @@ int expr_reads(const Expr *e, const Tensor *t)
 	return 0;
 }
 
+/* f's count so far is n (factors past max are counted, not kept). */
+static int factors_from(const Expr *e, const Expr **f, int n, int max)
+{
+	if (e->kind == EX_BINOP && e->op == OP_MUL && e->type == VT_FLOAT)
+		return factors_from(e->args[1], f, factors_from(e->args[0], f, n, max), max);
+	if (n < max)
+		f[n] = e;
+	return n + 1;
+}
+
+int expr_factors(const Expr *e, const Expr **f, int max)
+{
+	return factors_from(e, f, 0, max);
+}
+
 int expr_equal_by(const Expr *a, const Expr *b, int (*same_var)(int, int, void *), void *ud)
 {
 	if (a == b && !same_var)

@@ -267,6 +267,9 @@ Expr *expr_and(Arena *a, Expr *l, Expr *r); /* either may be NULL (= true) */
 Expr *expr_copy(Arena *a, const Expr *e);
 int expr_equal(const Expr *a, const Expr *b);
 int expr_reads(const Expr *e, const Tensor *t); /* e (or NULL) reads t */
+/* The factors of a float product e, flattened in order: the first max
+** into f; returns how many there are (more than max: f holds max). */
+int expr_factors(const Expr *e, const Expr **f, int max);
 /* The same, with index variables compared by same_var(var of a, var of b)
 ** (expressions of two nodes whose variables are numbered differently). */
 int expr_equal_by(const Expr *a, const Expr *b, int (*same_var)(int, int, void *), void *ud);

@@ -171,24 +171,13 @@ static int wide_keys(const Cascade *b, const char *outk)
 	return cnt > 1 && wide;
 }
 
-/* The factors of a float product, flattened (f[] gets at most 16). */
-static int factors(Expr *e, Expr **f, int n)
-{
-	if (e->kind == EX_BINOP && e->op == OP_MUL && e->type == VT_FLOAT) {
-		n = factors(e->args[0], f, n);
-		return factors(e->args[1], f, n);
-	}
-	if (n < 16)
-		f[n] = e;
-	return n + 1;
-}
-
-/* The product of f[0..n), or NULL for none. */
-static Expr *product(Arena *a, Expr **f, int n)
+/* The product of f[0..n) (factors of a body, shared, not copied), or
+** NULL for none. */
+static Expr *product(Arena *a, const Expr **f, int n)
 {
 	Expr *r = NULL;
 	for (int k = 0; k < n; k++)
-		r = r ? expr_binop(a, OP_MUL, r, f[k]) : f[k];
+		r = r ? expr_binop(a, OP_MUL, r, (Expr *)f[k]) : (Expr *)f[k];
 	return r;
 }
 
@@ -202,9 +191,9 @@ static void factor_sums(Arena *a, Cascade *b)
 	PtrVec nodes = {0};
 	for (int i = 0; i < b->nodes.n; i++) {
 		Node *x = b->nodes.v[i];
-		Expr *f[16], *dep[16], *ind[16];
+		const Expr *f[16], *dep[16], *ind[16];
 		int n = x->red == RED_SUM && x->nred == 1 && x->out->type == VT_FLOAT
-			    ? factors(x->body, f, 0)
+			    ? expr_factors(x->body, f, 16)
 			    : 0;
 		int r = x->nfree, nd = 0, ni = 0;
 		if (n > 16 || (x->filter && (expr_vars(x->filter) >> r & 1)))
@@ -252,8 +241,8 @@ static void factor_sums(Arena *a, Cascade *b)
 static int crossable(const Plan *bp, int i, int J)
 {
 	const Node *x = bp->c->nodes.v[i];
-	Expr *f[16];
-	int n = x->red == RED_SUM && x->nred == 1 ? factors(x->body, f, 0) : 0;
+	const Expr *f[16];
+	int n = x->red == RED_SUM && x->nred == 1 ? expr_factors(x->body, f, 16) : 0;
 	int nr = 0;
 	for (int k = 0; k < n && n <= 16; k++) {
 		const Expr *r = f[k];

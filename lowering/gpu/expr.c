@@ -961,3 +961,15 @@ int gpu_same_read(KernelGen *g, int na, const Expr *a, int nb, const Expr *b, in
 	NodePair np = {g->p, na, nb, alike};
 	return expr_equal_by(a, b, same_class, &np);
 }
+
+int gpu_same_rows(const Plan *p, int na, const Expr *a, int nb, const Expr *b)
+{
+	NodePair np = {p, na, nb, 0};
+	if (a->kind != EX_ACCESS || b->kind != EX_ACCESS || a->tensor != b->tensor ||
+	    a->nargs != b->nargs)
+		return 0;
+	for (int m = 0; m < a->nargs - 1; m++)
+		if (!expr_equal_by(a->args[m], b->args[m], same_class, &np))
+			return 0;
+	return 1;
+}

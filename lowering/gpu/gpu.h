@@ -474,6 +474,12 @@ PReg gpu_index_value(KernelGen *g, int v);
 ** a tile: the same tree, with indices of the same classes (and with
 ** `alike`, numbered alike). */
 int gpu_same_read(KernelGen *g, int na, const Expr *a, int nb, const Expr *b, int alike);
+/* Reads a of node na and b of node nb of plan p take the same rows of one
+** tensor: every subscript but the last (the row's elements, which each
+** node indexes in a class of its own) the same, by class. A V read that
+** repeats a K read shares its tiles; a sum over the CTA's rows reads the
+** rows of a contraction's first operand. */
+int gpu_same_rows(const Plan *p, int na, const Expr *a, int nb, const Expr *b);
 /* e as coef * j + rest (rest free of j, variable sv of the node in
 ** scope), with coef in {-1, 0, 1}; 0 when e is not of that form. */
 int gpu_key_linear(KernelGen *g, int sv, const Expr *e, int *coef, Expr **rest);

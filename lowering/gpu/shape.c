@@ -254,34 +254,15 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 			    node_what(a, n));
 }
 
-/* The factors of a float product, flattened (f[] gets at most 8). */
-static int factor_list(const Expr *e, const Expr **f, int n)
-{
-	if (e->kind == EX_BINOP && e->op == OP_MUL && e->type == VT_FLOAT)
-		return factor_list(e->args[1], f, factor_list(e->args[0], f, n));
-	if (n < 8)
-		f[n] = e;
-	return n + 1;
-}
-
-/* Read r of node i subscripts the rows that contraction q's first operand
-** holds in shared memory: the same indices, by class, but the last. */
+/* Read r of node i takes the rows that contraction q's first operand holds
+** in shared memory (gpu_same_rows with the contraction's node, one before
+** i, whose kinds are set). */
 static int same_rows(const Plan *p, const KernelShape *s, int q, int i, const Expr *r)
 {
-	const Expr *a = s->qk[q].a;
-	int nq = -1;
-	for (int k = 0; k < i; k++) /* the nodes before i have their kinds */
+	for (int k = 0; k < i; k++)
 		if (s->node[k].kind == SN_GEMM1 && s->node[k].gemm == q)
-			nq = k;
-	if (nq < 0 || a->nargs != r->nargs)
-		return 0;
-	for (int m = 0; m < r->nargs - 1; m++) {
-		const Expr *x = a->args[m], *y = r->args[m];
-		if (x->kind != EX_INDEX || y->kind != EX_INDEX ||
-		    p->cls[nq][x->var] != p->cls[i][y->var])
-			return 0;
-	}
-	return 1;
+			return gpu_same_rows(p, k, s->qk[q].a, i, r);
+	return 0;
 }
 
 /* A sum over the CTA's rows with the streamed index and a value index
@@ -292,7 +273,7 @@ static const char *cross(Arena *a, const Plan *p, int i, KernelShape *s, int eva
 {
 	const Node *n = p->c->nodes.v[i];
 	const Expr *f[8];
-	int nf = factor_list(n->body, f, 0);
+	int nf = expr_factors(n->body, f, 8);
 	if (n->red != RED_SUM || n->nred != 1 || p->cls[i][n->nfree] != s->qcls || nf > 8 ||
 	    evar != n->nfree - 1 || (n->filter && (expr_vars(n->filter) >> evar & 1)) ||
 	    !n->out->added_to || n->out->dtype != DT_F32)

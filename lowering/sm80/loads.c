@@ -6,8 +6,6 @@
 */
 #include "sm80.h"
 
-/* Row strides are padded by 16 bytes so ldmatrix's eight rows hit eight
-** different bank groups. */
 /* The plan node of s whose shape node is `kind` with contraction `gemm`
 ** (a V read's: the first GEMM2 of that slot), or -1. */
 static int node_of(const KernelShape *s, ShapeNodeKind kind, int gemm)
@@ -19,30 +17,24 @@ static int node_of(const KernelShape *s, ShapeNodeKind kind, int gemm)
 	return -1;
 }
 
-/* The K read that V read v repeats, or -1: the same tensor at subscripts
-** of the same classes and the same width, neither through a gather (a
+/* The K read that V read v repeats, or -1: the same rows
+** (gpu_same_rows) of the same width, neither through a gather (a
 ** backward's kernels read Q and dO as the keys of one contraction and
 ** the values of another). Its tiles are then copied once. */
 static int shared_k(const KernelShape *s, int v)
 {
-	const Expr *e = s->vreads[v];
 	int nv = node_of(s, SN_GEMM2, v);
 	for (int k = 0; k < s->nqk && nv >= 0 && !s->vgather[v]; k++) {
-		const Expr *b = s->qk[k].b;
-		int nk = node_of(s, SN_GEMM1, k), same = b->tensor == e->tensor && nk >= 0 &&
-							 b->nargs == e->nargs &&
-							 s->qk[k].D == s->DV && !s->qk[k].bgather;
-		for (int m = 0; same && m < e->nargs - 1; m++) {
-			const Expr *x = b->args[m], *y = e->args[m];
-			same = x->kind == EX_INDEX && y->kind == EX_INDEX &&
-			       s->p->cls[nk][x->var] == s->p->cls[nv][y->var];
-		}
-		if (same)
+		int nk = node_of(s, SN_GEMM1, k);
+		if (nk >= 0 && s->qk[k].D == s->DV && !s->qk[k].bgather &&
+		    gpu_same_rows(s->p, nk, s->qk[k].b, nv, s->vreads[v]))
 			return k;
 	}
 	return -1;
 }
 
+/* Row strides are padded by 16 bytes so ldmatrix's eight rows hit eight
+** different bank groups. */
 void sm80_plan_smem(const KernelShape *s, Smem *m, int bm, int table)
 {
 	uint32_t off = 0;
