@@ -28,14 +28,18 @@ static int tensor_index(const Cascade *c, const char *name)
 	return -1;
 }
 
+/* Workspace tensor k: the row pass's results, then dQ's f32 sums. */
+static const Tensor *ws_tensor(const GradSplit *s, int k)
+{
+	return k < s->ws.n ? s->ws.v[k] : s->acc.v[k - s->ws.n];
+}
+
 /* A workspace tensor's name as the pieces have it (dots made underscores,
 ** as grad_split names them). */
 static int ws_index(const GradSplit *s, const Tensor *t)
 {
 	for (int k = 0; k < s->ws.n + s->acc.n; k++) {
-		const PtrVec *v = k < s->ws.n ? &s->ws : &s->acc;
-		const char *a = ((const Tensor *)v->v[k < s->ws.n ? k : k - s->ws.n])->name,
-			   *b = t->name;
+		const char *a = ws_tensor(s, k)->name, *b = t->name;
 		while (*a && *b && (*a == *b || (*a == '.' && *b == '_')))
 			a++, b++;
 		if (!*a && !*b)
@@ -134,7 +138,7 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 		"0;\n",
 		n);
 	for (int k = 0; k < nw; k++) {
-		const Tensor *t = k < s->ws.n ? s->ws.v[k] : s->acc.v[k - s->ws.n];
+		const Tensor *t = ws_tensor(s, k);
 		fprintf(o, "\toff[%d] = n;\n\tn += ((size_t)", k);
 		for (int d = 0; d < t->rank; d++) {
 			iface_dim_expr(o, t->shape[d]);
