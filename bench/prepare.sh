@@ -8,7 +8,7 @@
 # ptxas's, per variant; the total includes ptxas for sm_90 with -v, a second
 # PTX when the 128-row kernel spilled, and ptxas for sm_80).
 # With BWD=1 (default) also each D 128 and 64 variant's backward (attnc
-# --grad, sm_80) for anchors.py --bwd.
+# --grad, for BWD_TARGET: default TARGET) for anchors.py --bwd.
 # DIR/build.json records the commit of this checkout (COMMIT overrides it),
 # whether its tracked files had uncommitted changes, and the target, for
 # rundir.sh to name the runs made from DIR on the GPU machine. The compile
@@ -82,8 +82,9 @@ for n in neighborhood2d neighborhood3d; do
 done
 # the backward (anchors.py --bwd): each D 128 and 64 variant with its
 # logsumexp saved as L (the backward recomputes P from it), compiled with
-# --grad for sm_80 as NAME_g_dD (the bundle runs the same code on Hopper)
+# --grad for BWD_TARGET (default TARGET) as NAME_g_dD
 BWD=${BWD:-1}
+BWD_TARGET=${BWD_TARGET:-$TARGET}
 for f in "$DIR"/attn/*_d128.attn "$DIR"/attn/*_d64.attn; do
 	[ "$BWD" = 1 ] && [ -f "$f" ] || continue
 	n=$(basename "$f" .attn)
@@ -92,7 +93,7 @@ for f in "$DIR"/attn/*_d128.attn "$DIR"/attn/*_d64.attn; do
 	sed -e "s/^attention $n /attention ${v}_g_${n##*_} /" \
 		-e 's/^  out O\[B, H, N, D\] : bf16;/&\n  out L[B, H, N] : f32;/' \
 		-e 's/^}$/  L[b, h, i] = logsumexp[j](S[b, h, i, j]);\n}/' "$f" > "$g"
-	if ! "$ATTNC" --grad --target=sm_80 "$g" -o "$DIR/gen/$(basename "$g" .attn)"; then
+	if ! "$ATTNC" --grad --target="$BWD_TARGET" "$g" -o "$DIR/gen/$(basename "$g" .attn)"; then
 		echo "skip the backward of $n"
 	fi
 	rm -f "$g"

@@ -487,12 +487,27 @@ static int emit_gpu_header(const char *path, const Program *p, int bundle, int p
 	return rc ? rc : commit_staged(&st);
 }
 
+/* Whether target t refuses a backward's kernel with dQ's atomic sums (the
+** target then has no NAME_bwd_launch_atomic). */
+static int no_atomic_launch(const GpuTarget *t, const GradSplit *sp)
+{
+	Arena scratch;
+	arena_init(&scratch);
+	int no = gpu_refusal(&scratch, t, sp->fused) != NULL;
+	arena_free(&scratch);
+	return no;
+}
+
 /* --grad: each cascade's backward (compiler/grad.h). --emit=cascade gets
 ** the backward cascades alone, --explain the derivation's notes (printed
-** here), the other forms each forward followed by its backward. NULL after
-** a diagnostic. */
-static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FILE *out, int gpu)
+** here), the other forms each forward followed by its backward. For GPU
+** target t (NULL: none), the pieces of its launches; the launch with
+** atomics only where t takes its fused kernel (sm_80's: a bundle runs that
+** image on Hopper too). NULL after a diagnostic. */
+static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FILE *out,
+			      const GpuTarget *t)
 {
+	int gpu = t != NULL;
 	Program *r = ARENA_NEW(a, Program);
 	int failed = 0;
 	for (int i = 0; i < p->cascades.n && !diag_too_many(d); i++) {
@@ -507,6 +522,8 @@ static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FI
 		if (gpu) {
 			GradSplit *sp = ARENA_NEW(a, GradSplit), s;
 			failed |= grad_split(a, d, c, b, sp);
+			if (!failed && sp->fused && no_atomic_launch(t, sp))
+				sp->fused = sp->post = NULL, sp->acc.n = 0;
 			s = *sp;
 			if (!failed)
 				ptrvec_push(a, &r->grads, sp);
@@ -527,10 +544,10 @@ static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FI
 			continue;
 		fprintf(out, "%s%s: the backward of %s\n", i ? "\n" : "", b->name, c->name);
 		for (int k = 0; k < b->tensors.n; k++) {
-			const Tensor *t = b->tensors.v[k];
-			if (t->kind != TK_TEMP)
-				fprintf(out, "  %s %s\n", t->kind == TK_IN ? "in " : "out",
-					t->name);
+			const Tensor *x = b->tensors.v[k];
+			if (x->kind != TK_TEMP)
+				fprintf(out, "  %s %s\n", x->kind == TK_IN ? "in " : "out",
+					x->name);
 		}
 		for (int k = 0; k < notes.n; k++)
 			fprintf(out, "  %s\n", (const char *)notes.v[k]);
@@ -571,9 +588,9 @@ int main(int argc, char **argv)
 	Program *p = f < 0 ? NULL : front_compile(&arena, &d, f);
 	int gpu_code = o.emit == EMIT_PTX || (o.emit == EMIT_NONE && o.out);
 	if (p && o.grad) {
-		p = with_backward(&arena, &d, p, o.emit, stdout,
-				  gpu_code || (o.emit == EMIT_HEADER && o.target_given &&
-					       strcmp(o.target, "cpu")));
+		int gpu = gpu_code ||
+			  (o.emit == EMIT_HEADER && o.target_given && strcmp(o.target, "cpu"));
+		p = with_backward(&arena, &d, p, o.emit, stdout, gpu ? gpu_target(o.target) : NULL);
 		if (o.emit == EMIT_EXPLAIN)
 			o.emit = EMIT_NONE, out = NULL; /* the notes were the output */
 	}

@@ -51,7 +51,7 @@ static const char usage_text[] =
     "                     --emit=cascade prints it, --explain says how each\n"
     "                     gradient was derived, --emit=c and --emit=header\n"
     "                     (--target=cpu) add it beside the forward; with -o or\n"
-    "                     --emit=ptx (--target=sm_80 or the default bundle) its\n"
+    "                     --emit=ptx (a GPU target) its\n"
     "                     GPU kernels and NAME_bwd_launch (docs/gpu.md)\n"
     "  --f64              use f64 as the float type of --emit=mlir and --emit=c\n"
     "  --max-errors=N     stop after N errors (default 20)\n"
@@ -153,13 +153,6 @@ static int check_request(const Options *o, int target_given)
 	}
 	int gpu_out = o->emit == EMIT_PTX || (o->emit == EMIT_NONE && o->out) ||
 		      (o->emit == EMIT_HEADER && target_given && strcmp(o->target, "cpu"));
-	if (o->grad && gpu_out && target_given && strcmp(o->target, "sm_80"))
-		return usage_error(
-		    "--grad: the backward's GPU kernels are sm_80 code (the default "
-		    "bundle runs them on Hopper too; asked for: %s with --target=%s); "
-		    "use --target=sm_80 or no --target, or --emit=c and "
-		    "--emit=header with --target=cpu",
-		    request_label(o->emit), o->target);
 	if (o->grad && gpu_out && o->parts)
 		return usage_error("--grad: the backward's kernels have no entry of partial states "
 				   "(--parts) yet");

@@ -169,7 +169,9 @@ typedef struct KernelShape {
 	const Expr *vreads[GPU_MAXG]; /* distinct V reads */
 	int nvreads;
 	int vgather[GPU_MAXG]; /* a V read's rows are placed through a gather (gather.c) */
-	int gathers;           /* some Q, K or V read is (the targets that take it) */
+	/* the K read whose tiles a V read repeats (its copies are K's), or -1 */
+	int vk[GPU_MAXG];
+	int gathers; /* some Q, K or V read is (the targets that take it) */
 	long DV;
 	/* the target's tile-size choice: 0 its first, others after ptxas spilled
 	** (GpuTarget.retune) */
@@ -419,6 +421,7 @@ PReg gpu_tid(KernelGen *g);
 void gpu_bar(KernelGen *g, int id);
 /* The kernel builder's warps in a CTA of target t (GpuTarget.consumer_warps). */
 int gpu_warps(const GpuTarget *t);
+GpuTarget gpu_row_target(const GpuTarget *t);
 PReg gpu_u32(KernelGen *g, PReg x); /* the low word of a b64 */
 
 /* NAME_fwd_part's parameters (GPU_PART_*): declared after the magic ones,

@@ -399,9 +399,6 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		const char *why = rows ? NULL : gpu_shape(&a, p, &s);
 		if (!why && t->refusal && !rows)
 			why = t->refusal(p, &s);
-		if (!why && rows && t->consumer_tid0)
-			why = "the row pass takes a CTA of the builder's threads alone (no "
-			      "producer warps)";
 		if (why) {
 			/* at the statement the refusal is about, where there is one */
 			SrcLoc at =
@@ -450,7 +447,7 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			info[i].pack = 0;
 			info[i].one_window = one_window;
 			info[i].window_keys = GPU_WINDOW_KEYS;
-			info[i].threads = (unsigned)t->threads;
+			info[i].threads = (unsigned)(rows ? GPU_THREADS : t->threads);
 			info[i].ntmaps = s.ntmaps;
 			info[i].parts = parts;
 			info[i].part_cta_bytes = part_cta_bytes;

@@ -159,11 +159,15 @@ static void row_elements_store(KernelGen *g, int i)
 }
 
 /* The row pass: the forward's parameters and grid decode (so that its
-** launcher is the forward's), one row a thread, every node in order. */
-PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s)
+** launcher is the forward's), one row a thread, every node in order. It
+** takes no target hook: on a warp-specialised target its CTA is the
+** builder's GPU_THREADS threads alone (gpu_row_target), with no producer. */
+PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape *s)
 {
 	KernelGen G = {0};
 	KernelGen *g = &G;
+	GpuTarget *tg = ARENA_NEW(a, GpuTarget);
+	*tg = gpu_row_target(t);
 	g->a = a, g->p = p, g->c = p->c, g->s = s, g->t = tg;
 	g->row_blocks = 2, g->cta_rows = GPU_THREADS;
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);

@@ -348,6 +348,33 @@ static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 	    node_what(a, n));
 }
 
+/* The plan node of s whose shape node is `kind` with contraction `gemm`
+** (a V read's: the first GEMM2 of that slot), or -1. */
+static int node_of(const KernelShape *s, ShapeNodeKind kind, int gemm)
+{
+	for (int i = 0; i < s->p->c->nodes.n; i++)
+		if (s->node[i].kind == kind &&
+		    (kind == SN_GEMM2 ? s->pv[s->node[i].gemm].vslot : s->node[i].gemm) == gemm)
+			return i;
+	return -1;
+}
+
+/* The K read that V read v repeats, or -1 (KernelShape.vk): the same rows
+** (gpu_same_rows) of the same width, neither through a gather (a
+** backward's kernels read Q and dO as the keys of one contraction and
+** the values of another). */
+static int shared_k(const KernelShape *s, int v)
+{
+	int nv = node_of(s, SN_GEMM2, v);
+	for (int k = 0; k < s->nqk && nv >= 0 && !s->vgather[v]; k++) {
+		int nk = node_of(s, SN_GEMM1, k);
+		if (nk >= 0 && s->qk[k].D == s->DV && !s->qk[k].bgather &&
+		    gpu_same_rows(s->p, nk, s->qk[k].b, nv, s->vreads[v]))
+			return k;
+	}
+	return -1;
+}
+
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 {
 	memset(s, 0, sizeof *s);
@@ -432,6 +459,8 @@ const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 	s->why_node = -1;
 	if (!s->nqk)
 		return "no contraction of Q and K";
+	for (int v = 0; v < s->nvreads; v++)
+		s->vk[v] = shared_k(s, v);
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];
 		if (t->kind == TK_IN && (t->dtype == DT_F8E4M3 || t->dtype == DT_F8E5M2))

@@ -32,3 +32,14 @@ int gpu_warps(const GpuTarget *t)
 {
 	return t->consumer_warps ? t->consumer_warps : GPU_WARPS;
 }
+
+/* A row pass's view of target t: a CTA of GPU_THREADS threads that are all
+** the builder's (no producer warps, unnamed barriers, no register split),
+** so that every target runs the same row-pass code. */
+GpuTarget gpu_row_target(const GpuTarget *t)
+{
+	GpuTarget r = *t;
+	r.warps = GPU_WARPS, r.threads = GPU_THREADS, r.consumer_warps = 0;
+	r.consumer_tid0 = 0, r.bar_base = 0, r.min_ctas_per_sm = 0;
+	return r;
+}

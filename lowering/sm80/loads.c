@@ -6,33 +6,6 @@
 */
 #include "sm80.h"
 
-/* The plan node of s whose shape node is `kind` with contraction `gemm`
-** (a V read's: the first GEMM2 of that slot), or -1. */
-static int node_of(const KernelShape *s, ShapeNodeKind kind, int gemm)
-{
-	for (int i = 0; i < s->p->c->nodes.n; i++)
-		if (s->node[i].kind == kind &&
-		    (kind == SN_GEMM2 ? s->pv[s->node[i].gemm].vslot : s->node[i].gemm) == gemm)
-			return i;
-	return -1;
-}
-
-/* The K read that V read v repeats, or -1: the same rows
-** (gpu_same_rows) of the same width, neither through a gather (a
-** backward's kernels read Q and dO as the keys of one contraction and
-** the values of another). Its tiles are then copied once. */
-static int shared_k(const KernelShape *s, int v)
-{
-	int nv = node_of(s, SN_GEMM2, v);
-	for (int k = 0; k < s->nqk && nv >= 0 && !s->vgather[v]; k++) {
-		int nk = node_of(s, SN_GEMM1, k);
-		if (nk >= 0 && s->qk[k].D == s->DV && !s->qk[k].bgather &&
-		    gpu_same_rows(s->p, nk, s->qk[k].b, nv, s->vreads[v]))
-			return k;
-	}
-	return -1;
-}
-
 /* Row strides are padded by 16 bytes so ldmatrix's eight rows hit eight
 ** different bank groups. */
 void sm80_plan_smem(const KernelShape *s, Smem *m, int bm, int table)
@@ -45,7 +18,7 @@ void sm80_plan_smem(const KernelShape *s, Smem *m, int bm, int table)
 	}
 	m->vs = (uint32_t)(s->DV * 2 + 16);
 	for (int i = 0; i < s->nvreads; i++) {
-		int k = m->vk[i] = shared_k(s, i);
+		int k = m->vk[i] = s->vk[i];
 		if (k >= 0) {
 			m->v[i] = m->k[k], m->vbuf[i] = m->kbuf[k];
 			continue;

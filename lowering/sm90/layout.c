@@ -20,17 +20,31 @@ int sm90_row_blocks(const KernelShape *s)
 	return 1;
 }
 
+/* Shared memory of the layout (sm90_layout) with bn-key tiles and its
+** fewest stages, two, less the barriers' kilobyte: the tiles are 1024-byte
+** multiples. */
+uint32_t sm90_min_bytes(const KernelShape *s, int bn)
+{
+	uint32_t q = 0, st = 0;
+	for (int k = 0; k < s->nqk; k++)
+		q += 2u * GPU_MAXBN * (uint32_t)s->qk[k].D, st += 2u * (uint32_t)(bn * s->qk[k].D);
+	for (int v = 0; v < s->nvreads; v++)
+		st += s->vk[v] < 0 ? 2u * (uint32_t)(bn * s->DV) : 0;
+	return q + 2 * st;
+}
+
 /* Keys per tile: 128 (GPU_MAXBN, FlashAttention-3's tile at head dims up
 ** to 128) where the score tile's 64 accumulators fit beside the output's,
 ** else GPU_BN, and where that spilled (the retry loop's SM90_TILING_BN64).
 ** Kernels of partial states keep GPU_BN, and so do the kernels beside them
 ** (KernelShape.with_parts: their tensor maps' boxes are shared, and the
 ** launcher cuts the keys at multiples of 64); gathered tiles too
-** (gather.c's copies). */
+** (gather.c's copies); and kernels whose tiles of 128 keys do not fit
+** two stages (a backward's, with Q and dO per contraction). */
 int sm90_block_n(const KernelShape *s)
 {
 	if (s->tiling == SM90_TILING_BN64 || s->parts || s->with_parts || sm90_gathered(s) ||
-	    s->DV > 128)
+	    s->DV > 128 || sm90_min_bytes(s, GPU_MAXBN) > SM90_SMEM)
 		return GPU_BN;
 	for (int k = 0; k < s->nqk; k++)
 		if (s->qk[k].D > 128)
@@ -86,7 +100,7 @@ static int gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k)
 }
 
 /* The layout: Q per contraction; the stages, each K per contraction and V
-** per V read; the barriers; the schedule's slots; the scan's words. As
+** per V read (none for one that repeats a K read: KernelShape.vk); the barriers; the schedule's slots; the scan's words. As
 ** many stages (2 to SM90_MAX_STAGES) as keep the CTA within SM90_SMEM, two
 ** at least. The tensor maps are chosen here; their parameters come after
 ** the builder's (sm90_producer). */
@@ -117,6 +131,12 @@ uint32_t sm90_layout(KernelGen *g, int table)
 		st = align1k(st + (uint32_t)g->bn * (uint32_t)s->qk[k].D * 2);
 	}
 	for (int v = 0; v < s->nvreads; v++) {
+		if (s->vk[v] >= 0) {
+			/* K's tile, read as V (a backward's Q or dO): no copy of its own */
+			k9->v[v] = k9->k[s->vk[v]];
+			k9->v[v].e = s->vreads[v];
+			continue;
+		}
 		int node = -1;
 		for (int k = 0; k < s->npv && node < 0; k++)
 			if (s->pv[k].vslot == v)
@@ -130,8 +150,9 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	k9->stage_tx = 0;
 	for (int k = 0; k < s->nqk && !sm90_gathered(s); k++)
 		k9->stage_tx += (uint32_t)g->bn * (uint32_t)s->qk[k].D * 2;
-	if (!sm90_gathered(s))
-		k9->stage_tx += (uint32_t)s->nvreads * (uint32_t)g->bn * (uint32_t)s->DV * 2;
+	for (int v = 0; v < s->nvreads && !sm90_gathered(s); v++)
+		if (s->vk[v] < 0)
+			k9->stage_tx += (uint32_t)g->bn * (uint32_t)s->DV * 2;
 	k9->stage0 = off;
 	int ns = SM90_MAX_STAGES;
 	while (ns > 2 && off + (uint32_t)ns * st + 1024 > SM90_SMEM)

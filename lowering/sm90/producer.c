@@ -219,7 +219,8 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 	for (int k = 0; k < s->nqk && !gathered; k++)
 		fixed_coords(g, &k9->k[k], fk[k]);
 	for (int v = 0; v < s->nvreads && !gathered; v++)
-		fixed_coords(g, &k9->v[v], fv[v]);
+		if (s->vk[v] < 0)
+			fixed_coords(g, &k9->v[v], fv[v]);
 	PReg start = gpu_reg(g, PC_B64), j0 = gpu_reg(g, PC_B64), nxt = gpu_reg(g, PC_B64),
 	     any = gpu_reg(g, PC_PRED), all = gpu_reg(g, PC_PRED);
 	g->send = gpu_reg(g, PC_B64);
@@ -275,7 +276,7 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 				  k9->k[k].off + (uint32_t)p * (uint32_t)g->bn * SM90_PANEL_ROW),
 			    fb, lead);
 	for (int v = 0; v < s->nvreads && !gathered; v++)
-		for (int p = 0; p < k9->v[v].panels; p++)
+		for (int p = 0; p < k9->v[v].panels && s->vk[v] < 0; p++)
 			tma_copy(
 			    g, &k9->v[v], maps[k9->v[v].map], fv[v], j32, p,
 			    saddr(g, sa,

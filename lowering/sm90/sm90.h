@@ -141,6 +141,7 @@ const char *sm90_refusal(const Plan *p, const KernelShape *s);
 /* layout.c */
 int sm90_row_blocks(const KernelShape *s);
 int sm90_block_n(const KernelShape *s);
+uint32_t sm90_min_bytes(const KernelShape *s, int bn);
 uint32_t sm90_layout(KernelGen *g, int table);
 
 /* producer.c */

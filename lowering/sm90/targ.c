@@ -25,9 +25,13 @@ static int one_window_wanted(const KernelShape *s)
 ** gather (a paged cache) have no tensor map's box. */
 const char *sm90_refusal(const Plan *p, const KernelShape *s)
 {
-	if (p->c->rows64 || s->ncross)
-		return "a backward's kernels (compiler/grad_split.c) have no wgmma plan yet: the "
-		       "bundle runs their sm_80 code on Hopper";
+	if (s->ncross)
+		return "a sum over the CTA's rows (a backward's dQ added by atomics) has no wgmma "
+		       "plan yet: the bundle runs its sm_80 code on Hopper";
+	if (sm90_min_bytes(s, GPU_BN) > SM90_SMEM)
+		return "the tiles do not fit two stages in shared memory (a backward's at head "
+		       "dims "
+		       "above 128); the bundle runs their sm_80 code on Hopper";
 	for (int k = 0; k < s->nqk && s->gathers; k++)
 		if (s->qk[k].agather)
 			return "Q rows read through a gather are not yet taken by sm_90a (Q comes "
