@@ -811,7 +811,7 @@ static char index_dep(KernelGen *g, const Expr *e)
 /* Which index a float input read follows in a tile body (index_dep of its
 ** subscripts): a backward's L[b, h, i] and Delta along the rows or, in the
 ** kernel over key tiles, along the streamed query rows. */
-static char read_dep(KernelGen *g, const Expr *e)
+char gpu_read_follows(KernelGen *g, const Expr *e)
 {
 	char d = 'c';
 	for (int i = 0; i < e->nargs; i++) {
@@ -824,6 +824,24 @@ static char read_dep(KernelGen *g, const Expr *e)
 	return d;
 }
 
+/* Read e's value at the element's column (g->coloff of the thread's
+** first, 2 (lane % 4)) from the lane that loaded it with the tile's
+** (keyvec.c), else {0}. */
+static PReg keyvec_value(KernelGen *g, const Expr *e)
+{
+	KeyVecs *kv = g->keyvec;
+	for (int i = 0; kv && i < kv->n; i++) {
+		if (!gpu_same_read(g, kv->r[i].node, kv->r[i].e, g->node, e, 0))
+			continue;
+		PReg src = gpu_reg(g, PC_B32), v = gpu_reg(g, PC_F32);
+		gpu_op3(g, PTX_ADD, ".u32", po_r(src), po_r(kv->lane2), po_i(g->coloff % 32));
+		gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(v), po_r(kv->r[i].v[g->coloff / 32]),
+			po_r(src), po_i(31), po_i(-1));
+		return v;
+	}
+	return (PReg){0};
+}
+
 /* An integer value or a float input read of the row alone or the key
 ** alone, evaluated once per row slot or column of the tile body
 ** (index_dep, read_dep); else the plain value. */
@@ -833,7 +851,7 @@ static PReg index_memo(KernelGen *g, const Expr *e, PReg (*eval)(KernelGen *, co
 	if (g->elem >= 0 && !g->stage && e->type == VT_INT)
 		k = index_dep(g, e);
 	else if (g->elem >= 0 && !g->stage && e->kind == EX_ACCESS && e->type == VT_FLOAT)
-		k = read_dep(g, e);
+		k = gpu_read_follows(g, e);
 	if (k != 'q' && k != 's')
 		return eval(g, e);
 	int slot = k == 'q' ? g->half : g->coloff, sub = g->in_subscript > 0;
@@ -846,7 +864,11 @@ static PReg index_memo(KernelGen *g, const Expr *e, PReg (*eval)(KernelGen *, co
 		     (e->kind == EX_ACCESS && c->im[i].e->kind == EX_ACCESS &&
 		      gpu_same_read(g, c->im[i].node, c->im[i].e, g->node, e, 0))))
 			return c->im[i].v;
-	PReg v = eval(g, e);
+	/* the tile's values of a float read of the key alone, loaded before
+	** its contractions (keyvec.c) */
+	PReg v = k == 's' && e->kind == EX_ACCESS && !sub ? keyvec_value(g, e) : (PReg){0};
+	if (!v.n)
+		v = eval(g, e);
 	if (c->nim < GPU_INDEX_MEMO)
 		c->im[c->nim].e = e, c->im[c->nim].kind = k, c->im[c->nim].slot = slot,
 		c->im[c->nim].node = g->node, c->im[c->nim].sub = sub, c->im[c->nim++].v = v;

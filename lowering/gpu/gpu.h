@@ -13,6 +13,7 @@
 **   scale.c     scores c * G kept as G (c folded into the row max and exp)
 **   shift.c     relative-position biases taken from one row per row block
 **   expr.c      expressions as PTX values (per element, row, output)
+**   keyvec.c    float reads of the key alone, loaded a tile ahead of its use
 **   divide.c    integer floor division and modulo (magic triples of dims)
 **   gather.c    K and V rows placed through index arithmetic or a gather
 **               (a paged KV cache's page table): per-row addresses
@@ -338,6 +339,7 @@ typedef struct KernelGen {
 	int lane_local;
 	IdStaging ids;
 	WarpRows warp_rows;
+	struct KeyVecs *keyvec; /* keyvec.c */
 } KernelGen;
 
 /* Score element el's row slot and n-tile (the element layout above). */
@@ -477,6 +479,25 @@ PReg gpu_index_value(KernelGen *g, int v);
 ** a tile: the same tree, with indices of the same classes (and with
 ** `alike`, numbered alike). */
 int gpu_same_read(KernelGen *g, int na, const Expr *a, int nb, const Expr *b, int alike);
+/* Which index float input read e follows in a tile body: 'q' the row
+** alone, 's' the key alone, 'c' neither (grid indices), 0 both or other. */
+char gpu_read_follows(KernelGen *g, const Expr *e);
+
+/* keyvec.c: a tile body's float reads of the key alone, loaded lane by
+** lane before the tile's contractions (gpu_keyvec_load, from its first key
+** j0); expr.c takes an element's value by a shuffle */
+enum { GPU_KEYVEC_MAX = 4 };
+typedef struct KeyVecs {
+	int n;
+	struct {
+		int node;
+		const Expr *e;
+		PReg v[GPU_MAXBN / 32]; /* f32: this lane's keys j0 + lane + 32 r */
+	} r[GPU_KEYVEC_MAX];
+	PReg lane2; /* b32: 2 (lane % 4), the thread's first column of an n8 tile */
+} KeyVecs;
+void gpu_keyvec_init(KernelGen *g);
+void gpu_keyvec_load(KernelGen *g, PReg j0);
 /* Reads a of node na and b of node nb of plan p take the same rows of one
 ** tensor: every subscript but the last (the row's elements, which each
 ** node indexes in a class of its own) the same, by class. A V read that

@@ -124,6 +124,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	}
 	gpu_scale_plan(g);
 	gpu_shift_plan(g);
+	gpu_keyvec_init(g);
 	gpu_declare_params(g);
 	if (s->parts)
 		gpu_parts_declare(g);
@@ -274,6 +275,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 			for (int h = 0; h < nrs; h++)
 				gpu_op2(g, PTX_MOV, ".f32", po_r(t.prev[i][h]),
 					po_r(g->rowv[i][h]));
+	gpu_keyvec_load(g, j0);
 	for (int i = 0; i < n; i++)
 		if (s->node[i].kind == SN_GEMM1)
 			tg->contract_qk(g, i);
