@@ -56,7 +56,8 @@ run_meta = {}
 
 def rec(**kw):
     if str(kw.get("sys", "")).startswith("attnc"):
-        kw.update(run_meta)
+        for k, v in run_meta.items():
+            kw.setdefault(k, v)
     rows.append(kw)
     print(json.dumps(kw), flush=True)
 
@@ -302,7 +303,8 @@ def bwd_rows(D, N, flex):
     Each anchor times torch.autograd.grad of its output (its backward
     kernels alone: the forward is not timed); attnc times NAME_bwd_launch
     (row pass, dQ, dK and dV) and, as attnc_atomic, NAME_bwd_launch_atomic
-    (row pass, dK and dV with dQ's atomic adds, dQ's conversion). FLOPs: 2.5 times the forward's
+    (row pass, dK and dV with dQ's atomic adds, dQ's conversion); where
+    prepare.sh also built sm_80's as NAME_g80_dD, the same as attnc_sm80. FLOPs: 2.5 times the forward's
     (4 B H N^2 D times the mask's fraction). Gradients checked against the
     anchor's: rel_err is the largest of dQ's, dK's and dV's."""
     from torch.nn.attention.flex_attention import create_block_mask
@@ -344,42 +346,61 @@ def bwd_rows(D, N, flex):
                 rec(sys=sname, variant=vname, phase="bwd", B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms)
             except Exception as e:
                 rec(sys=sname, variant=vname, phase="bwd", N=N, D=D, error=str(e)[:200])
-        name = "%s_g_d%d" % (vname, D)
-        try:
-            fwd, bwd, wsb, err, order = ours_bwd(name)
-            dims = (ctypes.c_long * 4)(B, H, N, D)
-            p = (ctypes.c_double * len(params))(*params)
-            stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-            o = torch.empty(B, H, N, D, device=dev, dtype=dt)
-            lse = torch.empty(B, H, N, device=dev, dtype=torch.float32)
-            fin = [q.detach(), k.detach(), v.detach()] + [extra[x] for x in ("slope", "doc") if x in extra]
-            fp = (ctypes.c_void_p * 16)(*[t.data_ptr() for t in fin + [o, lse]])
-            if fwd(fp, None, dims, p, stream):
-                raise RuntimeError(err().decode())
-            t = {"Q": q.detach(), "K": k.detach(), "V": v.detach(), "O": o, "L": lse, "dO": do,
-                 "dL": torch.zeros_like(lse), "dQ": torch.empty_like(o), "dK": torch.empty_like(o),
-                 "dV": torch.empty_like(o)}
-            t.update(extra)
-            bp = (ctypes.c_void_p * 32)(*[t[x].data_ptr() for x in order])
-            nb = wsb(dims)
-            ws = torch.empty(max(1, nb), device=dev, dtype=torch.uint8)
-
-            for sysname, launch in zip(("attnc", "attnc_atomic"), bwd):
-                def run():
-                    if launch(bp, None, dims, p, ctypes.c_void_p(ws.data_ptr()), nb, stream):
-                        raise RuntimeError(err().decode())
-                for x in ("dQ", "dK", "dV"):
-                    t[x].fill_(float("nan"))
-                run()
-                torch.cuda.synchronize()
-                e = max(rel(t[x], r) for x, r in zip(("dQ", "dK", "dV"), ref)) if ref is not None else None
-                ms = bench(run)
-                rec(sys=sysname, variant=vname, phase="bwd", B=B, H=H, N=N, D=D, ms=ms, tflops=fl(fr) / ms,
-                    rel_err=e)
-        except Exception as e:
-            rec(sys="attnc", variant=vname, phase="bwd", N=N, D=D, error=str(e)[:200])
+        for tag, sysname in (("g", "attnc"), ("g80", "attnc_sm80")):
+            ours_bwd_rows("%s_%s_d%d" % (vname, tag, D), sysname, vname, q, k, v, do, extra, params, ref,
+                          B, H, N, D, fl(fr))
     del q, k, v, do
     torch.cuda.empty_cache()
+
+
+def bwd_target(tag):
+    """The target prepare.sh compiled the backward kernels NAME_TAG_dD for."""
+    path = os.path.join(HERE, "gen", "bwd_targets.json")
+    return json.load(open(path)).get(tag, "unknown") if os.path.exists(path) else None
+
+
+def ours_bwd_rows(name, sysname, vname, q, k, v, do, extra, params, ref, B, H, N, D, flops):
+    """attnc's NAME_bwd_launch of kernel file `name` (where prepare.sh built
+    it) timed as sysname, and its NAME_bwd_launch_atomic as sysname_atomic
+    where that launch differs (a kernel adds dQ by atomics: NAME_bwd_post)."""
+    if not os.path.exists(os.path.join(HERE, "gen", name + ".c")):
+        return
+    target = bwd_target(name.rsplit("_", 2)[-2])
+    meta = {"target": target} if target else {}
+    try:
+        fwd, bwd, wsb, err, order = ours_bwd(name)
+        dims = (ctypes.c_long * 4)(B, H, N, D)
+        p = (ctypes.c_double * len(params))(*params)
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        o = torch.empty(B, H, N, D, device=dev, dtype=dt)
+        lse = torch.empty(B, H, N, device=dev, dtype=torch.float32)
+        fin = [q.detach(), k.detach(), v.detach()] + [extra[x] for x in ("slope", "doc") if x in extra]
+        fp = (ctypes.c_void_p * 16)(*[t.data_ptr() for t in fin + [o, lse]])
+        if fwd(fp, None, dims, p, stream):
+            raise RuntimeError(err().decode())
+        t = {"Q": q.detach(), "K": k.detach(), "V": v.detach(), "O": o, "L": lse, "dO": do,
+             "dL": torch.zeros_like(lse), "dQ": torch.empty_like(o), "dK": torch.empty_like(o),
+             "dV": torch.empty_like(o)}
+        t.update(extra)
+        bp = (ctypes.c_void_p * 32)(*[t[x].data_ptr() for x in order])
+        nb = wsb(dims)
+        ws = torch.empty(max(1, nb), device=dev, dtype=torch.uint8)
+
+        atomic = "%s_bwd_post" % name in open(os.path.join(HERE, "gen", name + ".h")).read()
+        for sname, launch in zip((sysname, sysname + "_atomic"), bwd if atomic else bwd[:1]):
+            def run():
+                if launch(bp, None, dims, p, ctypes.c_void_p(ws.data_ptr()), nb, stream):
+                    raise RuntimeError(err().decode())
+            for x in ("dQ", "dK", "dV"):
+                t[x].fill_(float("nan"))
+            run()
+            torch.cuda.synchronize()
+            e = max(rel(t[x], r) for x, r in zip(("dQ", "dK", "dV"), ref)) if ref is not None else None
+            ms = bench(run)
+            rec(sys=sname, variant=vname, phase="bwd", B=B, H=H, N=N, D=D, ms=ms, tflops=flops / ms,
+                rel_err=e, **meta)
+    except Exception as e:
+        rec(sys=sysname, variant=vname, phase="bwd", N=N, D=D, error=str(e)[:200], **meta)
 
 
 def _sdpa(q, k, v, causal, be):

@@ -82,21 +82,27 @@ for n in neighborhood2d neighborhood3d; do
 done
 # the backward (anchors.py --bwd): each D 128 and 64 variant with its
 # logsumexp saved as L (the backward recomputes P from it), compiled with
-# --grad for BWD_TARGET (default TARGET) as NAME_g_dD
+# --grad for BWD_TARGET (default TARGET) as NAME_g_dD and, where that is
+# not sm_80, for sm_80 as NAME_g80_dD too (anchors.py times both)
 BWD=${BWD:-1}
 BWD_TARGET=${BWD_TARGET:-$TARGET}
+tags="g:$BWD_TARGET"
+[ "$BWD_TARGET" = sm_80 ] || tags="$tags g80:sm_80"
+[ "$BWD" = 1 ] && printf '{%s}\n' "$(for t in $tags; do printf '"%s": "%s", ' "${t%%:*}" "${t#*:}"; done | sed 's/, $//')" > "$DIR/gen/bwd_targets.json"
 for f in "$DIR"/attn/*_d128.attn "$DIR"/attn/*_d64.attn; do
 	[ "$BWD" = 1 ] && [ -f "$f" ] || continue
 	n=$(basename "$f" .attn)
 	v=${n%_d*}
-	g="$DIR/attn/${v}_g_${n##*_}.attn"
-	sed -e "s/^attention $n /attention ${v}_g_${n##*_} /" \
-		-e 's/^  out O\[B, H, N, D\] : bf16;/&\n  out L[B, H, N] : f32;/' \
-		-e 's/^}$/  L[b, h, i] = logsumexp[j](S[b, h, i, j]);\n}/' "$f" > "$g"
-	if ! "$ATTNC" --grad --target="$BWD_TARGET" "$g" -o "$DIR/gen/$(basename "$g" .attn)"; then
-		echo "skip the backward of $n"
-	fi
-	rm -f "$g"
+	for t in $tags; do
+		g="$DIR/attn/${v}_${t%%:*}_${n##*_}.attn"
+		sed -e "s/^attention $n /attention $(basename "$g" .attn) /" \
+			-e 's/^  out O\[B, H, N, D\] : bf16;/&\n  out L[B, H, N] : f32;/' \
+			-e 's/^}$/  L[b, h, i] = logsumexp[j](S[b, h, i, j]);\n}/' "$f" > "$g"
+		if ! "$ATTNC" --grad --target="${t#*:}" "$g" -o "$DIR/gen/$(basename "$g" .attn)"; then
+			echo "skip the ${t#*:} backward of $n"
+		fi
+		rm -f "$g"
+	done
 done
 cp bench/anchors.py bench/bwd_kernels.py bench/decode.py bench/neighborhood.py bench/table.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
 cp -r runtime "$DIR/runtime"

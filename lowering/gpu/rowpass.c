@@ -68,34 +68,69 @@ const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s)
 
 /* A loop of the thread over index variable v of node i (its value in
 ** g->col, 0 to the extent): the index's values are the loop's own, so no
-** value is kept across it. */
+** value is kept across it. An extent fixed at compile time, up to
+** ROW_UNROLL, is unrolled (the body emitted once per value, g->col a
+** constant): the loop's loads then wait for one another's latency no more
+** (a backward's Delta over D = 128 took 0.8 ms as a loop at B H N = 512k
+** rows, a fifth of a millisecond's bytes). */
+enum { ROW_UNROLL = 256 };
 typedef struct RowLoop {
 	PReg e, p, ext;
 	int top, end;
+	long fixed; /* the extent where unrolled, else 0 */
 } RowLoop;
 
-static void loop_open(KernelGen *g, RowLoop *l, int i, int v)
+static long fixed_extent(const Expr *x)
 {
+	if (x->kind == EX_INT)
+		return x->ival;
+	if (x->kind == EX_DIM && x->dim->fixed)
+		return x->dim->fixed;
+	return 0;
+}
+
+/* Opens the loop; returns how many times the caller emits its body, each
+** after loop_at. */
+static int loop_open(KernelGen *g, RowLoop *l, int i, int v)
+{
+	const Expr *x = gpu_node(g, i)->vars[v].extent;
+	g->s->ecls = g->p->cls[i][v];
+	l->fixed = fixed_extent(x);
+	if (l->fixed > 0 && l->fixed <= ROW_UNROLL)
+		return (int)l->fixed;
+	l->fixed = 0;
 	l->e = gpu_reg(g, PC_B64), l->p = gpu_reg(g, PC_PRED);
-	l->ext = gpu_expr(g, gpu_node(g, i)->vars[v].extent);
+	l->ext = gpu_expr(g, x);
 	gpu_op2(g, PTX_MOV, ".b64", po_r(l->e), po_i(0));
 	l->top = ptx_new_label(g->f), l->end = ptx_new_label(g->f);
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(l->p), po_r(l->e), po_r(l->ext));
 	gpu_op1(g, PTX_BRA, ".uni", po_label(l->end));
 	ptx_guard(g->f, l->p, 0);
 	gpu_expr_forget(g, 0);
-	g->s->ecls = g->p->cls[i][v];
 	ptx_label(g->f, l->top);
 	g->col = l->e;
+	return 1;
+}
+
+/* Before the body's k-th copy: an unrolled loop's index value. */
+static void loop_at(KernelGen *g, RowLoop *l, int k)
+{
+	if (!l->fixed)
+		return;
+	gpu_expr_forget(g, 0);
+	g->col = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(g->col), po_i(k));
 }
 
 static void loop_close(KernelGen *g, RowLoop *l)
 {
-	gpu_op3(g, PTX_ADD, ".s64", po_r(l->e), po_r(l->e), po_i(1));
-	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(l->p), po_r(l->e), po_r(l->ext));
-	gpu_op1(g, PTX_BRA, "", po_label(l->top));
-	ptx_guard(g->f, l->p, 0);
-	ptx_label(g->f, l->end);
+	if (!l->fixed) {
+		gpu_op3(g, PTX_ADD, ".s64", po_r(l->e), po_r(l->e), po_i(1));
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(l->p), po_r(l->e), po_r(l->ext));
+		gpu_op1(g, PTX_BRA, "", po_label(l->top));
+		ptx_guard(g->f, l->p, 0);
+		ptx_label(g->f, l->end);
+	}
 	gpu_expr_forget(g, 0);
 	g->s->ecls = -1;
 }
@@ -122,13 +157,16 @@ static PReg row_value(KernelGen *g, int i)
 	PReg acc = gpu_reg(g, PC_F32);
 	gpu_op2(g, PTX_MOV, ".f32", po_r(acc), po_f(id));
 	RowLoop l;
-	loop_open(g, &l, i, n->nfree);
-	PReg x = kept(g, gpu_expr(g, n->body), n->filter, id);
-	gpu_op3(g,
-		n->red == RED_SUM   ? PTX_ADD
-		: n->red == RED_MAX ? PTX_MAX
-				    : PTX_MIN,
-		".f32", po_r(acc), po_r(acc), po_r(x));
+	int reps = loop_open(g, &l, i, n->nfree);
+	for (int k = 0; k < reps; k++) {
+		loop_at(g, &l, k);
+		PReg x = kept(g, gpu_expr(g, n->body), n->filter, id);
+		gpu_op3(g,
+			n->red == RED_SUM   ? PTX_ADD
+			: n->red == RED_MAX ? PTX_MAX
+					    : PTX_MIN,
+			".f32", po_r(acc), po_r(acc), po_r(x));
+	}
 	loop_close(g, &l);
 	return acc;
 }
@@ -140,20 +178,25 @@ static void row_elements_store(KernelGen *g, int i)
 	const Node *n = gpu_node(g, i);
 	Arena *a = g->a;
 	g->node = i;
-	RowLoop l;
-	loop_open(g, &l, i, n->nfree - 1);
-	PReg v = kept(g, gpu_expr(g, n->body), n->filter ? n->filter : n->out->domain, 0.0f);
 	Expr **args = ARENA_ARRAY(a, Expr *, n->nfree + 1);
 	for (int k = 0; k < n->nfree; k++)
 		args[k] = expr_index(a, k);
-	PReg ad = gpu_addr(g, n->out, args);
-	if (n->out->dtype == DT_F32)
-		gpu_op2(g, PTX_ST, ".global.f32", po_mem(ad, 0), po_r(v));
-	else {
-		PReg h = gpu_reg(g, PC_B16);
-		gpu_op2(g, PTX_CVT, n->out->dtype == DT_BF16 ? ".rn.bf16.f32" : ".rn.f16.f32",
-			po_r(h), po_r(v));
-		gpu_op2(g, PTX_ST, ".global.b16", po_mem(ad, 0), po_r(h));
+	RowLoop l;
+	int reps = loop_open(g, &l, i, n->nfree - 1);
+	for (int k = 0; k < reps; k++) {
+		loop_at(g, &l, k);
+		PReg v =
+		    kept(g, gpu_expr(g, n->body), n->filter ? n->filter : n->out->domain, 0.0f);
+		PReg ad = gpu_addr(g, n->out, args);
+		if (n->out->dtype == DT_F32)
+			gpu_op2(g, PTX_ST, ".global.f32", po_mem(ad, 0), po_r(v));
+		else {
+			PReg h = gpu_reg(g, PC_B16);
+			gpu_op2(g, PTX_CVT,
+				n->out->dtype == DT_BF16 ? ".rn.bf16.f32" : ".rn.f16.f32", po_r(h),
+				po_r(v));
+			gpu_op2(g, PTX_ST, ".global.b16", po_mem(ad, 0), po_r(h));
+		}
 	}
 	loop_close(g, &l);
 }
