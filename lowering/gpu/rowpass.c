@@ -9,8 +9,10 @@
 ** expressions (expr.c: the reduced index is the element's column, as the
 ** value index is in the epilogue). An output with a value index as its
 ** last (a backward's dQ converted from its f32 sums) is a loop over that
-** index too, one store per element. Its work is the size of the inputs it
-** reads, small beside the backward's contractions.
+** index too, one store per element. Where every such loop's extent is
+** fixed, 16 lanes share a row instead (RowLanes), so that a row's
+** elements are read in contiguous bytes. Its work is the size of the
+** inputs it reads, small beside the backward's contractions.
 */
 #include <math.h>
 #include <string.h>
@@ -72,13 +74,27 @@ const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s)
 ** ROW_UNROLL, is unrolled (the body emitted once per value, g->col a
 ** constant): the loop's loads then wait for one another's latency no more
 ** (a backward's Delta over D = 128 took 0.8 ms as a loop at B H N = 512k
-** rows, a fifth of a millisecond's bytes). */
+** rows, a fifth of a millisecond's bytes). Where lanes share a row
+** (RowLanes), lane `sub` takes the values sub, sub + lanes, ... */
 enum { ROW_UNROLL = 256 };
 typedef struct RowLoop {
 	PReg e, p, ext;
 	int top, end;
 	long fixed; /* the extent where unrolled, else 0 */
 } RowLoop;
+
+/* Lanes that share a row, ROW_LANES where every loop of the pass has a
+** fixed extent that is a multiple of it (each row's elements then come in
+** 32 contiguous bytes of 16-bit elements, where a row a thread read 2
+** bytes of each of 32 rows and left the sectors' rest to L1), else 1; the
+** lane's place among them (sub, b64); the row's predicates: in the
+** launch's rows (valid), and that and sub == 0 (lead, which stores the
+** row's values). */
+enum { ROW_LANES = 16 };
+typedef struct RowLanes {
+	int lanes;
+	PReg sub, valid, lead;
+} RowLanes;
 
 static long fixed_extent(const Expr *x)
 {
@@ -89,15 +105,35 @@ static long fixed_extent(const Expr *x)
 	return 0;
 }
 
+/* Node i's loop variable (its reduced index, or an output's value index),
+** or -1. */
+static int loop_var(const Plan *p, int i)
+{
+	const Node *n = p->c->nodes.v[i];
+	return n->nred ? n->nfree : row_elements(p, i) ? n->nfree - 1 : -1;
+}
+
+static int row_lanes(const Plan *p)
+{
+	for (int i = 0; i < p->c->nodes.n; i++) {
+		int v = loop_var(p, i);
+		long e = v < 0 ? ROW_LANES
+			       : fixed_extent(((const Node *)p->c->nodes.v[i])->vars[v].extent);
+		if (e <= 0 || e % ROW_LANES || e / ROW_LANES > ROW_UNROLL)
+			return 1;
+	}
+	return ROW_LANES;
+}
+
 /* Opens the loop; returns how many times the caller emits its body, each
 ** after loop_at. */
-static int loop_open(KernelGen *g, RowLoop *l, int i, int v)
+static int loop_open(KernelGen *g, const RowLanes *rl, RowLoop *l, int i, int v)
 {
 	const Expr *x = gpu_node(g, i)->vars[v].extent;
 	g->s->ecls = g->p->cls[i][v];
 	l->fixed = fixed_extent(x);
-	if (l->fixed > 0 && l->fixed <= ROW_UNROLL)
-		return (int)l->fixed;
+	if (l->fixed > 0 && l->fixed / rl->lanes <= ROW_UNROLL)
+		return (int)(l->fixed / rl->lanes);
 	l->fixed = 0;
 	l->e = gpu_reg(g, PC_B64), l->p = gpu_reg(g, PC_PRED);
 	l->ext = gpu_expr(g, x);
@@ -113,15 +149,17 @@ static int loop_open(KernelGen *g, RowLoop *l, int i, int v)
 }
 
 /* Before the body's k-th copy: an unrolled loop's index value. */
-static void loop_at(KernelGen *g, RowLoop *l, int k)
+static void loop_at(KernelGen *g, const RowLanes *rl, RowLoop *l, int k)
 {
 	if (!l->fixed)
 		return;
 	gpu_expr_forget(g, 0);
 	g->col = gpu_reg(g, PC_B64);
-	gpu_op2(g, PTX_MOV, ".b64", po_r(g->col), po_i(k));
+	if (rl->lanes > 1)
+		gpu_op3(g, PTX_ADD, ".s64", po_r(g->col), po_r(rl->sub), po_i(k * rl->lanes));
+	else
+		gpu_op2(g, PTX_MOV, ".b64", po_r(g->col), po_i(k));
 }
-
 static void loop_close(KernelGen *g, RowLoop *l)
 {
 	if (!l->fixed) {
@@ -146,34 +184,38 @@ static PReg kept(KernelGen *g, PReg v, const Expr *keep, float other)
 }
 
 /* Node i's value at the thread's row: its body, or a loop over its reduced
-** index; absent points (its filter) give 0 or the reduction's identity. */
-static PReg row_value(KernelGen *g, int i)
+** index (the lanes' parts then combined by butterfly shuffles); absent
+** points (its filter) give 0 or the reduction's identity. */
+static PReg row_value(KernelGen *g, const RowLanes *rl, int i)
 {
 	const Node *n = gpu_node(g, i);
 	g->node = i;
 	if (!n->nred)
 		return kept(g, gpu_expr(g, n->body), n->filter, 0.0f);
 	float id = n->red == RED_MAX ? -INFINITY : n->red == RED_MIN ? INFINITY : 0.0f;
+	PtxOpcode op = n->red == RED_SUM ? PTX_ADD : n->red == RED_MAX ? PTX_MAX : PTX_MIN;
 	PReg acc = gpu_reg(g, PC_F32);
 	gpu_op2(g, PTX_MOV, ".f32", po_r(acc), po_f(id));
 	RowLoop l;
-	int reps = loop_open(g, &l, i, n->nfree);
+	int reps = loop_open(g, rl, &l, i, n->nfree);
 	for (int k = 0; k < reps; k++) {
-		loop_at(g, &l, k);
+		loop_at(g, rl, &l, k);
 		PReg x = kept(g, gpu_expr(g, n->body), n->filter, id);
-		gpu_op3(g,
-			n->red == RED_SUM   ? PTX_ADD
-			: n->red == RED_MAX ? PTX_MAX
-					    : PTX_MIN,
-			".f32", po_r(acc), po_r(acc), po_r(x));
+		gpu_op3(g, op, ".f32", po_r(acc), po_r(acc), po_r(x));
 	}
 	loop_close(g, &l);
+	for (int m = rl->lanes / 2; m > 0; m /= 2) {
+		PReg o = gpu_reg(g, PC_F32);
+		gpu_op5(g, PTX_SHFL, ".b32", po_r(o), po_r(acc), po_i(m), po_i(31), po_i(-1));
+		gpu_op3(g, op, ".f32", po_r(acc), po_r(acc), po_r(o));
+	}
 	return acc;
 }
 
 /* Output node i's elements along its value index (the last): each
-** evaluated and stored, converted to the output's dtype, absent points 0. */
-static void row_elements_store(KernelGen *g, int i)
+** evaluated and stored where the row is the launch's, converted to the
+** output's dtype, absent points 0. */
+static void row_elements_store(KernelGen *g, const RowLanes *rl, int i)
 {
 	const Node *n = gpu_node(g, i);
 	Arena *a = g->a;
@@ -182,23 +224,58 @@ static void row_elements_store(KernelGen *g, int i)
 	for (int k = 0; k < n->nfree; k++)
 		args[k] = expr_index(a, k);
 	RowLoop l;
-	int reps = loop_open(g, &l, i, n->nfree - 1);
+	int reps = loop_open(g, rl, &l, i, n->nfree - 1);
 	for (int k = 0; k < reps; k++) {
-		loop_at(g, &l, k);
+		loop_at(g, rl, &l, k);
 		PReg v =
 		    kept(g, gpu_expr(g, n->body), n->filter ? n->filter : n->out->domain, 0.0f);
 		PReg ad = gpu_addr(g, n->out, args);
-		if (n->out->dtype == DT_F32)
+		if (n->out->dtype == DT_F32) {
 			gpu_op2(g, PTX_ST, ".global.f32", po_mem(ad, 0), po_r(v));
-		else {
+		} else {
 			PReg h = gpu_reg(g, PC_B16);
 			gpu_op2(g, PTX_CVT,
 				n->out->dtype == DT_BF16 ? ".rn.bf16.f32" : ".rn.f16.f32", po_r(h),
 				po_r(v));
 			gpu_op2(g, PTX_ST, ".global.b16", po_mem(ad, 0), po_r(h));
 		}
+		if (rl->valid.n)
+			ptx_guard(g->f, rl->valid, 0);
 	}
 	loop_close(g, &l);
+}
+
+/* Every node in order at the thread's row (g->row): row outputs stored by
+** the row's lead lane, where there is one (RowLanes.lead), else by the
+** thread. */
+static void row_nodes(KernelGen *g, const RowLanes *rl)
+{
+	Arena *a = g->a;
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		const Node *x = gpu_node(g, i);
+		if (row_elements(g->p, i)) {
+			row_elements_store(g, rl, i);
+			continue;
+		}
+		PReg v = row_value(g, rl, i);
+		g->rowv[i][0] = v;
+		if (x->out->kind != TK_OUT)
+			continue;
+		g->node = i;
+		Expr **args = ARENA_ARRAY(a, Expr *, x->nfree + 1);
+		for (int k = 0; k < x->nfree; k++)
+			args[k] = expr_index(a, k);
+		if (x->out->domain) {
+			PReg z = gpu_reg(g, PC_F32);
+			gpu_op4(g, PTX_SELP, ".f32", po_r(z), po_r(v), po_f(0.0f),
+				po_r(gpu_expr(g, x->out->domain)));
+			v = z;
+		}
+		PReg ad = gpu_addr(g, x->out, args);
+		gpu_op2(g, PTX_ST, ".global.f32", po_mem(ad, 0), po_r(v));
+		if (rl->lead.n)
+			ptx_guard(g->f, rl->lead, 0);
+	}
 }
 
 /* The row pass: the forward's parameters and grid decode (so that its
@@ -228,36 +305,46 @@ PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape
 	gpu_load_params(g);
 	gpu_decode_grid(g);
 	g->tid = gpu_tid(g);
-	g->row = gpu_reg(g, PC_B64);
-	gpu_op3(g, PTX_ADD, ".s64", po_r(g->row), po_r(g->q0), po_r(g->tid));
-	int done = ptx_new_label(f);
-	PReg out = gpu_reg(g, PC_PRED);
-	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(out), po_r(g->row), po_r(g->qext));
-	gpu_op1(g, PTX_BRA, "", po_label(done));
-	ptx_guard(f, out, 0);
 	g->stage = 1, g->half = 0, g->elem = -1;
-	for (int i = 0; i < n; i++) {
-		const Node *x = gpu_node(g, i);
-		if (row_elements(p, i)) {
-			row_elements_store(g, i);
-			continue;
-		}
-		PReg v = row_value(g, i);
-		g->rowv[i][0] = v;
-		if (x->out->kind != TK_OUT)
-			continue;
-		g->node = i;
-		Expr **args = ARENA_ARRAY(a, Expr *, x->nfree + 1);
-		for (int k = 0; k < x->nfree; k++)
-			args[k] = expr_index(a, k);
-		if (x->out->domain) {
-			PReg z = gpu_reg(g, PC_F32);
-			gpu_op4(g, PTX_SELP, ".f32", po_r(z), po_r(v), po_f(0.0f),
-				po_r(gpu_expr(g, x->out->domain)));
-			v = z;
-		}
-		PReg ad = gpu_addr(g, x->out, args);
-		gpu_op2(g, PTX_ST, ".global.f32", po_mem(ad, 0), po_r(v));
+	RowLanes rl = {row_lanes(p), {0}, {0}, {0}};
+	int done = ptx_new_label(f);
+	if (rl.lanes == 1) {
+		g->row = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_ADD, ".s64", po_r(g->row), po_r(g->q0), po_r(g->tid));
+		PReg out = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_SETP, ".ge.s64", po_r(out), po_r(g->row), po_r(g->qext));
+		gpu_op1(g, PTX_BRA, "", po_label(done));
+		ptx_guard(f, out, 0);
+		row_nodes(g, &rl);
+	} else {
+		/* lanes share a row: GPU_THREADS / lanes rows at a time, the
+		** CTA's rows in `lanes` turns; a row past the launch's is
+		** computed at its last (shuffles need every lane) and not stored */
+		int per = GPU_THREADS / rl.lanes;
+		PReg slot = gpu_reg(g, PC_B64), turn = gpu_reg(g, PC_B64),
+		     last = gpu_reg(g, PC_B64), row = gpu_reg(g, PC_B64),
+		     more = gpu_reg(g, PC_PRED), sub0 = gpu_reg(g, PC_PRED);
+		rl.sub = gpu_reg(g, PC_B64), rl.valid = gpu_reg(g, PC_PRED),
+		rl.lead = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_AND, ".b64", po_r(rl.sub), po_r(g->tid), po_i(rl.lanes - 1));
+		gpu_op3(g, PTX_SHR, ".u64", po_r(slot), po_r(g->tid), po_i(gpu_log2(rl.lanes)));
+		gpu_op3(g, PTX_ADD, ".s64", po_r(slot), po_r(slot), po_r(g->q0));
+		gpu_op3(g, PTX_SUB, ".s64", po_r(last), po_r(g->qext), po_i(1));
+		gpu_op3(g, PTX_SETP, ".eq.s64", po_r(sub0), po_r(rl.sub), po_i(0));
+		gpu_op2(g, PTX_MOV, ".b64", po_r(turn), po_i(0));
+		int top = ptx_new_label(f);
+		ptx_label(f, top);
+		gpu_expr_forget(g, 0);
+		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(row), po_r(turn), po_i(per), po_r(slot));
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(rl.valid), po_r(row), po_r(g->qext));
+		gpu_op3(g, PTX_AND, ".pred", po_r(rl.lead), po_r(rl.valid), po_r(sub0));
+		g->row = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_MIN, ".s64", po_r(g->row), po_r(row), po_r(last));
+		row_nodes(g, &rl);
+		gpu_op3(g, PTX_ADD, ".s64", po_r(turn), po_r(turn), po_i(1));
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(more), po_r(turn), po_i(rl.lanes));
+		gpu_op1(g, PTX_BRA, ".uni", po_label(top));
+		ptx_guard(f, more, 0);
 	}
 	ptx_label(f, done);
 	gpu_op0(g, PTX_RET, "");
