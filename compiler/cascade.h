@@ -286,6 +286,9 @@ double expr_eval_float(const Expr *e, const long *dims, const double *params);
 /* The same for shapes and extents, with overflow and division by zero
 ** reported (returns -1) instead of wrapping: for sizes users give. */
 int expr_eval_extent(const Expr *e, const long *dims, long *out);
+/* The size of extent e where code generation knows it (a literal or a
+** fixed dim), else 0. */
+long expr_fixed_extent(const Expr *e);
 long tensor_dim_size(const Tensor *t, int k, const long *dims);
 long tensor_numel(const Tensor *t, const long *dims);
 /* Fills params[] with defaults for those not marked in given[]; returns the

@@ -161,11 +161,7 @@ static int wide_keys(const Cascade *b, const char *outk)
 			continue;
 		cnt++;
 		for (int v = 0; v < x->nfree; v++) {
-			const Expr *e = x->vars[v].extent;
-			long w = e->kind == EX_INT   ? e->ival
-				 : e->kind == EX_DIM ? e->dim->fixed
-						     : 0;
-			wide |= w > 128;
+			wide |= expr_fixed_extent(x->vars[v].extent) > 128;
 		}
 	}
 	return cnt > 1 && wide;

@@ -96,15 +96,6 @@ typedef struct RowLanes {
 	PReg sub, valid, lead;
 } RowLanes;
 
-static long fixed_extent(const Expr *x)
-{
-	if (x->kind == EX_INT)
-		return x->ival;
-	if (x->kind == EX_DIM && x->dim->fixed)
-		return x->dim->fixed;
-	return 0;
-}
-
 /* Node i's loop variable (its reduced index, or an output's value index),
 ** or -1. */
 static int loop_var(const Plan *p, int i)
@@ -117,8 +108,9 @@ static int row_lanes(const Plan *p)
 {
 	for (int i = 0; i < p->c->nodes.n; i++) {
 		int v = loop_var(p, i);
-		long e = v < 0 ? ROW_LANES
-			       : fixed_extent(((const Node *)p->c->nodes.v[i])->vars[v].extent);
+		long e = v < 0
+			     ? ROW_LANES
+			     : expr_fixed_extent(((const Node *)p->c->nodes.v[i])->vars[v].extent);
 		if (e <= 0 || e % ROW_LANES || e / ROW_LANES > ROW_UNROLL)
 			return 1;
 	}
@@ -131,7 +123,7 @@ static int loop_open(KernelGen *g, const RowLanes *rl, RowLoop *l, int i, int v)
 {
 	const Expr *x = gpu_node(g, i)->vars[v].extent;
 	g->s->ecls = g->p->cls[i][v];
-	l->fixed = fixed_extent(x);
+	l->fixed = expr_fixed_extent(x);
 	if (l->fixed > 0 && l->fixed / rl->lanes <= ROW_UNROLL)
 		return (int)(l->fixed / rl->lanes);
 	l->fixed = 0;
@@ -279,9 +271,10 @@ static void row_nodes(KernelGen *g, const RowLanes *rl)
 }
 
 /* The row pass: the forward's parameters and grid decode (so that its
-** launcher is the forward's), one row a thread, every node in order. It
-** takes no target hook: on a warp-specialised target its CTA is the
-** builder's GPU_THREADS threads alone (gpu_row_target), with no producer. */
+** launcher is the forward's), a row a thread or RowLanes' lanes a row,
+** every node in order. It takes no target hook: on a warp-specialised
+** target its CTA is the builder's GPU_THREADS threads alone
+** (gpu_row_target), with no producer. */
 PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape *s)
 {
 	KernelGen G = {0};

@@ -73,15 +73,6 @@ static const Expr *strip(const Expr *e)
 	return e;
 }
 
-static long fixed_extent(const Expr *e)
-{
-	if (e->kind == EX_INT)
-		return e->ival;
-	if (e->kind == EX_DIM && e->dim->fixed)
-		return e->dim->fixed;
-	return 0;
-}
-
 /* The size of a compile-time extent written as an expression (DL + DR),
 ** for messages only: the kernels take a fixed dim or a literal, as above;
 ** 0 when it depends on a runtime dim. */
@@ -91,7 +82,7 @@ static long folded_extent(const Expr *e)
 		long a = folded_extent(e->args[0]), b = folded_extent(e->args[1]);
 		return a > 0 && b > 0 ? (e->op == OP_ADD ? a + b : a * b) : 0;
 	}
-	return fixed_extent(e);
+	return expr_fixed_extent(e);
 }
 
 /* Why a head dimension is refused, for the GPU's reason: wide heads
@@ -212,7 +203,7 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 			continue;
 		if (expr_vars(x) & (1ull << evar))
 			continue;
-		long dv = fixed_extent(n->vars[evar].extent);
+		long dv = expr_fixed_extent(n->vars[evar].extent);
 		if (dv <= 0 || dv % 32 || dv > 256)
 			return head_dim_reason(a, n, "value", n->vars[evar].extent);
 		if (s->npv == GPU_MAXG)
@@ -295,7 +286,7 @@ static const char *cross(Arena *a, const Plan *p, int i, KernelShape *s, int eva
 			continue;
 		for (int q = 0; q < s->nqk; q++) {
 			if (s->qk[q].a->tensor != r->tensor || s->qk[q].agather ||
-			    s->qk[q].D != fixed_extent(n->vars[evar].extent) ||
+			    s->qk[q].D != expr_fixed_extent(n->vars[evar].extent) ||
 			    !same_rows(p, s, q, i, r))
 				continue;
 			s->cross[s->ncross] =
@@ -321,7 +312,7 @@ static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 	if (b->kind != EX_BINOP || b->op != OP_MUL)
 		return arena_printf(a, "%s: the tile contraction must be a product of two inputs",
 				    node_what(a, n));
-	long D = fixed_extent(n->vars[d].extent);
+	long D = expr_fixed_extent(n->vars[d].extent);
 	if (D <= 0 || D % 32 || D > 256)
 		return head_dim_reason(a, n, "contracted", n->vars[d].extent);
 	for (int side = 0; side < 2; side++) {
