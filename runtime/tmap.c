@@ -27,13 +27,16 @@ enum {
 #define TMAP_MAX_STRIDE (1ull << 40)
 
 /* The data type TMA copies elem_size bytes as: any element of that size
-** moves the same way, since the maps fill nothing but zeros. -1: none. */
+** moves the same way, since the maps fill nothing but zeros. 4-byte
+** elements are f32: the one tensor a kernel adds to through its map
+** (cp.reduce.async.bulk.tensor, whose .add takes the map's type) is a sum
+** in f32. -1: none. */
 static int data_type(int elem_size)
 {
 	switch (elem_size) {
 	case 1: return AR_CU_TENSOR_MAP_DATA_TYPE_UINT8;
 	case 2: return AR_CU_TENSOR_MAP_DATA_TYPE_UINT16;
-	case 4: return AR_CU_TENSOR_MAP_DATA_TYPE_UINT32;
+	case 4: return AR_CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 	case 8: return AR_CU_TENSOR_MAP_DATA_TYPE_UINT64;
 	default: return -1;
 	}

@@ -620,6 +620,8 @@ typedef struct TileState {
 /* tile.c */
 void gpu_tile_rows(KernelGen *g, TileState *t);
 void gpu_tile_body(KernelGen *g, TileState *t, int masked);
+/* The f32 output's address at streamed row r of SN_CROSS node i (b64). */
+PReg gpu_cross_row_addr(KernelGen *g, int i, PReg r);
 /* Node i's filter as key bounds lo <= j < hi (NULL: none on that side),
 ** each an expression of the row, and the other conjuncts (rest). */
 void gpu_key_bounds_of(KernelGen *g, int i, Expr **lo, Expr **hi, const Expr **rest);

@@ -297,6 +297,26 @@ static void pv_tile(KernelGen *g, TileState *t, int i, int masked)
 	g->t->contract_pv(g, i, x);
 }
 
+/* The f32 output's address at the CTA's grid indices and streamed row r
+** (b64; its last index, e, is 0), for SN_CROSS node i: where each
+** target's contract_cross adds its sums. */
+PReg gpu_cross_row_addr(KernelGen *g, int i, PReg r)
+{
+	const Node *n = gpu_node(g, i);
+	int id = n->out->id;
+	PReg off = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(off), po_i(0));
+	for (int v = 0; v < n->nfree - 1; v++) {
+		int cls = g->p->cls[i][v];
+		PReg x = cls == g->s->scls ? r : g->grid[cls];
+		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(off), po_r(x), po_r(g->par.stride[id][v]),
+			po_r(off));
+	}
+	PReg a = gpu_reg(g, PC_B64);
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(off), po_i(4), po_r(g->par.tptr[id]));
+	return a;
+}
+
 /* R += X^T A of SN_CROSS node i, its first step: X's elements with their
 ** mask, and zero in the rows past the CTA's (zero-filled rows of A, but X
 ** there may be inf), staged by the target; gpu_tile_body contracts after

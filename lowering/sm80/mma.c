@@ -186,25 +186,6 @@ void sm80_contract_pv(KernelGen *g, int i, const PReg *x)
 	}
 }
 
-/* The f32 output's address at the CTA's grid indices and streamed row r
-** (b64; its last index, e, is 0), for SN_CROSS node i. */
-static PReg cross_row_addr(KernelGen *g, int i, PReg r)
-{
-	const Node *n = gpu_node(g, i);
-	int id = n->out->id;
-	PReg off = gpu_reg(g, PC_B64);
-	gpu_op2(g, PTX_MOV, ".b64", po_r(off), po_i(0));
-	for (int v = 0; v < n->nfree - 1; v++) {
-		int cls = g->p->cls[i][v];
-		PReg x = cls == g->s->scls ? r : g->grid[cls];
-		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(off), po_r(x), po_r(g->par.stride[id][v]),
-			po_r(off));
-	}
-	PReg a = gpu_reg(g, PC_B64);
-	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(off), po_i(4), po_r(g->par.tptr[id]));
-	return a;
-}
-
 /* The first step of R += X^T A of SN_CROSS node i (gpu/tile.c; a
 ** backward's dQ += dS K in the kernel over key tiles): X, per score
 ** element, to shared memory as bf16/f16 pairs (rows: the CTA's rows,
@@ -281,7 +262,7 @@ void sm80_contract_cross(KernelGen *g, int i)
 		gpu_op3(g, PTX_ADD, ".s64", po_r(r1), po_r(r0), po_i(8));
 		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(ok0), po_r(r0), po_r(g->sext));
 		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(ok1), po_r(r1), po_r(g->sext));
-		PReg ad[2] = {cross_row_addr(g, i, r0), cross_row_addr(g, i, r1)},
+		PReg ad[2] = {gpu_cross_row_addr(g, i, r0), gpu_cross_row_addr(g, i, r1)},
 		     ok[2] = {ok0, ok1};
 		for (int h = 0; h < 2; h++) {
 			PReg c = gpu_reg(g, PC_B64);

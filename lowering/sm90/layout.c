@@ -30,7 +30,7 @@ uint32_t sm90_min_bytes(const KernelShape *s, int bn)
 		q += 2u * GPU_MAXBN * (uint32_t)s->qk[k].D, st += 2u * (uint32_t)(bn * s->qk[k].D);
 	for (int v = 0; v < s->nvreads; v++)
 		st += s->vk[v] < 0 ? 2u * (uint32_t)(bn * s->DV) : 0;
-	return q + 2 * st;
+	return q + sm90_cross_bytes(s, bn) + 2 * st;
 }
 
 /* Keys per tile: 128 (GPU_MAXBN, FlashAttention-3's tile at head dims up
@@ -99,7 +99,8 @@ static int gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k)
 	return -1;
 }
 
-/* The layout: Q per contraction; the stages, each K per contraction and V
+/* The layout: Q per contraction; X's buffers per sum over the CTA's rows;
+** the stages, each K per contraction and V
 ** per V read (none for one that repeats a K read: KernelShape.vk); the barriers; the schedule's slots; the scan's words. As
 ** many stages (2 to SM90_MAX_STAGES) as keep the CTA within SM90_SMEM, two
 ** at least. The tensor maps are chosen here; their parameters come after
@@ -121,6 +122,13 @@ uint32_t sm90_layout(KernelGen *g, int table)
 		k9->q[k].off = off;
 		off = align1k(off + (uint32_t)g->cta_rows * (uint32_t)s->qk[k].D * 2);
 		k9->q_tx += (uint32_t)g->cta_rows * (uint32_t)s->qk[k].D * 2;
+	}
+	/* X of each sum over the CTA's rows, two buffers, and its staged sums
+	** (cross.c) */
+	k9->xbytes = (uint32_t)g->cta_rows * (uint32_t)g->bn * 2;
+	for (int c = 0; c < s->ncross; c++) {
+		k9->x[c] = off;
+		off = align1k(sm90_cross_staging(g, c, off + 2 * k9->xbytes));
 	}
 	uint32_t st = 0;
 	for (int k = 0; k < s->nqk; k++) {
@@ -146,6 +154,7 @@ uint32_t sm90_layout(KernelGen *g, int table)
 		k9->v[v].off = st;
 		st = align1k(st + (uint32_t)g->bn * (uint32_t)s->DV * 2);
 	}
+	sm90_cross_maps(g);
 	k9->stage_bytes = st;
 	k9->stage_tx = 0;
 	for (int k = 0; k < s->nqk && !sm90_gathered(s); k++)

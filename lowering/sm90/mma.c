@@ -21,7 +21,7 @@ static const uint64_t DESC_SWIZZLE128 = 1ull << 62;
 
 /* The descriptor of the operand at shared address addr (u32) with
 ** leading byte offset lbo: the address's 14 bits, then the constants. */
-static PReg descriptor(KernelGen *g, PReg addr, uint32_t lbo)
+PReg sm90_descriptor(KernelGen *g, PReg addr, uint32_t lbo)
 {
 	PReg a = gpu_reg(g, PC_B32), d = gpu_reg(g, PC_B64);
 	gpu_op3(g, PTX_SHR, ".u32", po_r(a), po_r(addr), po_i(4));
@@ -34,7 +34,7 @@ static PReg descriptor(KernelGen *g, PReg addr, uint32_t lbo)
 
 /* d + off bytes (the start address field: off / 16 added, no carry out of
 ** its 14 bits for shared addresses). */
-static PReg desc_at(KernelGen *g, PReg d, uint32_t off)
+PReg sm90_desc_at(KernelGen *g, PReg d, uint32_t off)
 {
 	if (!off)
 		return d;
@@ -43,7 +43,8 @@ static PReg desc_at(KernelGen *g, PReg d, uint32_t off)
 	return r;
 }
 
-static const char *elem_type(const Expr *read)
+/* The wgmma type of a 16-bit operand read: f16 or bf16 as its tensor's. */
+const char *sm90_elem_type(const Expr *read)
 {
 	return read->tensor->dtype == DT_F16 ? "f16" : "bf16";
 }
@@ -110,7 +111,7 @@ void sm90_contract_qk(KernelGen *g, int node)
 	const TmaRead *q = &k9->q[k], *kr = &k9->k[k];
 	long D = g->s->qk[k].D;
 	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%dk16.f32.%s.%s", g->bn,
-					elem_type(q->e), elem_type(kr->e));
+					sm90_elem_type(q->e), sm90_elem_type(kr->e));
 	PReg qd = {0};
 	if (!regs) {
 		/* this warpgroup's 64 rows of Q: 64 panel rows in */
@@ -119,19 +120,20 @@ void sm90_contract_qk(KernelGen *g, int node)
 		gpu_op3(g, PTX_SHR, ".u32", po_r(wg), po_r(wg), po_i(7));
 		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(qa), po_r(wg), po_i(64 * SM90_PANEL_ROW),
 			po_r(g->sbase));
-		qd = descriptor(g, qa, 0);
+		qd = sm90_descriptor(g, qa, 0);
 	}
-	PReg kd = descriptor(g, k9->stage_addr, 0);
+	PReg kd = sm90_descriptor(g, k9->stage_addr, 0);
 	PReg first = gpu_pconst(g, 0), rest = gpu_pconst(g, 1);
 	for (int el = 0; el < g->nel; el++)
 		g->tile[node][el] = gpu_reg(g, PC_F32);
 	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
 	for (long kk = 0; kk < D / 16; kk++) {
 		uint32_t p = (uint32_t)(kk / 4), in = (uint32_t)(kk % 4) * 32;
-		PtxOpnd a = regs ? po_vec(&k9->qf[k][4 * kk], 4)
-				 : po_r(desc_at(g, qd, q->off + p * q->rows * SM90_PANEL_ROW + in));
-		PReg b = desc_at(g, kd,
-				 k9->stage0 + kr->off + p * (uint32_t)g->bn * SM90_PANEL_ROW + in);
+		PtxOpnd a =
+		    regs ? po_vec(&k9->qf[k][4 * kk], 4)
+			 : po_r(sm90_desc_at(g, qd, q->off + p * q->rows * SM90_PANEL_ROW + in));
+		PReg b = sm90_desc_at(
+		    g, kd, k9->stage0 + kr->off + p * (uint32_t)g->bn * SM90_PANEL_ROW + in);
 		/* with A in registers, wgmma takes no transpose flag for it: the
 		** first of the two zeros goes */
 		PtxOpnd o[8] = {po_vec(g->tile[node], g->nel),
@@ -186,16 +188,16 @@ static void pv_wgmma(KernelGen *g, int i, PReg stage, const PReg *a)
 	const PVContraction *pv = &g->s->pv[g->s->node[i].gemm];
 	const TmaRead *vr = &k9->v[pv->vslot];
 	int net = (int)(pv->DV / 8);
-	const char *t = elem_type(vr->e);
+	const char *t = sm90_elem_type(vr->e);
 	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%ldk16.f32.%s.%s", pv->DV, t, t);
-	PReg vd = descriptor(g, stage, (uint32_t)g->bn * SM90_PANEL_ROW);
+	PReg vd = sm90_descriptor(g, stage, (uint32_t)g->bn * SM90_PANEL_ROW);
 	PReg one = gpu_pconst(g, 1);
 	for (int m = 0; m < g->row_blocks; m++)
 		for (int kk = 0; kk < g->bn / 16; kk++) {
 			uint32_t vo = k9->stage0 + vr->off + (uint32_t)kk * 16 * SM90_PANEL_ROW;
 			PtxOpnd o[7] = {po_vec(&g->acc[i][m * net * 4], net * 4),
 					po_vec(&a[(m * g->bn / 16 + kk) * 4], 4),
-					po_r(desc_at(g, vd, vo)),
+					po_r(sm90_desc_at(g, vd, vo)),
 					po_r(one),
 					po_i(1),
 					po_i(1),

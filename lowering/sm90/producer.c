@@ -91,7 +91,7 @@ static void tma_copy(KernelGen *g, const TmaRead *r, PReg map, const PReg *fixed
 
 /* The generic address of tensor map parameter name (cp.async.bulk.tensor
 ** takes the map's generic address; it lives in the parameter space). */
-static PReg map_addr(KernelGen *g, const char *name)
+PReg sm90_map_addr(KernelGen *g, const char *name)
 {
 	PReg r = gpu_reg(g, PC_B64);
 	gpu_op2(g, PTX_MOV, ".u64", po_r(r), po_sym(name));
@@ -384,7 +384,7 @@ void sm90_producer(KernelGen *g)
 	Sm90Kernel *k9 = sm90_of(g);
 	KernelShape *s = g->s;
 	PReg maps[GPU_MAX_TMAPS];
-	const char *names[GPU_MAX_TMAPS];
+	const char **names = k9->map_names;
 	for (int m = 0; m < s->ntmaps; m++)
 		names[m] = ptx_param_bytes(g->f, arena_printf(g->a, "tmap%d", m), 64, 128);
 	PReg tid = gpu_special(g, "%tid.x"), t0 = gpu_reg(g, PC_PRED), cons = gpu_reg(g, PC_PRED);
@@ -423,7 +423,7 @@ void sm90_producer(KernelGen *g)
 	gpu_op1(g, PTX_SETMAXNREG, ".dec.sync.aligned.u32", po_i(pregs));
 	int Lexit = ptx_new_label(g->f), Lnoq = lanes ? ptx_new_label(g->f) : Lexit;
 	for (int m = 0; m < s->ntmaps; m++)
-		maps[m] = map_addr(g, names[m]);
+		maps[m] = sm90_map_addr(g, names[m]);
 	gpu_op1(g, PTX_BRA, "", po_label(Lnoq));
 	ptx_guard(g->f, t0, 0);
 	ProducerRing ring = {0};

@@ -23,6 +23,8 @@
 **   producer.c  the role split, barrier set-up and the producer's loop
 **   gather.c    the producer's cp.async copies of gathered K and V rows
 **   mma.c       wgmma descriptors and the two contractions
+**   cross.c     a sum over the CTA's rows (a backward's dQ += dS K) on
+**               wgmma, added to global memory by atomics
 **   ring.c      the consumers' place in the ring: waits, releases
 **   consumer.c  the consumers' other hooks: the stream's start, stores
 */
@@ -59,6 +61,10 @@ enum { SM90_BAR_TURN = 3 };
 /* The producer warpgroup's barrier where its warps scan masks that read
 ** data together (gpu_scan_words): after the turns' ids 3 and 4. */
 enum { SM90_BAR_SCAN = SM90_BAR_TURN + 2 };
+/* The consumers' barrier before a sum over the CTA's rows reads every
+** warp's part of X (cross.c), after the scan's id; then each consumer
+** warpgroup's (+ 1 + c) before its staged sums are reduced into memory. */
+enum { SM90_BAR_CROSS = SM90_BAR_SCAN + 1 };
 /* The tile-size choices of the retry loop (KernelShape.tiling, targ.c). */
 enum { SM90_TILING_FIRST, SM90_TILING_BN64 };
 /* Bytes per panel row: the 128-byte swizzle's width (64 16-bit elements). */
@@ -128,6 +134,17 @@ typedef struct Sm90Kernel {
 	** one's is still to emit. */
 	int late_pv, issue_due;
 	PReg *pf[GPU_MAXG];
+	/* Sums over the CTA's rows (cross.c): X of each in two buffers of
+	** xbytes, at x[c] and x[c] + xbytes, which tiles use in turn; xflip
+	** (u32) is this tile's buffer's offset, 0 or xbytes */
+	uint32_t x[GPU_MAXG], xbytes;
+	PReg xflip;
+	/* each sum's staged blocks, from which the TMA unit adds them through
+	** the sum's tensor map (its index; its dimension of streamed rows) */
+	uint32_t xstage[GPU_MAXG];
+	int xmap[GPU_MAXG], xrowdim[GPU_MAXG];
+	/* the tensor maps' parameter names (producer.c) */
+	const char *map_names[GPU_MAX_TMAPS];
 } Sm90Kernel;
 
 static inline Sm90Kernel *sm90_of(KernelGen *g)
@@ -146,6 +163,7 @@ uint32_t sm90_layout(KernelGen *g, int table);
 
 /* producer.c */
 void sm90_producer(KernelGen *g);
+PReg sm90_map_addr(KernelGen *g, const char *name);
 void sm90_wait(KernelGen *g, PReg bar, PReg parity);
 PReg sm90_stage_bar(KernelGen *g, PReg stage, uint32_t off);
 void sm90_next_stage(KernelGen *g, PReg stage, PReg ph);
@@ -155,6 +173,9 @@ int sm90_producer_lanes(KernelGen *g);
 PReg sm90_both_rows(KernelGen *g);
 
 /* mma.c */
+PReg sm90_descriptor(KernelGen *g, PReg addr, uint32_t lbo);
+PReg sm90_desc_at(KernelGen *g, PReg d, uint32_t off);
+const char *sm90_elem_type(const Expr *read);
 int sm90_q_in_regs(const KernelShape *s);
 void sm90_q_frags(KernelGen *g);
 void sm90_contract_qk(KernelGen *g, int node);
@@ -163,6 +184,15 @@ int sm90_late_pv_wanted(const KernelGen *g);
 void sm90_late_pv_setup(KernelGen *g);
 void sm90_issue_late_pv(KernelGen *g);
 void sm90_acc_wait(KernelGen *g, int node);
+
+/* cross.c */
+uint32_t sm90_cross_bytes(const KernelShape *s, int bn);
+uint32_t sm90_cross_staging(KernelGen *g, int c, uint32_t off);
+void sm90_cross_maps(KernelGen *g);
+void sm90_cross_start(KernelGen *g);
+void sm90_cross_end(KernelGen *g);
+void sm90_cross_stage(KernelGen *g, int node, const PReg *x);
+void sm90_contract_cross(KernelGen *g, int node);
 
 /* gather.c */
 int sm90_gathered(const KernelShape *s);

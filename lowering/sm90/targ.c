@@ -25,9 +25,9 @@ static int one_window_wanted(const KernelShape *s)
 ** gather (a paged cache) have no tensor map's box. */
 const char *sm90_refusal(const Plan *p, const KernelShape *s)
 {
-	if (s->ncross)
-		return "a sum over the CTA's rows (a backward's dQ added by atomics) has no wgmma "
-		       "plan yet: the bundle runs its sm_80 code on Hopper";
+	if (s->ncross && s->pack)
+		return "a sum over the CTA's rows with packed query heads is not yet taken by "
+		       "sm_90a (its barrier needs both consumer warpgroups)";
 	if (sm90_min_bytes(s, GPU_BN) > SM90_SMEM)
 		return "the tiles do not fit two stages in shared memory (a backward's at head "
 		       "dims "
@@ -101,6 +101,8 @@ const GpuTarget T_sm90 = {
     .contract_qk = sm90_contract_qk,
     .prefetch_late = sm90_prefetch,
     .contract_pv = sm90_contract_pv,
+    .cross_stage = sm90_cross_stage,
+    .contract_cross = sm90_contract_cross,
     .acc_wait = sm90_acc_wait,
     .tile_end = sm90_tile_end,
     .stream_end = sm90_stream_end,

@@ -983,10 +983,11 @@ static void test_tensor_map(void)
 	expect_tmap(4, (const uint64_t[]){64, 100, 3, 2}, (const uint64_t[]){384, 128, 38400},
 		    (const uint32_t[]){64, 64, 1, 1});
 
-	/* 4-byte elements: 32 of them make the 128-byte row */
+	/* 4-byte elements: 32 of them make the 128-byte row; f32, so that a
+	** reduction through the map adds floats */
 	uint32_t box4[] = {1, 1, 16, 32};
 	CHECK(attnrt_tensor_map(map[0], q, 4, shape, NULL, 4, box4) == ATTNRT_OK);
-	CHECK(F.t_dtype == AR_CU_TENSOR_MAP_DATA_TYPE_UINT32);
+	CHECK(F.t_dtype == AR_CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
 	expect_tmap(4, (const uint64_t[]){64, 100, 3, 2}, (const uint64_t[]){256, 25600, 76800},
 		    (const uint32_t[]){32, 16, 1, 1});
 

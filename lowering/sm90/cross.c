@@ -1,0 +1,369 @@
+/*
+** lowering/sm90/cross.c: a sum over the CTA's rows on wgmma, R[s, e] +=
+** sum[i](X[i, s] * A[i, e]) (gpu/shape.c's SN_CROSS: a backward's dQ += dS
+** K in the kernel over key tiles, whose rows are keys and whose streamed
+** rows are queries). Its K dimension is all the CTA's rows, which the two
+** consumer warpgroups hold half each, so X goes through shared memory:
+**
+**   cross_stage     every consumer thread stores its X elements, as 16-bit
+**                   pairs, into this tile's X buffer, laid out as a V tile
+**                   is (rows: the CTA's rows; 64-column panels of the
+**                   streamed rows; the 128-byte swizzle), so that wgmma
+**                   reads it as a transposed (M-major) A operand;
+**   contract_cross  a proxy fence and a barrier of both warpgroups; then
+**                   R's tile (bn streamed rows by e) in blocks of 64 by 64,
+**                   the warpgroups taking every other block: A from X, B
+**                   the CTA's rows of A already in shared memory (the Q
+**                   tile of the contraction that reads it) as an N-major
+**                   operand, 32 accumulators a thread. The sums go to a
+**                   staging buffer in shared memory, laid out as R's tensor
+**                   map's boxes (64 rows by 32 f32, the 128-byte swizzle),
+**                   from which the TMA unit adds them to R
+**                   (cp.reduce.async.bulk.tensor; rows past R's end add
+**                   nothing), beside the next tiles' work. Added by the
+**                   consumers' own red.global they took as long as the rest
+**                   of the kernel, on top of it, and by a bulk reduction per
+**                   row of 256 bytes longer still (an H200, full D 128 8k:
+**                   8.9 ms without them, 16.6 ms with red.v4.f32, 22.2 ms
+**                   by rows).
+**
+** Tiles use two X buffers in turn: a warpgroup writes a buffer again only
+** two tiles on, after the next tile's barrier, which the other reaches only
+** once its wgmma of this one has completed. A staging buffer is written
+** again after that barrier too, before which its rows' reductions have
+** finished reading it.
+*/
+#include "sm90.h"
+
+/* A staged 64 x 64 block of sums: two boxes of R's map, each 64 rows of
+** 32 f32 (128 bytes). */
+enum {
+	BOX_ROWS = 64,
+	BOX_COLS = 32,
+	BOX_BYTES = BOX_ROWS * BOX_COLS * 4,
+	STAGE_BLOCK = 2 * BOX_BYTES
+};
+
+/* Blocks of 64 by 64 of a sum's tile that one warpgroup takes. */
+static int blocks_per_wg(long D, int bn)
+{
+	return (bn / 64 * (int)(D / 64) + 1) / 2;
+}
+
+/* Shared memory of the X buffers and the staged sums of a kernel with
+** bn-key tiles: per sum two X buffers, each the CTA's 128 rows by bn
+** 16-bit elements, and each warpgroup's blocks. */
+uint32_t sm90_cross_bytes(const KernelShape *s, int bn)
+{
+	uint32_t b = 0;
+	for (int c = 0; c < s->ncross; c++)
+		b += 2u * GPU_MAXBN * (uint32_t)bn * 2u +
+		     2u * (uint32_t)blocks_per_wg(s->cross[c].D, bn) * STAGE_BLOCK;
+	return b;
+}
+
+/* Sum c's staging buffer at off: returns the bytes after it. */
+uint32_t sm90_cross_staging(KernelGen *g, int c, uint32_t off)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	k9->xstage[c] = off;
+	return off + 2u * (uint32_t)blocks_per_wg(g->s->cross[c].D, g->bn) * STAGE_BLOCK;
+}
+
+/* The tensor map of each sum's output R (GpuTmap): a box of 64 streamed
+** rows by 32 elements, 1 along R's other dimensions, whose indices are
+** the CTA's grid indices. */
+void sm90_cross_maps(KernelGen *g)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	KernelShape *s = g->s;
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		if (s->node[i].kind != SN_CROSS)
+			continue;
+		int c = s->node[i].gemm;
+		const Node *n = gpu_node(g, i);
+		k9->xmap[c] = s->ntmaps++;
+		GpuTmap *m = &s->tmap[k9->xmap[c]];
+		m->tensor = n->out->id, m->rank = n->out->rank;
+		for (int d = 0; d < m->rank; d++) {
+			m->box[d] = 1;
+			if (d < n->nfree - 1 && g->p->cls[i][d] == s->scls)
+				k9->xrowdim[c] = d, m->box[d] = BOX_ROWS;
+		}
+		m->box[m->rank - 1] = BOX_COLS;
+	}
+}
+
+/* The first tile takes the first buffer. Called once per CTA: a
+** persistent kernel's work tiles go on alternating, since a warpgroup may
+** still read the buffer of the previous work tile's last tile. */
+void sm90_cross_start(KernelGen *g)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	if (!g->s->ncross)
+		return;
+	k9->xflip = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_MOV, ".b32", po_r(k9->xflip), po_i(0));
+}
+
+/* X of SN_CROSS node i, per score element (gpu/tile.c's cross_tile), to
+** this tile's buffer: the thread's rows 16 w + lane / 4 (+ 8) of the CTA's
+** (w over both warpgroups), columns 8 nt + 2 (lane % 4) and the next, as
+** bf16/f16 pairs. Column chunk c of 16 bytes of row r is stored at chunk
+** c ^ (r % 8) of its panel's row: a warp's stores then cover all 32
+** banks. */
+void sm90_cross_stage(KernelGen *g, int i, const PReg *x)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	int ci = g->s->node[i].gemm;
+	const char *cvt =
+	    g->s->cross[ci].r->tensor->dtype == DT_F16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32";
+	PReg t = gpu_reg(g, PC_B32), r8 = gpu_reg(g, PC_B32), row = gpu_reg(g, PC_B32),
+	     base = gpu_reg(g, PC_B32), q = gpu_reg(g, PC_B32), sw = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(t), po_r(gpu_tid(g)));
+	/* row 16 (t / 32) + (t / 4) % 8 */
+	gpu_op3(g, PTX_SHR, ".u32", po_r(r8), po_r(t), po_i(2));
+	gpu_op3(g, PTX_AND, ".b32", po_r(r8), po_r(r8), po_i(7));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(row), po_r(t), po_i(5));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(row), po_r(row), po_i(16), po_r(r8));
+	gpu_op3(g, PTX_AND, ".b32", po_r(q), po_r(t), po_i(3));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(base), po_r(row), po_i(SM90_PANEL_ROW), po_r(g->sbase));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(base), po_r(q), po_i(4), po_r(base));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(base), po_r(base), po_r(k9->xflip));
+	gpu_op3(g, PTX_SHL, ".b32", po_r(sw), po_r(r8), po_i(4));
+	for (int nt = 0; nt < g->bn / 8; nt++) {
+		PReg a = gpu_reg(g, PC_B32);
+		gpu_op3(g, PTX_XOR, ".b32", po_r(a), po_r(sw), po_i((nt % 8) * 16));
+		gpu_op3(g, PTX_ADD, ".u32", po_r(a), po_r(a), po_r(base));
+		for (int h = 0; h < 2; h++) {
+			int el = nt * 4 + h * 2;
+			PReg pk = gpu_reg(g, PC_B32);
+			gpu_op3(g, PTX_CVT, cvt, po_r(pk), po_r(x[el + 1]), po_r(x[el]));
+			uint32_t off = k9->x[ci] +
+				       (uint32_t)(nt / 8 * g->cta_rows) * SM90_PANEL_ROW +
+				       (uint32_t)h * 8 * SM90_PANEL_ROW;
+			gpu_op2(g, PTX_ST, ".shared.b32", po_mem(a, (int32_t)off), po_r(pk));
+		}
+	}
+}
+
+/* Block blk (u32) of the tile's sums of SN_CROSS node i: block mb = blk /
+** panels of e, nb = blk % panels, into registers mb and nb. */
+static void block_of(KernelGen *g, int i, PReg blk, PReg mb, PReg nb)
+{
+	uint32_t np = (uint32_t)(g->s->cross[g->s->node[i].gemm].D / 64);
+	gpu_op3(g, PTX_DIV, ".u32", po_r(mb), po_r(blk), po_i(np));
+	gpu_op3(g, PTX_REM, ".u32", po_r(nb), po_r(blk), po_i(np));
+}
+
+/* The shared address of this warpgroup's (wg, u32) staging of its block
+** lb of SN_CROSS node i. */
+static PReg staging(KernelGen *g, int i, PReg wg, int lb)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	int ci = g->s->node[i].gemm, nlb = blocks_per_wg(g->s->cross[ci].D, g->bn);
+	PReg a = gpu_reg(g, PC_B32);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(wg), po_i(nlb * STAGE_BLOCK), po_r(g->sbase));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(a), po_r(a),
+		po_i((int64_t)(k9->xstage[ci] + (uint32_t)lb * STAGE_BLOCK)));
+	return a;
+}
+
+/* This warpgroup's block lb (blk, u32) of SN_CROSS node i, computed
+** transposed, R^T = A^T X: 16-row k-steps over the CTA's rows, A^T from
+** panel nb of the CTA's A rows and X from its panel mb, both M- or
+** N-major (transposed) operands; then its sums to the staging buffer,
+** whose box p row r holds streamed row j0 + 64 mb + r, elements 64 nb +
+** 32 p to 64 nb + 32 p + 31. A thread's sums are elements e = 16 (w % 4) +
+** lane / 4 (+ 8) of streamed rows s = 8 nt + 2 (lane % 4) (+ 1), stored a
+** word at a time: element e's 16-byte chunk (e % 32) / 4 of row s is at
+** chunk ((e % 32) / 4) ^ (s % 8) (the 128-byte swizzle), so that a warp's
+** 32 words fall in 32 banks. (R itself, staged a row's four elements at a
+** time after the lanes traded halves, took four times the wavefronts its
+** stores needed.) */
+static void cross_block(KernelGen *g, int i, PReg blk, PReg wg, int lb)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	int ci = g->s->node[i].gemm;
+	const CrossContraction *cc = &g->s->cross[ci];
+	const TmaRead *ar = &k9->q[cc->qk];
+	uint32_t xpanel = (uint32_t)g->cta_rows * SM90_PANEL_ROW,
+		 apanel = ar->rows * SM90_PANEL_ROW;
+	const char *ty = sm90_elem_type(cc->r);
+	const char *mods = arena_printf(g->a, ".sync.aligned.m64n64k16.f32.%s.%s", ty, ty);
+	PReg mb = gpu_reg(g, PC_B32), nb = gpu_reg(g, PC_B32), xa = gpu_reg(g, PC_B32),
+	     aa = gpu_reg(g, PC_B32);
+	block_of(g, i, blk, mb, nb);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(xa), po_r(mb), po_i(xpanel), po_r(k9->xflip));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(xa), po_r(xa), po_r(g->sbase));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(aa), po_r(nb), po_i(apanel), po_r(g->sbase));
+	PReg ad = sm90_descriptor(g, aa, apanel), xd = sm90_descriptor(g, xa, xpanel);
+	PReg acc[32];
+	for (int r = 0; r < 32; r++)
+		acc[r] = gpu_reg(g, PC_F32);
+	PReg first = gpu_pconst(g, 0), rest = gpu_pconst(g, 1);
+	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
+	for (int kk = 0; kk < g->cta_rows / 16; kk++) {
+		uint32_t step = (uint32_t)kk * 16 * SM90_PANEL_ROW;
+		PtxOpnd o[8] = {po_vec(acc, 32),
+				po_r(sm90_desc_at(g, ad, ar->off + step)),
+				po_r(sm90_desc_at(g, xd, k9->x[ci] + step)),
+				po_r(kk ? rest : first),
+				po_i(1),
+				po_i(1),
+				po_i(1),
+				po_i(1)};
+		ptx_emit(g->f, PTX_WGMMA, mods, 8, o);
+	}
+	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
+	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
+	/* the word of element e (+ 8 h) of row s (+ k), less 1024 nt: box
+	** (w % 4) / 2, row 2 q + k, chunk (4 (w % 2) + lane / 16 + 2 h) ^ (2 q +
+	** k), word (lane / 4) % 4, with q = lane % 4 */
+	PReg t = gpu_reg(g, PC_B32), w = gpu_reg(g, PC_B32), q = gpu_reg(g, PC_B32),
+	     c0 = gpu_reg(g, PC_B32), wd = gpu_reg(g, PC_B32), x = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(t), po_r(gpu_tid(g)));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(w), po_r(t), po_i(5));
+	gpu_op3(g, PTX_AND, ".b32", po_r(w), po_r(w), po_i(3));
+	gpu_op3(g, PTX_AND, ".b32", po_r(q), po_r(t), po_i(3));
+	/* c0 = 4 (w % 2) + (lane / 16) % 2 */
+	gpu_op3(g, PTX_SHR, ".u32", po_r(x), po_r(t), po_i(4));
+	gpu_op3(g, PTX_AND, ".b32", po_r(x), po_r(x), po_i(1));
+	gpu_op3(g, PTX_AND, ".b32", po_r(c0), po_r(w), po_i(1));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(c0), po_r(c0), po_i(4), po_r(x));
+	/* the word and the box */
+	gpu_op3(g, PTX_SHR, ".u32", po_r(wd), po_r(t), po_i(2));
+	gpu_op3(g, PTX_AND, ".b32", po_r(wd), po_r(wd), po_i(3));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(x), po_r(w), po_i(1));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(wd), po_r(x), po_i(BOX_BYTES / 4), po_r(wd));
+	PReg sa = staging(g, i, wg, lb);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(sa), po_r(wd), po_i(4), po_r(sa));
+	PReg at[2][2];
+	for (int h = 0; h < 2; h++)
+		for (int k = 0; k < 2; k++) {
+			PReg r = gpu_reg(g, PC_B32), c = gpu_reg(g, PC_B32);
+			at[h][k] = gpu_reg(g, PC_B32);
+			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(r), po_r(q), po_i(2), po_i(k));
+			gpu_op3(g, PTX_ADD, ".u32", po_r(c), po_r(c0), po_i(2 * h));
+			gpu_op3(g, PTX_XOR, ".b32", po_r(c), po_r(c), po_r(r));
+			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(at[h][k]), po_r(r), po_i(BOX_COLS * 4),
+				po_r(sa));
+			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(at[h][k]), po_r(c), po_i(16),
+				po_r(at[h][k]));
+		}
+	for (int nt = 0; nt < 8; nt++)
+		for (int h = 0; h < 2; h++)
+			for (int k = 0; k < 2; k++)
+				gpu_op2(g, PTX_ST, ".shared.f32",
+					po_mem(at[h][k], nt * 8 * BOX_COLS * 4),
+					po_r(acc[nt * 4 + h * 2 + k]));
+}
+
+/* The reductions of this warpgroup's staged block lb (blk, u32) of
+** SN_CROSS node i into R, by lane 0 of the calling warp: its two boxes at
+** streamed row j0 + 64 mb, elements 64 nb and 64 nb + 32, the CTA's grid
+** indices along R's other dimensions. */
+static void cross_reduce(KernelGen *g, int i, PReg blk, PReg wg, int lb)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	int ci = g->s->node[i].gemm, rank = gpu_node(g, i)->out->rank;
+	PReg mb = gpu_reg(g, PC_B32), nb = gpu_reg(g, PC_B32), lane = gpu_reg(g, PC_B32),
+	     row = gpu_reg(g, PC_B32), lead = gpu_reg(g, PC_PRED);
+	block_of(g, i, blk, mb, nb);
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(lane), po_r(gpu_tid(g)));
+	gpu_op3(g, PTX_AND, ".b32", po_r(lane), po_r(lane), po_i(31));
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(lead), po_r(lane), po_i(0));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(row), po_r(mb), po_i(BOX_ROWS),
+		po_r(gpu_u32(g, g->j0)));
+	PReg map = sm90_map_addr(g, k9->map_names[k9->xmap[ci]]);
+	PReg sa = staging(g, i, wg, lb);
+	for (int p = 0; p < 2; p++) {
+		PReg c[GPU_TMAP_MAX_RANK];
+		for (int d = 0; d < rank; d++) {
+			int td = rank - 1 - d; /* innermost first */
+			if (td == rank - 1) {
+				c[d] = gpu_reg(g, PC_B32);
+				gpu_op4(g, PTX_MAD, ".lo.u32", po_r(c[d]), po_r(nb), po_i(64),
+					po_i(p * BOX_COLS));
+			} else if (td == k9->xrowdim[ci])
+				c[d] = row;
+			else
+				c[d] = gpu_u32(g, g->grid[g->p->cls[i][td]]);
+		}
+		PReg src = gpu_reg(g, PC_B32);
+		gpu_op3(g, PTX_ADD, ".u32", po_r(src), po_r(sa), po_i(p * BOX_BYTES));
+		gpu_op2(
+		    g, PTX_CP_REDUCE_BULK,
+		    arena_printf(g->a, ".tensor.%dd.global.shared::cta.add.tile.bulk_group", rank),
+		    po_mem_vec(po_mem(map, 0), c, rank), po_mem(src, 0));
+		ptx_guard(g->f, lead, 0);
+	}
+}
+
+/* For each of this warpgroup's blocks of SN_CROSS node i (warpgroup wg:
+** blocks wg, wg + 2, ...; a last odd block is warpgroup 0's), emit(g, i,
+** blk, wg, lb). */
+static void each_block(KernelGen *g, int i, PReg wg,
+		       void (*emit)(KernelGen *, int, PReg, PReg, int))
+{
+	int nblk = g->bn / 64 * (int)(g->s->cross[g->s->node[i].gemm].D / 64);
+	for (int b = 0; b < nblk; b += 2) {
+		int skip = -1;
+		if (b + 1 == nblk) {
+			PReg second = gpu_reg(g, PC_PRED);
+			skip = ptx_new_label(g->f);
+			gpu_op3(g, PTX_SETP, ".ne.u32", po_r(second), po_r(wg), po_i(0));
+			gpu_op1(g, PTX_BRA, ".uni", po_label(skip));
+			ptx_guard(g->f, second, 0);
+		}
+		PReg blk = gpu_reg(g, PC_B32);
+		gpu_op3(g, PTX_ADD, ".u32", po_r(blk), po_r(wg), po_i(b));
+		emit(g, i, blk, wg, b / 2);
+		if (skip >= 0)
+			ptx_label(g->f, skip);
+	}
+}
+
+/* R += X^T A of SN_CROSS node i, after the tile body's other nodes: with
+** the first sum, the wait for the previous tile's reductions to have read
+** their staging, the proxy fence (X's stores are the generic proxy's,
+** wgmma reads by the async proxy) and the barrier of both warpgroups; then
+** this warpgroup's blocks, staged; a proxy fence and the warpgroup's
+** barrier; its reductions issued by its first thread; with the last sum,
+** the next tile's X buffer. */
+void sm90_contract_cross(KernelGen *g, int i)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	int ci = g->s->node[i].gemm;
+	if (ci == 0) {
+		gpu_op1(g, PTX_CP_BULK_WAIT, ".read", po_i(0));
+		gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
+		gpu_op2(g, PTX_BAR, "", po_i(SM90_BAR_CROSS), po_i(gpu_warps(g->t) * 32));
+	}
+	PReg wg = gpu_reg(g, PC_B32), bar = gpu_reg(g, PC_B32), w = gpu_reg(g, PC_B32);
+	PReg others = gpu_reg(g, PC_PRED);
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(wg), po_r(gpu_tid(g)));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(w), po_r(wg), po_i(5));
+	gpu_op3(g, PTX_AND, ".b32", po_r(w), po_r(w), po_i(3));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(wg), po_r(wg), po_i(7));
+	each_block(g, i, wg, cross_block);
+	gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
+	gpu_op3(g, PTX_ADD, ".u32", po_r(bar), po_r(wg), po_i(SM90_BAR_CROSS + 1));
+	gpu_op2(g, PTX_BAR, "", po_r(bar), po_i(128));
+	int done = ptx_new_label(g->f);
+	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(others), po_r(w), po_i(0));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(done));
+	ptx_guard(g->f, others, 0);
+	each_block(g, i, wg, cross_reduce);
+	gpu_op0(g, PTX_CP_BULK_COMMIT, "");
+	ptx_label(g->f, done);
+	if (ci == g->s->ncross - 1)
+		gpu_op3(g, PTX_XOR, ".b32", po_r(k9->xflip), po_r(k9->xflip), po_i(k9->xbytes));
+}
+
+/* Before the CTA ends: its last reductions have completed. */
+void sm90_cross_end(KernelGen *g)
+{
+	if (g->s->ncross)
+		gpu_op1(g, PTX_CP_BULK_WAIT, "", po_i(0));
+}
