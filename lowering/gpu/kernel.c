@@ -330,6 +330,8 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 		gpu_op1(g, PTX_BRA, "", po_label(Lwork));
 		ptx_guard(f, more, 0);
 	}
+	if (tg->kernel_end)
+		tg->kernel_end(g);
 	gpu_op0(g, PTX_RET, "");
 	return f;
 }

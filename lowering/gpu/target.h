@@ -169,6 +169,9 @@ typedef struct GpuTarget {
 	/* After the stream, before the epilogue reads the accumulators (NULL:
 	** nothing to wait for): contractions still in flight complete. */
 	void (*stream_end)(struct KernelGen *g);
+	/* Before the kernel returns, after its last epilogue (NULL: nothing):
+	** what the CTA still has in flight completes. */
+	void (*kernel_end)(struct KernelGen *g);
 	/* Stores of node i's output accumulators in the fast layouts the
 	** target has, each ending with a branch to done; branches to slow
 	** (element by element, the caller's) where the strides allow none. q

@@ -155,8 +155,7 @@ void sm90_prefetch(KernelGen *g, PReg nxt, PReg buf, PReg when)
 }
 
 /* The accumulators' last P V (issued here where P V is late) completes
-** before the epilogue reads them, and the sums over the CTA's rows their
-** reductions. Warpgroup 1 handed warpgroup 0 one turn
+** before the epilogue reads them. Warpgroup 1 handed warpgroup 0 one turn
 ** more than warpgroup 0 took (the first): warpgroup 0 takes it, so that no
 ** barrier is left half-arrived; in a persistent kernel before Q goes back,
 ** so that warpgroup 1's first hand-over of the next work tile (after Q's
@@ -170,7 +169,6 @@ void sm90_stream_end(KernelGen *g)
 		sm90_issue_late_pv(g);
 	}
 	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
-	sm90_cross_end(g);
 	if (k9->turns) {
 		gpu_op3(g, PTX_SETP, ".eq.u32", po_r(zero), po_r(k9->turn_mine),
 			po_i(SM90_BAR_TURN));

@@ -361,7 +361,9 @@ void sm90_contract_cross(KernelGen *g, int i)
 		gpu_op3(g, PTX_XOR, ".b32", po_r(k9->xflip), po_r(k9->xflip), po_i(k9->xbytes));
 }
 
-/* Before the CTA ends: its last reductions have completed. */
+/* Before the CTA ends, not before its epilogue nor between its work
+** tiles (a staging buffer is waited for before it is written again): its
+** last reductions have completed. */
 void sm90_cross_end(KernelGen *g)
 {
 	if (g->s->ncross)

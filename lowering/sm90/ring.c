@@ -88,10 +88,13 @@ void sm90_tile_end(KernelGen *g, PReg buf)
 
 /* Turns pay where a tile's contractions are long enough to cover the other
 ** warpgroup's softmax: head dims of 128 and more (on an H200, 1ac8231 to
-** 9724fc7 plus turns: D 128 +2-3%, D 64 -3%, bench/RESULTS.md). */
+** 9724fc7 plus turns: D 128 +2-3%, D 64 -3%, bench/RESULTS.md). Not where
+** a sum over the CTA's rows has both warpgroups meet at a barrier every
+** tile (cross.c): the backward's causal dK/dV kernel adding dQ went 6.8 ->
+** 6.4 ms without them at D 128 8k (an H200, 70ceb17), full the same. */
 int sm90_turns_wanted(const KernelShape *s)
 {
-	return s->qk[0].D >= 128;
+	return s->qk[0].D >= 128 && !s->ncross;
 }
 
 /* After this warpgroup's first contraction of the tile is issued: the

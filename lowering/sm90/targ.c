@@ -106,6 +106,7 @@ const GpuTarget T_sm90 = {
     .acc_wait = sm90_acc_wait,
     .tile_end = sm90_tile_end,
     .stream_end = sm90_stream_end,
+    .kernel_end = sm90_cross_end,
     .store_output = sm90_store_output,
     .cubin_arch_suffix = "a",
 };
