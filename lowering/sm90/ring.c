@@ -88,13 +88,14 @@ void sm90_tile_end(KernelGen *g, PReg buf)
 
 /* Turns pay where a tile's contractions are long enough to cover the other
 ** warpgroup's softmax: head dims of 128 and more (on an H200, 1ac8231 to
-** 9724fc7 plus turns: D 128 +2-3%, D 64 -3%, bench/RESULTS.md). Not where
-** a sum over the CTA's rows has both warpgroups meet at a barrier every
-** tile (cross.c): the backward's causal dK/dV kernel adding dQ went 6.8 ->
-** 6.4 ms without them at D 128 8k (an H200, 70ceb17), full the same. */
+** 9724fc7 plus turns: D 128 +2-3%, D 64 -3%, bench/RESULTS.md). Where a sum
+** over the CTA's rows has both warpgroups meet at a barrier every tile
+** (cross.c) they still pay on balance: without them the backward's fused
+** dK/dV kernel at D 128 8k (an H200, 1497937 against 70ceb17) ran causal
+** 2% and softcap 10% faster but ALiBi 17% and ALiBi + causal 20% slower. */
 int sm90_turns_wanted(const KernelShape *s)
 {
-	return s->qk[0].D >= 128 && !s->ncross;
+	return s->qk[0].D >= 128;
 }
 
 /* After this warpgroup's first contraction of the tile is issued: the
