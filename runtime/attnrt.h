@@ -172,7 +172,9 @@ ATTNRT_API int attnrt_check_tensor_named(const char *kernel, const char *tensor,
 ** row-major contiguous) describe the tensor outermost dimension first, as
 ** attnrt_check_tensor does; box[d] is the elements along dimension d that
 ** one copy moves. The map uses 128-byte swizzle, no interleave, 128-byte
-** L2 promotion, and reads elements outside the tensor as zero. Refused with
+** L2 promotion, and reads elements outside the tensor as zero. Elements of
+** 4 bytes are f32 (a reduction through the map, cp.reduce.async.bulk.tensor
+** .add, adds floats); those of 1, 2 or 8 bytes move as unsigned integers. Refused with
 ** ATTNRT_ERR_ARGUMENT and a message naming the rule: ptr not 16-byte
 ** aligned, a size outside 1..2^32, a last dimension that is not contiguous,
 ** another stride not a multiple of 16 bytes or not below 2^40 bytes, a box
