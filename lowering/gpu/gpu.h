@@ -210,6 +210,7 @@ typedef struct KernelShape {
 
 /* gpu/shape.c: fills s or returns a reason the plan does not fit. */
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s);
+int gpu_gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k);
 /* Class cls is a value index of the contractions with V. In the header:
 ** the expression builder and the shape both ask, and the shape calls the
 ** builder's gathers, so a function of shape.c here would close a loop of
@@ -578,6 +579,35 @@ void gpu_scale_negate_q(KernelGen *g, int gemm1, PReg sbase, uint32_t soff, uint
 ** thread where softmax cannot see the difference (see the file's head). */
 void gpu_shift_plan(KernelGen *g);
 int gpu_shifted(const KernelGen *g, const Expr *cast);
+
+/* ---- TMA copies and reductions, transaction barriers (tma.c) ------------- */
+
+/* One operand read loaded by TMA: its tensor map (KernelShape.tmap), the
+** tensor dimension its tile's rows run along, the node whose variables
+** its subscripts use, and where its tile lies in shared memory. */
+typedef struct TmaRead {
+	const Expr *e;
+	int node;
+	int rowdim;    /* tensor dimension of the query row or key */
+	int map;       /* index into KernelShape.tmap */
+	uint32_t off;  /* byte offset (Q: in shared memory; K, V: in a stage) */
+	int panels;    /* 64-element panels of the contracted or value dim */
+	uint32_t rows; /* rows of the tile (Q: the CTA's rows; K, V: the key tile, bn) */
+} TmaRead;
+
+void gpu_mbar_wait(KernelGen *g, PReg bar, PReg parity);
+PReg gpu_ring_bar(KernelGen *g, PReg stage, uint32_t off);
+void gpu_ring_next(KernelGen *g, PReg stage, PReg ph, int n);
+PReg gpu_saddr(KernelGen *g, PReg base, uint32_t off);
+void gpu_tma_add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls, uint32_t rows,
+		     uint32_t box_rows, long inner, int gathered);
+void gpu_tma_fixed_coords(KernelGen *g, const TmaRead *r, PReg *c);
+void gpu_tma_copy(KernelGen *g, const TmaRead *r, PReg map, const PReg *fixed, PReg row, int p,
+		  PReg dst, PReg bar, PReg lead);
+void gpu_tma_reduce_add(KernelGen *g, PReg map, const PReg *c, int rank, PReg src, PReg lead);
+PReg gpu_tma_map_addr(KernelGen *g, const char *name);
+void gpu_tma_a_frags(KernelGen *g, const TmaRead *r, int n, PReg *const *out);
+void gpu_tma_store_pairs(KernelGen *g, const PReg *x, const char *cvt, PReg buf, uint32_t off);
 
 /* ---- the tile body (tile.c, online.c, maskonce.c) ------------------------ */
 

@@ -175,7 +175,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	gpu_tile_rows(g, &t);
 	/* Q tiles and the loaders of K and V; with a staged table, Q is copied
 	** after the table's ids */
-	int qlate = tg->setup_loads(g, table);
+	int qlate = tg->setup_loads ? tg->setup_loads(g, table) : 0;
 	/* running state */
 	for (int i = 0; i < n; i++) {
 		ShapeNodeKind k = s->node[i].kind;
@@ -242,7 +242,8 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	/* prefetch the next non-empty tile into the other buffer */
 	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt1), po_r(j0), po_i(g->bn));
 	stream_tile(g, &sc, nxt1, nxt, anyn, alln, 0);
-	tg->prefetch(g, nxt, buf, anyn);
+	if (tg->prefetch)
+		tg->prefetch(g, nxt, buf, anyn);
 	/* this tile's buffer: its addresses, then the wait for its copies */
 	int keeps_true_max = 0;
 	for (int i = 0; i < n; i++)
@@ -289,7 +290,8 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 		gpu_op3(g, PTX_SUB, ".s64", po_r(t.clast), po_r(g->sext), po_i(1));
 	}
 	/* what the target copies of the next tile after the contraction */
-	tg->prefetch_late(g, nxt, buf, anyn);
+	if (tg->prefetch_late)
+		tg->prefetch_late(g, nxt, buf, anyn);
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lfull));
 	ptx_guard(f, all, 0);
 	gpu_tile_body(g, &t, 1);
@@ -300,7 +302,8 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 		/* a warp that skips this tile still copies its part of the next V */
 		gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
 		ptx_label(f, Lskip);
-		tg->prefetch_late(g, nxt, buf, anyn);
+		if (tg->prefetch_late)
+			tg->prefetch_late(g, nxt, buf, anyn);
 	}
 	ptx_label(f, Ldone);
 	/* every warp is done with this buffer before the next prefetch reuses it */

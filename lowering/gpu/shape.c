@@ -245,15 +245,23 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 			    node_what(a, n));
 }
 
+/* The node of contraction k of kind kind (its QK or PV index) among the
+** first n, or -1: where a target finds a contraction's operands. */
+int gpu_gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k)
+{
+	for (int i = 0; i < n; i++)
+		if (s->node[i].kind == kind && s->node[i].gemm == k)
+			return i;
+	return -1;
+}
+
 /* Read r of node i takes the rows that contraction q's first operand holds
 ** in shared memory (gpu_same_rows with the contraction's node, one before
 ** i, whose kinds are set). */
 static int same_rows(const Plan *p, const KernelShape *s, int q, int i, const Expr *r)
 {
-	for (int k = 0; k < i; k++)
-		if (s->node[k].kind == SN_GEMM1 && s->node[k].gemm == q)
-			return gpu_same_rows(p, k, s->qk[q].a, i, r);
-	return 0;
+	int k = gpu_gemm_node(s, i, SN_GEMM1, q);
+	return k >= 0 ? gpu_same_rows(p, k, s->qk[q].a, i, r) : 0;
 }
 
 /* A sum over the CTA's rows with the streamed index and a value index

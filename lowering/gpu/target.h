@@ -118,12 +118,14 @@ typedef struct GpuTarget {
 	void (*work_start)(struct KernelGen *g);
 	/* The tile loaders and the CTA's Q copies, or only the loaders where Q
 	** waits for the tile table's ids (returns 1: load_q then runs when the
-	** ids are committed, g->ids). */
+	** ids are committed, g->ids). NULL: a producer copies Q, K and V (and
+	** load_q is not called). */
 	int (*setup_loads)(struct KernelGen *g, int table);
 	void (*load_q)(struct KernelGen *g);
 	/* Asynchronous copies of 4 bytes to shared memory (one instruction, so
 	** that the caller can guard it), their commit and the wait for all but
-	** the newest n groups: the tile table's id staging. */
+	** the newest n groups: the tile table's id staging (NULL where the
+	** target takes no tile table). */
 	void (*copy4_async)(struct KernelGen *g, PtxOpnd dst, PtxOpnd src);
 	void (*copy_commit)(struct KernelGen *g);
 	void (*copy_wait)(struct KernelGen *g, int n);
@@ -137,7 +139,7 @@ typedef struct GpuTarget {
 	** where any, Q in place (its fragments). */
 	void (*stream_start)(struct KernelGen *g, PReg j0, PReg buf, PReg any);
 	/* In the loop's head: the next tile (keys from nxt) into the other
-	** buffer where when. */
+	** buffer where when (NULL: a producer copies it on its own). */
 	void (*prefetch)(struct KernelGen *g, PReg nxt, PReg buf, PReg when);
 	/* The tile in buffer buf has arrived and is visible to the CTA
 	** (keeps_true_max: lazy rebasing keeps true maxes in registers). */
@@ -145,7 +147,7 @@ typedef struct GpuTarget {
 	/* S = Q K^T of GEMM1 node i into g->tile[i]. */
 	void (*contract_qk)(struct KernelGen *g, int node);
 	/* After the scores: what prefetch left of the next tile (called again
-	** by a warp that skips the tile). */
+	** by a warp that skips the tile; NULL: nothing). */
 	void (*prefetch_late)(struct KernelGen *g, PReg nxt, PReg buf, PReg when);
 	/* O += P V of GEMM2 node i, P per score element (GPU_MAXNEL). */
 	void (*contract_pv)(struct KernelGen *g, int node, const PReg *p);

@@ -43,34 +43,6 @@ void sm90_work_start(KernelGen *g)
 	sm90_cross_start(g);
 }
 
-/* Q, K and V come by TMA from the producer (producer.c). */
-int sm90_setup_loads(KernelGen *g, int table)
-{
-	(void)g, (void)table;
-	return 0;
-}
-
-void sm90_load_q(KernelGen *g)
-{
-	(void)g;
-}
-
-/* The tile table's copies: sm_90a kernels take no table (sm90_refusal). */
-void sm90_copy4_async(KernelGen *g, PtxOpnd dst, PtxOpnd src)
-{
-	(void)g, (void)dst, (void)src;
-}
-
-void sm90_copy_commit(KernelGen *g)
-{
-	(void)g;
-}
-
-void sm90_copy_wait(KernelGen *g, int n)
-{
-	(void)g, (void)n;
-}
-
 /* Warpgroup 1 (where one) hands the first turn of a work tile to warpgroup
 ** 0, where the two take turns. */
 static void hand_first_turn(KernelGen *g, PReg one)
@@ -123,7 +95,7 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	PReg qbar = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_ADD, ".u32", po_r(qbar), po_r(g->sbase), po_i(k9->qbar));
 	/* the work tile's Q: a phase of the Q barrier per work tile */
-	sm90_wait(g, qbar, persistent ? k9->qphase : k9->phase);
+	gpu_mbar_wait(g, qbar, persistent ? k9->qphase : k9->phase);
 	if (persistent)
 		gpu_op3(g, PTX_XOR, ".b32", po_r(k9->qphase), po_r(k9->qphase), po_i(1));
 	if (persistent)
@@ -146,12 +118,6 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	if (sm90_q_in_regs(g->s))
 		sm90_q_frags(g);
 	sm90_late_pv_setup(g);
-}
-
-/* The producer prefetches on its own. */
-void sm90_prefetch(KernelGen *g, PReg nxt, PReg buf, PReg when)
-{
-	(void)g, (void)nxt, (void)buf, (void)when;
 }
 
 /* The accumulators' last P V (issued here where P V is late) completes

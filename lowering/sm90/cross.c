@@ -12,20 +12,15 @@
 **                   reads it as a transposed (M-major) A operand;
 **   contract_cross  a proxy fence and a barrier of both warpgroups; then
 **                   R's tile (bn streamed rows by e) in blocks of 64 by 64,
-**                   the warpgroups taking every other block: A from X, B
-**                   the CTA's rows of A already in shared memory (the Q
-**                   tile of the contraction that reads it) as an N-major
-**                   operand, 32 accumulators a thread. The sums go to a
-**                   staging buffer in shared memory, laid out as R's tensor
-**                   map's boxes (64 rows by 32 f32, the 128-byte swizzle),
-**                   from which the TMA unit adds them to R
-**                   (cp.reduce.async.bulk.tensor; rows past R's end add
-**                   nothing), beside the next tiles' work. Added by the
-**                   consumers' own red.global they took as long as the rest
-**                   of the kernel, on top of it, and by a bulk reduction per
-**                   row of 256 bytes longer still (an H200, full D 128 8k:
-**                   8.9 ms without them, 16.6 ms with red.v4.f32, 22.2 ms
-**                   by rows).
+**                   the warpgroups taking every other block, computed as
+**                   R^T = A^T X from the CTA's A rows already in shared
+**                   memory and X, 32 accumulators a thread. The sums go to a
+**                   staging buffer laid out as R's tensor map's boxes (64
+**                   rows by 32 f32, the 128-byte swizzle), from which the
+**                   TMA unit adds them to R (cp.reduce.async.bulk.tensor;
+**                   rows past R's end add nothing) beside the next tiles'
+**                   work: the consumers' own atomics stalled them (the
+**                   designs measured: bench/RESULTS.md).
 **
 ** Tiles use two X buffers in turn: a warpgroup writes a buffer again only
 ** two tiles on, after the next tile's barrier, which the other reaches only
@@ -70,6 +65,31 @@ uint32_t sm90_cross_staging(KernelGen *g, int c, uint32_t off)
 	return off + 2u * (uint32_t)blocks_per_wg(g->s->cross[c].D, g->bn) * STAGE_BLOCK;
 }
 
+/* The dimension of SN_CROSS node i's output R along the streamed rows (the
+** free variable of the stream's class; R's dimensions are the node's free
+** variables in order), or -1. */
+static int cross_rowdim(const Plan *p, const KernelShape *s, int i)
+{
+	const Node *n = p->c->nodes.v[i];
+	for (int d = 0; d < n->nfree - 1; d++)
+		if (p->cls[i][d] == s->scls)
+			return d;
+	return -1;
+}
+
+/* Whether every sum's output has a tensor map to add through: at most
+** GPU_TMAP_MAX_RANK dimensions, one of them the streamed rows'. */
+int sm90_cross_mappable(const Plan *p, const KernelShape *s)
+{
+	for (int i = 0; i < p->c->nodes.n; i++)
+		if (s->node[i].kind == SN_CROSS) {
+			const Node *n = p->c->nodes.v[i];
+			if (n->out->rank > GPU_TMAP_MAX_RANK || cross_rowdim(p, s, i) < 0)
+				return 0;
+		}
+	return 1;
+}
+
 /* The tensor map of each sum's output R (GpuTmap): a box of 64 streamed
 ** rows by 32 elements, 1 along R's other dimensions, whose indices are
 ** the CTA's grid indices. */
@@ -85,11 +105,10 @@ void sm90_cross_maps(KernelGen *g)
 		k9->xmap[c] = s->ntmaps++;
 		GpuTmap *m = &s->tmap[k9->xmap[c]];
 		m->tensor = n->out->id, m->rank = n->out->rank;
-		for (int d = 0; d < m->rank; d++) {
+		for (int d = 0; d < m->rank; d++)
 			m->box[d] = 1;
-			if (d < n->nfree - 1 && g->p->cls[i][d] == s->scls)
-				k9->xrowdim[c] = d, m->box[d] = BOX_ROWS;
-		}
+		k9->xrowdim[c] = cross_rowdim(g->p, s, i);
+		m->box[k9->xrowdim[c]] = BOX_ROWS;
 		m->box[m->rank - 1] = BOX_COLS;
 	}
 }
@@ -107,44 +126,15 @@ void sm90_cross_start(KernelGen *g)
 }
 
 /* X of SN_CROSS node i, per score element (gpu/tile.c's cross_tile), to
-** this tile's buffer: the thread's rows 16 w + lane / 4 (+ 8) of the CTA's
-** (w over both warpgroups), columns 8 nt + 2 (lane % 4) and the next, as
-** bf16/f16 pairs. Column chunk c of 16 bytes of row r is stored at chunk
-** c ^ (r % 8) of its panel's row: a warp's stores then cover all 32
-** banks. */
+** this tile's buffer, laid out as TMA lays out a V tile
+** (gpu_tma_store_pairs). */
 void sm90_cross_stage(KernelGen *g, int i, const PReg *x)
 {
 	Sm90Kernel *k9 = sm90_of(g);
 	int ci = g->s->node[i].gemm;
 	const char *cvt =
 	    g->s->cross[ci].r->tensor->dtype == DT_F16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32";
-	PReg t = gpu_reg(g, PC_B32), r8 = gpu_reg(g, PC_B32), row = gpu_reg(g, PC_B32),
-	     base = gpu_reg(g, PC_B32), q = gpu_reg(g, PC_B32), sw = gpu_reg(g, PC_B32);
-	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(t), po_r(gpu_tid(g)));
-	/* row 16 (t / 32) + (t / 4) % 8 */
-	gpu_op3(g, PTX_SHR, ".u32", po_r(r8), po_r(t), po_i(2));
-	gpu_op3(g, PTX_AND, ".b32", po_r(r8), po_r(r8), po_i(7));
-	gpu_op3(g, PTX_SHR, ".u32", po_r(row), po_r(t), po_i(5));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(row), po_r(row), po_i(16), po_r(r8));
-	gpu_op3(g, PTX_AND, ".b32", po_r(q), po_r(t), po_i(3));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(base), po_r(row), po_i(SM90_PANEL_ROW), po_r(g->sbase));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(base), po_r(q), po_i(4), po_r(base));
-	gpu_op3(g, PTX_ADD, ".u32", po_r(base), po_r(base), po_r(k9->xflip));
-	gpu_op3(g, PTX_SHL, ".b32", po_r(sw), po_r(r8), po_i(4));
-	for (int nt = 0; nt < g->bn / 8; nt++) {
-		PReg a = gpu_reg(g, PC_B32);
-		gpu_op3(g, PTX_XOR, ".b32", po_r(a), po_r(sw), po_i((nt % 8) * 16));
-		gpu_op3(g, PTX_ADD, ".u32", po_r(a), po_r(a), po_r(base));
-		for (int h = 0; h < 2; h++) {
-			int el = nt * 4 + h * 2;
-			PReg pk = gpu_reg(g, PC_B32);
-			gpu_op3(g, PTX_CVT, cvt, po_r(pk), po_r(x[el + 1]), po_r(x[el]));
-			uint32_t off = k9->x[ci] +
-				       (uint32_t)(nt / 8 * g->cta_rows) * SM90_PANEL_ROW +
-				       (uint32_t)h * 8 * SM90_PANEL_ROW;
-			gpu_op2(g, PTX_ST, ".shared.b32", po_mem(a, (int32_t)off), po_r(pk));
-		}
-	}
+	gpu_tma_store_pairs(g, x, cvt, k9->xflip, k9->x[ci]);
 }
 
 /* Block blk (u32) of the tile's sums of SN_CROSS node i: block mb = blk /
@@ -275,7 +265,7 @@ static void cross_reduce(KernelGen *g, int i, PReg blk, PReg wg, int lb)
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(lead), po_r(lane), po_i(0));
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(row), po_r(mb), po_i(BOX_ROWS),
 		po_r(gpu_u32(g, g->j0)));
-	PReg map = sm90_map_addr(g, k9->map_names[k9->xmap[ci]]);
+	PReg map = gpu_tma_map_addr(g, k9->map_names[k9->xmap[ci]]);
 	PReg sa = staging(g, i, wg, lb);
 	for (int p = 0; p < 2; p++) {
 		PReg c[GPU_TMAP_MAX_RANK];
@@ -292,11 +282,7 @@ static void cross_reduce(KernelGen *g, int i, PReg blk, PReg wg, int lb)
 		}
 		PReg src = gpu_reg(g, PC_B32);
 		gpu_op3(g, PTX_ADD, ".u32", po_r(src), po_r(sa), po_i(p * BOX_BYTES));
-		gpu_op2(
-		    g, PTX_CP_REDUCE_BULK,
-		    arena_printf(g->a, ".tensor.%dd.global.shared::cta.add.tile.bulk_group", rank),
-		    po_mem_vec(po_mem(map, 0), c, rank), po_mem(src, 0));
-		ptx_guard(g->f, lead, 0);
+		gpu_tma_reduce_add(g, map, c, rank, src, lead);
 	}
 }
 
@@ -361,9 +347,8 @@ void sm90_contract_cross(KernelGen *g, int i)
 		gpu_op3(g, PTX_XOR, ".b32", po_r(k9->xflip), po_r(k9->xflip), po_i(k9->xbytes));
 }
 
-/* Before the CTA ends, not before its epilogue nor between its work
-** tiles (a staging buffer is waited for before it is written again): its
-** last reductions have completed. */
+/* Before the CTA returns (not per work tile: a staging buffer is waited
+** for before it is written again): its last reductions have completed. */
 void sm90_cross_end(KernelGen *g)
 {
 	if (g->s->ncross)

@@ -21,7 +21,7 @@ int sm90_gathered(const KernelShape *s)
 
 /* Per gathered read: the producer thread's column chunk c = tid % cpr and
 ** its fixed part's address plus 16 c, computed once before the stream
-** (a packed head takes the CTA's first row, as fixed_coords does). */
+** (a packed head takes the CTA's first row, as gpu_tma_fixed_coords does). */
 void sm90_gather_setup(KernelGen *g, PReg tid32, PReg *colbase, PReg *col)
 {
 	Sm90Kernel *k9 = sm90_of(g);

@@ -57,48 +57,6 @@ static uint32_t align1k(uint32_t x)
 	return (x + 1023u) & ~1023u;
 }
 
-/* The tensor dimension of read e whose subscript is a plain index of
-** class cls (gpu_shape made sure there is exactly one). */
-static int row_dim(KernelGen *g, int node, const Expr *e, int cls)
-{
-	for (int k = 0; k < e->nargs - 1; k++)
-		if (e->args[k]->kind == EX_INDEX && g->p->cls[node][e->args[k]->var] == cls)
-			return k;
-	return -1;
-}
-
-/* A tensor map for read e: its box is GPU_TMAP_INNER elements along the
-** last dimension, rows along rowdim, 1 elsewhere. A gathered read has no
-** map (the producer copies it with cp.async, gather.c). */
-static void add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls, uint32_t rows,
-		    uint32_t box_rows, long inner)
-{
-	KernelShape *s = g->s;
-	r->e = e, r->node = node, r->rows = rows;
-	r->rowdim = row_dim(g, node, e, cls);
-	r->panels = (int)(inner / GPU_TMAP_INNER);
-	if (cls == s->scls && sm90_gathered(s)) {
-		r->map = -1;
-		return;
-	}
-	r->map = s->ntmaps++;
-	GpuTmap *m = &s->tmap[r->map];
-	m->tensor = e->tensor->id, m->rank = e->tensor->rank;
-	for (int d = 0; d < m->rank; d++)
-		m->box[d] = 1;
-	m->box[m->rank - 1] = GPU_TMAP_INNER;
-	m->box[r->rowdim] = box_rows;
-}
-
-/* The node of contraction k of kind kind (its QK or PV index). */
-static int gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k)
-{
-	for (int i = 0; i < n; i++)
-		if (s->node[i].kind == kind && s->node[i].gemm == k)
-			return i;
-	return -1;
-}
-
 /* The layout: Q per contraction; X's buffers per sum over the CTA's rows;
 ** the stages, each K per contraction and V
 ** per V read (none for one that repeats a K read: KernelShape.vk); the barriers; the schedule's slots; the scan's words. As
@@ -116,9 +74,9 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	uint32_t off = 0;
 	s->ntmaps = 0;
 	for (int k = 0; k < s->nqk; k++) {
-		int node = gemm_node(s, n, SN_GEMM1, k);
-		add_map(g, &k9->q[k], s->qk[k].a, node, s->qcls, (uint32_t)g->cta_rows,
-			(uint32_t)g->cta_rows, s->qk[k].D);
+		int node = gpu_gemm_node(s, n, SN_GEMM1, k);
+		gpu_tma_add_map(g, &k9->q[k], s->qk[k].a, node, s->qcls, (uint32_t)g->cta_rows,
+				(uint32_t)g->cta_rows, s->qk[k].D, 0);
 		k9->q[k].off = off;
 		off = align1k(off + (uint32_t)g->cta_rows * (uint32_t)s->qk[k].D * 2);
 		k9->q_tx += (uint32_t)g->cta_rows * (uint32_t)s->qk[k].D * 2;
@@ -132,9 +90,9 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	}
 	uint32_t st = 0;
 	for (int k = 0; k < s->nqk; k++) {
-		int node = gemm_node(s, n, SN_GEMM1, k);
-		add_map(g, &k9->k[k], s->qk[k].b, node, s->scls, (uint32_t)g->bn, (uint32_t)g->bn,
-			s->qk[k].D);
+		int node = gpu_gemm_node(s, n, SN_GEMM1, k);
+		gpu_tma_add_map(g, &k9->k[k], s->qk[k].b, node, s->scls, (uint32_t)g->bn,
+				(uint32_t)g->bn, s->qk[k].D, sm90_gathered(s));
 		k9->k[k].off = st;
 		st = align1k(st + (uint32_t)g->bn * (uint32_t)s->qk[k].D * 2);
 	}
@@ -148,9 +106,9 @@ uint32_t sm90_layout(KernelGen *g, int table)
 		int node = -1;
 		for (int k = 0; k < s->npv && node < 0; k++)
 			if (s->pv[k].vslot == v)
-				node = gemm_node(s, n, SN_GEMM2, k);
-		add_map(g, &k9->v[v], s->vreads[v], node, s->scls, (uint32_t)g->bn, (uint32_t)g->bn,
-			s->DV);
+				node = gpu_gemm_node(s, n, SN_GEMM2, k);
+		gpu_tma_add_map(g, &k9->v[v], s->vreads[v], node, s->scls, (uint32_t)g->bn,
+				(uint32_t)g->bn, s->DV, sm90_gathered(s));
 		k9->v[v].off = st;
 		st = align1k(st + (uint32_t)g->bn * (uint32_t)s->DV * 2);
 	}

@@ -49,44 +49,13 @@ const char *sm90_elem_type(const Expr *read)
 	return read->tensor->dtype == DT_F16 ? "f16" : "bf16";
 }
 
-/* Q's A fragments (the mma.sync m16k16 layout, a warp's 16 rows) by
-** ldmatrix from the swizzled panels: lane l gives row 16 w + 8 ((l >> 3) &
-** 1) + (l & 7) of its warp's block, 16-byte chunk 2 (kk % 4) + (l >> 4) of
-** panel kk / 4, which the 128-byte swizzle stores at chunk ^ (row % 8). */
+/* Q's A fragments, read once from shared memory (gpu_tma_a_frags). */
 void sm90_q_frags(KernelGen *g)
 {
 	Sm90Kernel *k9 = sm90_of(g);
-	const KernelShape *s = g->s;
-	PReg l = gpu_reg(g, PC_B32), w = gpu_reg(g, PC_B32), row = gpu_reg(g, PC_B32),
-	     x = gpu_reg(g, PC_B32), hi = gpu_reg(g, PC_B32), r7 = gpu_reg(g, PC_B32),
-	     rb = gpu_reg(g, PC_B32);
-	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(l), po_r(gpu_tid(g)));
-	gpu_op3(g, PTX_SHR, ".u32", po_r(w), po_r(l), po_i(5));
-	gpu_op3(g, PTX_AND, ".b32", po_r(l), po_r(l), po_i(31));
-	/* row: 16 w + 8 ((l >> 3) & 1) + (l & 7) */
-	gpu_op3(g, PTX_AND, ".b32", po_r(x), po_r(l), po_i(15));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(row), po_r(w), po_i(16), po_r(x));
-	gpu_op3(g, PTX_SHR, ".u32", po_r(hi), po_r(l), po_i(4));
-	gpu_op3(g, PTX_AND, ".b32", po_r(r7), po_r(l), po_i(7));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(rb), po_r(row), po_i(SM90_PANEL_ROW), po_r(g->sbase));
-	for (int k = 0; k < s->nqk; k++) {
-		const TmaRead *q = &k9->q[k];
-		int nk = (int)(s->qk[k].D / 16);
-		k9->qf[k] = ARENA_ARRAY(g->a, PReg, 4 * nk);
-		for (int kk = 0; kk < nk; kk++) {
-			/* chunk 2 (kk % 4) + hi, swizzled by the row */
-			PReg c = gpu_reg(g, PC_B32), a = gpu_reg(g, PC_B32);
-			gpu_op3(g, PTX_ADD, ".u32", po_r(c), po_r(hi), po_i(2 * (kk % 4)));
-			gpu_op3(g, PTX_XOR, ".b32", po_r(c), po_r(c), po_r(r7));
-			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(c), po_i(16), po_r(rb));
-			for (int j = 0; j < 4; j++)
-				k9->qf[k][4 * kk + j] = gpu_reg(g, PC_B32);
-			gpu_op2(g, PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16",
-				po_vec(&k9->qf[k][4 * kk], 4),
-				po_mem(a, (int32_t)(q->off + (uint32_t)(kk / 4) * q->rows *
-								 SM90_PANEL_ROW)));
-		}
-	}
+	for (int k = 0; k < g->s->nqk; k++)
+		k9->qf[k] = ARENA_ARRAY(g->a, PReg, 4 * (g->s->qk[k].D / 16));
+	gpu_tma_a_frags(g, k9->q, g->s->nqk, k9->qf);
 }
 
 /* Q in registers where they fit beside the tile body's values: one

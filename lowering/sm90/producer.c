@@ -10,126 +10,31 @@
 */
 #include "sm90.h"
 
-/* Waits until the phase of parity `parity` of the barrier at shared
-** address bar has completed: a try_wait loop (try_wait suspends for a
-** while in hardware before it fails, so the loop does not spin hot). */
-void sm90_wait(KernelGen *g, PReg bar, PReg parity)
-{
-	int L = ptx_new_label(g->f);
-	PReg done = gpu_reg(g, PC_PRED);
-	ptx_label(g->f, L);
-	gpu_op3(g, PTX_MBAR_TRY_WAIT, ".parity.shared::cta.b64", po_r(done), po_mem(bar, 0),
-		po_r(parity));
-	gpu_op1(g, PTX_BRA, ".uni", po_label(L));
-	ptx_guard(g->f, done, 1);
-}
-
 /* The ring's next stage after stage (u32), the phase parity ph flipping
 ** where it wraps to 0: the producer and the consumers move alike. */
 void sm90_next_stage(KernelGen *g, PReg stage, PReg ph)
 {
-	sm90_ring_next(g, stage, ph, sm90_of(g)->nstages);
-}
-
-/* The shared address of stage's barrier in the array at off (8 bytes each). */
-PReg sm90_stage_bar(KernelGen *g, PReg stage, uint32_t off)
-{
-	PReg b = gpu_reg(g, PC_B32);
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(b), po_r(stage), po_i(8), po_r(g->sbase));
-	gpu_op3(g, PTX_ADD, ".u32", po_r(b), po_r(b), po_i(off));
-	return b;
-}
-
-/* The shared address sbase + off (u32). */
-static PReg saddr(KernelGen *g, PReg base, uint32_t off)
-{
-	PReg r = gpu_reg(g, PC_B32);
-	gpu_op3(g, PTX_ADD, ".u32", po_r(r), po_r(base), po_i(off));
-	return r;
-}
-
-/* The coordinates of read r that do not move with the tile (s32, tensor
-** dimension order; the row and last dimensions are left to the copies).
-** A packed head (K[b, i / G, ...]) takes the CTA's first row: a CTA's rows
-** lie in one group. */
-static void fixed_coords(KernelGen *g, const TmaRead *r, PReg *c)
-{
-	const Expr *e = r->e;
-	g->node = r->node, g->row = g->q0, g->col = g->q0;
-	for (int d = 0; d < e->nargs - 1; d++) {
-		if (d == r->rowdim)
-			continue;
-		c[d] = gpu_u32(g, gpu_expr(g, e->args[d]));
-	}
-}
-
-/* One TMA copy of read r's box at row coordinate row (u32) and panel p
-** into shared address dst, completing on barrier bar; by the thread where
-** lead is true (a register: the caller's loop runs in more threads). */
-static void tma_copy(KernelGen *g, const TmaRead *r, PReg map, const PReg *fixed, PReg row, int p,
-		     PReg dst, PReg bar, PReg lead)
-{
-	int rank = r->e->nargs;
-	PReg c[GPU_TMAP_MAX_RANK];
-	for (int d = 0; d < rank; d++) {
-		int td = rank - 1 - d; /* innermost first */
-		if (td == rank - 1) {
-			c[d] = gpu_reg(g, PC_B32);
-			gpu_op2(g, PTX_MOV, ".b32", po_r(c[d]), po_i(p * GPU_TMAP_INNER));
-		} else if (td == r->rowdim)
-			c[d] = row;
-		else
-			c[d] = fixed[td];
-	}
-	gpu_op3(g, PTX_CP_BULK_TENSOR,
-		arena_printf(g->a, ".%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
-			     rank),
-		po_mem(dst, 0), po_mem_vec(po_mem(map, 0), c, rank), po_mem(bar, 0));
-	if (lead.n)
-		ptx_guard(g->f, lead, 0);
-}
-
-/* The generic address of tensor map parameter name (cp.async.bulk.tensor
-** takes the map's generic address; it lives in the parameter space). */
-PReg sm90_map_addr(KernelGen *g, const char *name)
-{
-	PReg r = gpu_reg(g, PC_B64);
-	gpu_op2(g, PTX_MOV, ".u64", po_r(r), po_sym(name));
-	gpu_op2(g, PTX_CVTA, ".param.u64", po_r(r), po_r(r));
-	return r;
+	gpu_ring_next(g, stage, ph, sm90_of(g)->nstages);
 }
 
 /* Q of every contraction: one box of the CTA's rows per panel. */
 static void load_q(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 {
 	const KernelShape *s = g->s;
-	PReg qbar = saddr(g, g->sbase, k9->qbar);
+	PReg qbar = gpu_saddr(g, g->sbase, k9->qbar);
 	gpu_op3(g, PTX_MBAR_ARRIVE, ".expect_tx.shared::cta.b64", po_sym("_"), po_mem(qbar, 0),
 		po_i(k9->q_tx));
 	PReg q32 = gpu_u32(g, g->q0);
 	for (int k = 0; k < s->nqk; k++) {
 		const TmaRead *r = &k9->q[k];
 		PReg fixed[GPU_TMAP_MAX_RANK];
-		fixed_coords(g, r, fixed);
+		gpu_tma_fixed_coords(g, r, fixed);
 		for (int p = 0; p < r->panels; p++)
-			tma_copy(
+			gpu_tma_copy(
 			    g, r, maps[r->map], fixed, q32, p,
-			    saddr(g, g->sbase, r->off + (uint32_t)p * r->rows * SM90_PANEL_ROW),
+			    gpu_saddr(g, g->sbase, r->off + (uint32_t)p * r->rows * SM90_PANEL_ROW),
 			    qbar, (PReg){0, 0});
 	}
-}
-
-/* The ring's next place after stage (u32) of n, the phase parity ph
-** flipping where it wraps to 0: the producer and the consumers move alike. */
-void sm90_ring_next(KernelGen *g, PReg stage, PReg ph, int n)
-{
-	PReg wrap = gpu_reg(g, PC_PRED);
-	gpu_op3(g, PTX_ADD, ".u32", po_r(stage), po_r(stage), po_i(1));
-	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(wrap), po_r(stage), po_i(n));
-	gpu_op2(g, PTX_MOV, ".b32", po_r(stage), po_i(0));
-	ptx_guard(g->f, wrap, 0);
-	gpu_op3(g, PTX_XOR, ".b32", po_r(ph), po_r(ph), po_i(1));
-	ptx_guard(g->f, wrap, 0);
 }
 
 /* The producer runs in all its threads: it gathers K and V (gather.c), or
@@ -156,8 +61,7 @@ int sm90_producer_lanes(KernelGen *g)
 ** after it's), and nstages + 1 <= SM90_SCHED_SLOTS. */
 static void publish(KernelGen *g, Sm90Kernel *k9, PReg lead, PReg j0, PReg all, PReg ss, PReg sph)
 {
-	PReg a = gpu_reg(g, PC_B32), b = sm90_stage_bar(g, ss, k9->sched),
-	     all64 = gpu_reg(g, PC_B64);
+	PReg a = gpu_reg(g, PC_B32), b = gpu_ring_bar(g, ss, k9->sched), all64 = gpu_reg(g, PC_B64);
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(ss), po_i(16), po_r(g->sbase));
 	gpu_op4(g, PTX_SELP, ".b64", po_r(all64), po_i(1), po_i(0), po_r(all));
 	PReg v[2] = {j0, all64};
@@ -167,7 +71,7 @@ static void publish(KernelGen *g, Sm90Kernel *k9, PReg lead, PReg j0, PReg all, 
 	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(b, 0));
 	if (lead.n)
 		ptx_guard(g->f, lead, 0);
-	sm90_ring_next(g, ss, sph, SM90_SCHED_SLOTS);
+	gpu_ring_next(g, ss, sph, SM90_SCHED_SLOTS);
 }
 
 /* The producer's places in the ring of stages (stage, ph) and in the
@@ -217,10 +121,10 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 	if (gathered)
 		sm90_gather_setup(g, tid32, colbase, col);
 	for (int k = 0; k < s->nqk && !gathered; k++)
-		fixed_coords(g, &k9->k[k], fk[k]);
+		gpu_tma_fixed_coords(g, &k9->k[k], fk[k]);
 	for (int v = 0; v < s->nvreads && !gathered; v++)
 		if (s->vk[v] < 0)
-			fixed_coords(g, &k9->v[v], fv[v]);
+			gpu_tma_fixed_coords(g, &k9->v[v], fv[v]);
 	PReg start = gpu_reg(g, PC_B64), j0 = gpu_reg(g, PC_B64), nxt = gpu_reg(g, PC_B64),
 	     any = gpu_reg(g, PC_PRED), all = gpu_reg(g, PC_PRED);
 	g->send = gpu_reg(g, PC_B64);
@@ -255,7 +159,7 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 	gpu_op3(g, PTX_ADD, ".u32", po_r(fb), po_r(eb), po_i(k9->full));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(eb), po_r(eb), po_i(k9->empty));
 	gpu_op3(g, PTX_XOR, ".b32", po_r(eph), po_r(ph), po_i(1));
-	sm90_wait(g, eb, eph);
+	gpu_mbar_wait(g, eb, eph);
 	if (!gathered) {
 		gpu_op3(g, PTX_MBAR_ARRIVE, ".expect_tx.shared::cta.b64", po_sym("_"),
 			po_mem(fb, 0), po_i(k9->stage_tx));
@@ -270,18 +174,18 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 	PReg j32 = gpu_u32(g, j0);
 	for (int k = 0; k < s->nqk && !gathered; k++)
 		for (int p = 0; p < k9->k[k].panels; p++)
-			tma_copy(
-			    g, &k9->k[k], maps[k9->k[k].map], fk[k], j32, p,
-			    saddr(g, sa,
-				  k9->k[k].off + (uint32_t)p * (uint32_t)g->bn * SM90_PANEL_ROW),
-			    fb, lead);
+			gpu_tma_copy(g, &k9->k[k], maps[k9->k[k].map], fk[k], j32, p,
+				     gpu_saddr(g, sa,
+					       k9->k[k].off +
+						   (uint32_t)p * (uint32_t)g->bn * SM90_PANEL_ROW),
+				     fb, lead);
 	for (int v = 0; v < s->nvreads && !gathered; v++)
 		for (int p = 0; p < k9->v[v].panels && s->vk[v] < 0; p++)
-			tma_copy(
-			    g, &k9->v[v], maps[k9->v[v].map], fv[v], j32, p,
-			    saddr(g, sa,
-				  k9->v[v].off + (uint32_t)p * (uint32_t)g->bn * SM90_PANEL_ROW),
-			    fb, lead);
+			gpu_tma_copy(g, &k9->v[v], maps[k9->v[v].map], fv[v], j32, p,
+				     gpu_saddr(g, sa,
+					       k9->v[v].off +
+						   (uint32_t)p * (uint32_t)g->bn * SM90_PANEL_ROW),
+				     fb, lead);
 	sm90_next_stage(g, stage, ph);
 	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt), po_r(j0), po_i(g->bn));
 	gpu_scan(g, &sc, nxt, j0, any, all);
@@ -313,7 +217,7 @@ static void work_tiles(KernelGen *g, Sm90Kernel *k9, const PReg *maps, ProducerR
 	int Ltile = ptx_new_label(g->f);
 	ptx_label(g->f, Ltile);
 	gpu_decode_grid(g);
-	sm90_wait(g, qe, qeph);
+	gpu_mbar_wait(g, qe, qeph);
 	gpu_op3(g, PTX_XOR, ".b32", po_r(qeph), po_r(qeph), po_i(1));
 	load_q(g, k9, maps);
 	stream(g, k9, maps, 0, ring);
@@ -423,7 +327,7 @@ void sm90_producer(KernelGen *g)
 	gpu_op1(g, PTX_SETMAXNREG, ".dec.sync.aligned.u32", po_i(pregs));
 	int Lexit = ptx_new_label(g->f), Lnoq = lanes ? ptx_new_label(g->f) : Lexit;
 	for (int m = 0; m < s->ntmaps; m++)
-		maps[m] = sm90_map_addr(g, names[m]);
+		maps[m] = gpu_tma_map_addr(g, names[m]);
 	gpu_op1(g, PTX_BRA, "", po_label(Lnoq));
 	ptx_guard(g->f, t0, 0);
 	ProducerRing ring = {0};

@@ -22,12 +22,12 @@ int sm90_next_tile(KernelGen *g, PReg out, PReg all, int first)
 		gpu_op2(g, PTX_MOV, ".b32", po_r(k9->sphase), po_i(0));
 	}
 	PReg a = gpu_reg(g, PC_B32), all64 = gpu_reg(g, PC_B64);
-	sm90_wait(g, sm90_stage_bar(g, k9->sslot, k9->sched), k9->sphase);
+	gpu_mbar_wait(g, gpu_ring_bar(g, k9->sslot, k9->sched), k9->sphase);
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(k9->sslot), po_i(16), po_r(g->sbase));
 	PReg v[2] = {out, all64};
 	gpu_op2(g, PTX_LD, ".shared.v2.b64", po_vec(v, 2), po_mem(a, (int32_t)k9->slots));
 	gpu_op3(g, PTX_SETP, ".ne.b64", po_r(all), po_r(all64), po_i(0));
-	sm90_ring_next(g, k9->sslot, k9->sphase, SM90_SCHED_SLOTS);
+	gpu_ring_next(g, k9->sslot, k9->sphase, SM90_SCHED_SLOTS);
 	return sm90_producer_lanes(g);
 }
 
@@ -41,7 +41,7 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 	k9->stage_addr = gpu_reg(g, PC_B32);
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(k9->stage_addr), po_r(k9->stage), po_i(k9->stage_bytes),
 		po_r(g->sbase));
-	sm90_wait(g, sm90_stage_bar(g, k9->stage, k9->full), k9->phase);
+	gpu_mbar_wait(g, gpu_ring_bar(g, k9->stage, k9->full), k9->phase);
 	if (sm90_gathered(g->s))
 		gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
 	if (k9->turns) {
@@ -58,7 +58,7 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 void sm90_release(KernelGen *g)
 {
 	Sm90Kernel *k9 = sm90_of(g);
-	PReg eb = sm90_stage_bar(g, k9->prev_stage, k9->empty);
+	PReg eb = gpu_ring_bar(g, k9->prev_stage, k9->empty);
 	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(eb, 0));
 	ptx_guard(g->f, k9->has_prev, 0);
 }

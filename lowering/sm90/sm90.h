@@ -70,19 +70,6 @@ enum { SM90_TILING_FIRST, SM90_TILING_BN64 };
 /* Bytes per panel row: the 128-byte swizzle's width (64 16-bit elements). */
 enum { SM90_PANEL_ROW = 128 };
 
-/* One operand read loaded by TMA: its tensor map (KernelShape.tmap), the
-** tensor dimension its tile's rows run along, the node whose variables
-** its subscripts use, and where its tile lies in shared memory. */
-typedef struct TmaRead {
-	const Expr *e;
-	int node;
-	int rowdim;    /* tensor dimension of the query row or key */
-	int map;       /* index into KernelShape.tmap */
-	uint32_t off;  /* byte offset (Q: in shared memory; K, V: in a stage) */
-	int panels;    /* 64-element panels of the contracted or value dim */
-	uint32_t rows; /* rows of the tile (Q: the CTA's rows; K, V: the key tile, bn) */
-} TmaRead;
-
 /* The target's state while one kernel is emitted (KernelGen.targ). */
 typedef struct Sm90Kernel {
 	TmaRead q[GPU_MAXG], k[GPU_MAXG], v[GPU_MAXG];
@@ -139,8 +126,8 @@ typedef struct Sm90Kernel {
 	** (u32) is this tile's buffer's offset, 0 or xbytes */
 	uint32_t x[GPU_MAXG], xbytes;
 	PReg xflip;
-	/* each sum's staged blocks, from which the TMA unit adds them through
-	** the sum's tensor map (its index; its dimension of streamed rows) */
+	/* each sum's staged blocks, which the TMA unit adds through the sum's
+	** tensor map (its index; its dimension of streamed rows) */
 	uint32_t xstage[GPU_MAXG];
 	int xmap[GPU_MAXG], xrowdim[GPU_MAXG];
 	/* the tensor maps' parameter names (producer.c) */
@@ -163,11 +150,7 @@ uint32_t sm90_layout(KernelGen *g, int table);
 
 /* producer.c */
 void sm90_producer(KernelGen *g);
-PReg sm90_map_addr(KernelGen *g, const char *name);
-void sm90_wait(KernelGen *g, PReg bar, PReg parity);
-PReg sm90_stage_bar(KernelGen *g, PReg stage, uint32_t off);
 void sm90_next_stage(KernelGen *g, PReg stage, PReg ph);
-void sm90_ring_next(KernelGen *g, PReg stage, PReg ph, int n);
 void sm90_role_regs(KernelGen *g, int *producer, int *consumer);
 int sm90_producer_lanes(KernelGen *g);
 PReg sm90_both_rows(KernelGen *g);
@@ -187,6 +170,7 @@ void sm90_acc_wait(KernelGen *g, int node);
 
 /* cross.c */
 uint32_t sm90_cross_bytes(const KernelShape *s, int bn);
+int sm90_cross_mappable(const Plan *p, const KernelShape *s);
 uint32_t sm90_cross_staging(KernelGen *g, int c, uint32_t off);
 void sm90_cross_maps(KernelGen *g);
 void sm90_cross_start(KernelGen *g);
@@ -203,13 +187,7 @@ void sm90_gather_copy(KernelGen *g, PReg tid32, const PReg *colbase, const PReg 
 /* consumer.c */
 int sm90_persistent_wanted(KernelGen *g);
 void sm90_work_start(KernelGen *g);
-int sm90_setup_loads(KernelGen *g, int table);
-void sm90_load_q(KernelGen *g);
-void sm90_copy4_async(KernelGen *g, PtxOpnd dst, PtxOpnd src);
-void sm90_copy_commit(KernelGen *g);
-void sm90_copy_wait(KernelGen *g, int n);
 void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any);
-void sm90_prefetch(KernelGen *g, PReg nxt, PReg buf, PReg when);
 void sm90_stream_end(KernelGen *g);
 void sm90_store_output(KernelGen *g, int node, PReg q, const PReg *crows, const PReg *rowok,
 		       int slow, int done);

@@ -21,13 +21,22 @@ static int one_window_wanted(const KernelShape *s)
 
 /* What the sm_90a kernels cannot take yet, as a reason (NULL: they can):
 ** the 128-byte swizzle's panels need head dims that are multiples of 64; a
-** tensor map has at most five dimensions; K or V rows placed through a
-** gather (a paged cache) have no tensor map's box. */
+** tensor map has at most five dimensions, and a kernel takes at most
+** GPU_MAX_TMAPS; K or V rows placed through a gather (a paged cache) have
+** no tensor map's box. */
 const char *sm90_refusal(const Plan *p, const KernelShape *s)
 {
 	if (s->ncross && s->pack)
 		return "a sum over the CTA's rows with packed query heads is not yet taken by "
 		       "sm_90a (its barrier needs both consumer warpgroups)";
+	if (!sm90_cross_mappable(p, s))
+		return "a sum over the CTA's rows whose output has more than 5 dimensions or no "
+		       "dimension of the streamed rows has no tensor map to add through";
+	int maps = 2 * s->nqk + s->ncross;
+	for (int v = 0; v < s->nvreads; v++)
+		maps += s->vk[v] < 0;
+	if (maps > GPU_MAX_TMAPS)
+		return "the kernel would take more tensor maps than the launcher passes";
 	if (sm90_min_bytes(s, GPU_BN) > SM90_SMEM)
 		return "the tiles do not fit two stages in shared memory (a backward's at head "
 		       "dims "
@@ -89,17 +98,10 @@ const GpuTarget T_sm90 = {
     .producer = sm90_producer,
     .persistent_wanted = sm90_persistent_wanted,
     .work_start = sm90_work_start,
-    .setup_loads = sm90_setup_loads,
-    .load_q = sm90_load_q,
-    .copy4_async = sm90_copy4_async,
-    .copy_commit = sm90_copy_commit,
-    .copy_wait = sm90_copy_wait,
     .next_tile = sm90_next_tile,
     .stream_start = sm90_stream_start,
-    .prefetch = sm90_prefetch,
     .tile_begin = sm90_tile_begin,
     .contract_qk = sm90_contract_qk,
-    .prefetch_late = sm90_prefetch,
     .contract_pv = sm90_contract_pv,
     .cross_stage = sm90_cross_stage,
     .contract_cross = sm90_contract_cross,
