@@ -26,6 +26,8 @@
 **   maskonce.c  masked scores set to -inf once (which reductions may skip)
 **   epilogue.c  per-row and per-element values after the stream, stores
 **   rowpass.c   kernels of per-row values with no stream (a backward's Delta)
+**   tma.c       TMA copies and reductions, transaction barriers' rings: what
+**               the targets whose producers copy tiles by TMA share
 **   iface.c     the generated C interface (iface.h)
 **   tune.c      the spill/tile-size retry loop (target.h)
 ** Kernel ABI (the generated C interface and the runtime rely on it):
