@@ -303,7 +303,8 @@ def bwd_rows(D, N, flex):
     Each anchor times torch.autograd.grad of its output (its backward
     kernels alone: the forward is not timed); attnc times NAME_bwd_launch
     (row pass, dQ, dK and dV) and, as attnc_atomic, NAME_bwd_launch_atomic
-    (row pass, dK and dV with dQ's atomic adds, dQ's conversion); where
+    (row pass, dK and dV with dQ's sums added in any order: sm_80's
+    red.global, sm_90a's TMA reductions; dQ's conversion); where
     prepare.sh also built sm_80's as NAME_g80_dD, the same as attnc_sm80. FLOPs: 2.5 times the forward's
     (4 B H N^2 D times the mask's fraction). Gradients checked against the
     anchor's: rel_err is the largest of dQ's, dK's and dV's."""
@@ -362,7 +363,7 @@ def bwd_target(tag):
 def ours_bwd_rows(name, sysname, vname, q, k, v, do, extra, params, ref, B, H, N, D, flops):
     """attnc's NAME_bwd_launch of kernel file `name` (where prepare.sh built
     it) timed as sysname, and its NAME_bwd_launch_atomic as sysname_atomic
-    where that launch differs (a kernel adds dQ by atomics: NAME_bwd_post)."""
+    where that launch differs (a kernel adds dQ's sums: NAME_bwd_post)."""
     if not os.path.exists(os.path.join(HERE, "gen", name + ".c")):
         return
     target = bwd_target(name.rsplit("_", 2)[-2])
