@@ -423,9 +423,6 @@ double expr_eval_float(const Expr *e, const long *dims, const double *params)
 	}
 }
 
-/* Shape and extent expressions (dims, literals, + - * / %, max, min) with
-** overflow detection: a huge dim size gives an error instead of wrapping
-** (cascade.c's expr_eval_int does not check). */
 /* Kernels unroll and size their tiles by extents known when they are
 ** generated; every other size is a runtime dim. */
 long expr_fixed_extent(const Expr *e)
@@ -436,6 +433,10 @@ long expr_fixed_extent(const Expr *e)
 		return e->dim->fixed;
 	return 0;
 }
+
+/* Shape and extent expressions (dims, literals, + - * / %, max, min) with
+** overflow detection: a huge dim size gives an error instead of wrapping
+** (cascade.c's expr_eval_int does not check). */
 
 int expr_eval_extent(const Expr *e, const long *dims, long *out)
 {

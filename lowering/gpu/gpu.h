@@ -213,6 +213,7 @@ typedef struct KernelShape {
 /* gpu/shape.c: fills s or returns a reason the plan does not fit. */
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s);
 int gpu_gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k);
+int gpu_vread_node(const KernelShape *s, int v);
 /* Class cls is a value index of the contractions with V. In the header:
 ** the expression builder and the shape both ask, and the shape calls the
 ** builder's gathers, so a function of shape.c here would close a loop of

@@ -347,14 +347,13 @@ static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 	    node_what(a, n));
 }
 
-/* The plan node of s whose shape node is `kind` with contraction `gemm`
-** (a V read's: the first GEMM2 of that slot), or -1. */
-static int node_of(const KernelShape *s, ShapeNodeKind kind, int gemm)
+/* The plan node of V read v's first contraction (its GEMM2 of that slot),
+** or -1: whose variables the read's subscripts use. */
+int gpu_vread_node(const KernelShape *s, int v)
 {
-	for (int i = 0; i < s->p->c->nodes.n; i++)
-		if (s->node[i].kind == kind &&
-		    (kind == SN_GEMM2 ? s->pv[s->node[i].gemm].vslot : s->node[i].gemm) == gemm)
-			return i;
+	for (int k = 0; k < s->npv; k++)
+		if (s->pv[k].vslot == v)
+			return gpu_gemm_node(s, s->p->c->nodes.n, SN_GEMM2, k);
 	return -1;
 }
 
@@ -364,9 +363,9 @@ static int node_of(const KernelShape *s, ShapeNodeKind kind, int gemm)
 ** the values of another). */
 static int shared_k(const KernelShape *s, int v)
 {
-	int nv = node_of(s, SN_GEMM2, v);
+	int nv = gpu_vread_node(s, v);
 	for (int k = 0; k < s->nqk && nv >= 0 && !s->vgather[v]; k++) {
-		int nk = node_of(s, SN_GEMM1, k);
+		int nk = gpu_gemm_node(s, s->p->c->nodes.n, SN_GEMM1, k);
 		if (nk >= 0 && s->qk[k].D == s->DV && !s->qk[k].bgather &&
 		    gpu_same_rows(s->p, nk, s->qk[k].b, nv, s->vreads[v]))
 			return k;

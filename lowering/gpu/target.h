@@ -24,6 +24,9 @@
 ** last, the tile's rows along the row or key dimension, 1 elsewhere.
 ** Elements outside the tensor read as zero. */
 enum { GPU_MAX_TMAPS = 6, GPU_TMAP_MAX_RANK = 5, GPU_TMAP_INNER = 64 };
+/* Bytes of a box's row in shared memory: the 128-byte swizzle's width, a
+** panel's row (GPU_TMAP_INNER 16-bit elements). */
+enum { GPU_TMAP_ROW = 2 * GPU_TMAP_INNER };
 typedef struct GpuTmap {
 	int tensor;
 	int rank;

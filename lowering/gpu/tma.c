@@ -9,10 +9,6 @@
 */
 #include "gpu.h"
 
-/* Bytes of a panel's row: the 128-byte swizzle's width, GPU_TMAP_INNER
-** 16-bit elements. */
-enum { PANEL_ROW = 2 * GPU_TMAP_INNER };
-
 /* Waits until the phase of parity `parity` of the barrier at shared
 ** address bar has completed: a try_wait loop (try_wait suspends for a
 ** while in hardware before it fails, so the loop does not spin hot). */
@@ -173,7 +169,7 @@ void gpu_tma_store_pairs(KernelGen *g, const PReg *x, const char *cvt, PReg buf,
 	gpu_op3(g, PTX_SHR, ".u32", po_r(row), po_r(t), po_i(5));
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(row), po_r(row), po_i(16), po_r(r8));
 	gpu_op3(g, PTX_AND, ".b32", po_r(q), po_r(t), po_i(3));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(base), po_r(row), po_i(PANEL_ROW), po_r(g->sbase));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(base), po_r(row), po_i(GPU_TMAP_ROW), po_r(g->sbase));
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(base), po_r(q), po_i(4), po_r(base));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(base), po_r(base), po_r(buf));
 	gpu_op3(g, PTX_SHL, ".b32", po_r(sw), po_r(r8), po_i(4));
@@ -185,8 +181,8 @@ void gpu_tma_store_pairs(KernelGen *g, const PReg *x, const char *cvt, PReg buf,
 			int el = nt * 4 + h * 2;
 			PReg pk = gpu_reg(g, PC_B32);
 			gpu_op3(g, PTX_CVT, cvt, po_r(pk), po_r(x[el + 1]), po_r(x[el]));
-			uint32_t at = off + (uint32_t)(nt / 8 * g->cta_rows) * PANEL_ROW +
-				      (uint32_t)h * 8 * PANEL_ROW;
+			uint32_t at = off + (uint32_t)(nt / 8 * g->cta_rows) * GPU_TMAP_ROW +
+				      (uint32_t)h * 8 * GPU_TMAP_ROW;
 			gpu_op2(g, PTX_ST, ".shared.b32", po_mem(a, (int32_t)at), po_r(pk));
 		}
 	}
@@ -211,7 +207,7 @@ void gpu_tma_a_frags(KernelGen *g, const TmaRead *r, int n, PReg *const *out)
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(row), po_r(w), po_i(16), po_r(x));
 	gpu_op3(g, PTX_SHR, ".u32", po_r(hi), po_r(l), po_i(4));
 	gpu_op3(g, PTX_AND, ".b32", po_r(r7), po_r(l), po_i(7));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(rb), po_r(row), po_i(PANEL_ROW), po_r(g->sbase));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(rb), po_r(row), po_i(GPU_TMAP_ROW), po_r(g->sbase));
 	for (int k = 0; k < n; k++) {
 		const TmaRead *q = &r[k];
 		int nk = q->panels * GPU_TMAP_INNER / 16;
@@ -226,7 +222,7 @@ void gpu_tma_a_frags(KernelGen *g, const TmaRead *r, int n, PReg *const *out)
 			gpu_op2(g, PTX_LDMATRIX, ".sync.aligned.m8n8.x4.shared.b16",
 				po_vec(&out[k][4 * kk], 4),
 				po_mem(a, (int32_t)(q->off +
-						    (uint32_t)(kk / 4) * q->rows * PANEL_ROW)));
+						    (uint32_t)(kk / 4) * q->rows * GPU_TMAP_ROW)));
 		}
 	}
 }

@@ -45,6 +45,12 @@ static int blocks_per_wg(long D, int bn)
 	return (bn / 64 * (int)(D / 64) + 1) / 2;
 }
 
+/* Bytes of a sum's staged blocks, both warpgroups'. */
+static uint32_t staging_bytes(long D, int bn)
+{
+	return 2u * (uint32_t)blocks_per_wg(D, bn) * STAGE_BLOCK;
+}
+
 /* Shared memory of the X buffers and the staged sums of a kernel with
 ** bn-key tiles: per sum two X buffers, each the CTA's 128 rows by bn
 ** 16-bit elements, and each warpgroup's blocks. */
@@ -52,8 +58,7 @@ uint32_t sm90_cross_bytes(const KernelShape *s, int bn)
 {
 	uint32_t b = 0;
 	for (int c = 0; c < s->ncross; c++)
-		b += 2u * GPU_MAXBN * (uint32_t)bn * 2u +
-		     2u * (uint32_t)blocks_per_wg(s->cross[c].D, bn) * STAGE_BLOCK;
+		b += 2u * GPU_MAXBN * (uint32_t)bn * 2u + staging_bytes(s->cross[c].D, bn);
 	return b;
 }
 
@@ -62,7 +67,7 @@ uint32_t sm90_cross_staging(KernelGen *g, int c, uint32_t off)
 {
 	Sm90Kernel *k9 = sm90_of(g);
 	k9->xstage[c] = off;
-	return off + 2u * (uint32_t)blocks_per_wg(g->s->cross[c].D, g->bn) * STAGE_BLOCK;
+	return off + staging_bytes(g->s->cross[c].D, g->bn);
 }
 
 /* The dimension of SN_CROSS node i's output R along the streamed rows (the
@@ -177,8 +182,7 @@ static void cross_block(KernelGen *g, int i, PReg blk, PReg wg, int lb)
 	int ci = g->s->node[i].gemm;
 	const CrossContraction *cc = &g->s->cross[ci];
 	const TmaRead *ar = &k9->q[cc->qk];
-	uint32_t xpanel = (uint32_t)g->cta_rows * SM90_PANEL_ROW,
-		 apanel = ar->rows * SM90_PANEL_ROW;
+	uint32_t xpanel = (uint32_t)g->cta_rows * GPU_TMAP_ROW, apanel = ar->rows * GPU_TMAP_ROW;
 	const char *ty = sm90_elem_type(cc->r);
 	const char *mods = arena_printf(g->a, ".sync.aligned.m64n64k16.f32.%s.%s", ty, ty);
 	PReg mb = gpu_reg(g, PC_B32), nb = gpu_reg(g, PC_B32), xa = gpu_reg(g, PC_B32),
@@ -194,7 +198,7 @@ static void cross_block(KernelGen *g, int i, PReg blk, PReg wg, int lb)
 	PReg first = gpu_pconst(g, 0), rest = gpu_pconst(g, 1);
 	gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
 	for (int kk = 0; kk < g->cta_rows / 16; kk++) {
-		uint32_t step = (uint32_t)kk * 16 * SM90_PANEL_ROW;
+		uint32_t step = (uint32_t)kk * 16 * GPU_TMAP_ROW;
 		PtxOpnd o[8] = {po_vec(acc, 32),
 				po_r(sm90_desc_at(g, ad, ar->off + step)),
 				po_r(sm90_desc_at(g, xd, k9->x[ci] + step)),

@@ -60,7 +60,7 @@ void sm90_gather_copy(KernelGen *g, PReg tid32, const PReg *colbase, const PReg 
 		gpu_op3(g, PTX_DIV, ".u32", po_r(row0), po_r(tid32), po_i(cpr));
 		gpu_op3(g, PTX_SHR, ".u32", po_r(pan), po_r(col[r]), po_i(3));
 		gpu_op3(g, PTX_AND, ".b32", po_r(cc), po_r(col[r]), po_i(7));
-		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(dst0), po_r(pan), po_i(g->bn * SM90_PANEL_ROW),
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(dst0), po_r(pan), po_i(g->bn * GPU_TMAP_ROW),
 			po_r(sa));
 		gpu_op3(g, PTX_ADD, ".u32", po_r(dst0), po_r(dst0), po_i(t->off));
 		gpu_op2(g, PTX_LD, ".param.u64", po_r(p),
@@ -77,7 +77,7 @@ void sm90_gather_copy(KernelGen *g, PReg tid32, const PReg *colbase, const PReg 
 			gpu_op3(g, PTX_ADD, ".u32", po_r(row), po_r(row0), po_i(it * step));
 			gpu_op3(g, PTX_AND, ".b32", po_r(sw), po_r(row), po_i(7));
 			gpu_op3(g, PTX_XOR, ".b32", po_r(sw), po_r(sw), po_r(cc));
-			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(row), po_i(SM90_PANEL_ROW),
+			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(row), po_i(GPU_TMAP_ROW),
 				po_r(dst0));
 			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(sw), po_i(16), po_r(d));
 			gpu_op4(g, PTX_CP_ASYNC, ".cg.shared.global", po_mem(d, 0), po_mem(a, 0),

@@ -103,12 +103,8 @@ uint32_t sm90_layout(KernelGen *g, int table)
 			k9->v[v].e = s->vreads[v];
 			continue;
 		}
-		int node = -1;
-		for (int k = 0; k < s->npv && node < 0; k++)
-			if (s->pv[k].vslot == v)
-				node = gpu_gemm_node(s, n, SN_GEMM2, k);
-		gpu_tma_add_map(g, &k9->v[v], s->vreads[v], node, s->scls, (uint32_t)g->bn,
-				(uint32_t)g->bn, s->DV, sm90_gathered(s));
+		gpu_tma_add_map(g, &k9->v[v], s->vreads[v], gpu_vread_node(s, v), s->scls,
+				(uint32_t)g->bn, (uint32_t)g->bn, s->DV, sm90_gathered(s));
 		k9->v[v].off = st;
 		st = align1k(st + (uint32_t)g->bn * (uint32_t)s->DV * 2);
 	}

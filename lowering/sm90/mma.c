@@ -87,7 +87,7 @@ void sm90_contract_qk(KernelGen *g, int node)
 		PReg wg = gpu_reg(g, PC_B32), qa = gpu_reg(g, PC_B32);
 		gpu_op2(g, PTX_CVT, ".u32.u64", po_r(wg), po_r(gpu_tid(g)));
 		gpu_op3(g, PTX_SHR, ".u32", po_r(wg), po_r(wg), po_i(7));
-		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(qa), po_r(wg), po_i(64 * SM90_PANEL_ROW),
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(qa), po_r(wg), po_i(64 * GPU_TMAP_ROW),
 			po_r(g->sbase));
 		qd = sm90_descriptor(g, qa, 0);
 	}
@@ -100,9 +100,9 @@ void sm90_contract_qk(KernelGen *g, int node)
 		uint32_t p = (uint32_t)(kk / 4), in = (uint32_t)(kk % 4) * 32;
 		PtxOpnd a =
 		    regs ? po_vec(&k9->qf[k][4 * kk], 4)
-			 : po_r(sm90_desc_at(g, qd, q->off + p * q->rows * SM90_PANEL_ROW + in));
+			 : po_r(sm90_desc_at(g, qd, q->off + p * q->rows * GPU_TMAP_ROW + in));
 		PReg b = sm90_desc_at(
-		    g, kd, k9->stage0 + kr->off + p * (uint32_t)g->bn * SM90_PANEL_ROW + in);
+		    g, kd, k9->stage0 + kr->off + p * (uint32_t)g->bn * GPU_TMAP_ROW + in);
 		/* with A in registers, wgmma takes no transpose flag for it: the
 		** first of the two zeros goes */
 		PtxOpnd o[8] = {po_vec(g->tile[node], g->nel),
@@ -159,11 +159,11 @@ static void pv_wgmma(KernelGen *g, int i, PReg stage, const PReg *a)
 	int net = (int)(pv->DV / 8);
 	const char *t = sm90_elem_type(vr->e);
 	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%ldk16.f32.%s.%s", pv->DV, t, t);
-	PReg vd = sm90_descriptor(g, stage, (uint32_t)g->bn * SM90_PANEL_ROW);
+	PReg vd = sm90_descriptor(g, stage, (uint32_t)g->bn * GPU_TMAP_ROW);
 	PReg one = gpu_pconst(g, 1);
 	for (int m = 0; m < g->row_blocks; m++)
 		for (int kk = 0; kk < g->bn / 16; kk++) {
-			uint32_t vo = k9->stage0 + vr->off + (uint32_t)kk * 16 * SM90_PANEL_ROW;
+			uint32_t vo = k9->stage0 + vr->off + (uint32_t)kk * 16 * GPU_TMAP_ROW;
 			PtxOpnd o[7] = {po_vec(&g->acc[i][m * net * 4], net * 4),
 					po_vec(&a[(m * g->bn / 16 + kk) * 4], 4),
 					po_r(sm90_desc_at(g, vd, vo)),

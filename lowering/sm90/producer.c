@@ -32,7 +32,7 @@ static void load_q(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 		for (int p = 0; p < r->panels; p++)
 			gpu_tma_copy(
 			    g, r, maps[r->map], fixed, q32, p,
-			    gpu_saddr(g, g->sbase, r->off + (uint32_t)p * r->rows * SM90_PANEL_ROW),
+			    gpu_saddr(g, g->sbase, r->off + (uint32_t)p * r->rows * GPU_TMAP_ROW),
 			    qbar, (PReg){0, 0});
 	}
 }
@@ -174,18 +174,18 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 	PReg j32 = gpu_u32(g, j0);
 	for (int k = 0; k < s->nqk && !gathered; k++)
 		for (int p = 0; p < k9->k[k].panels; p++)
-			gpu_tma_copy(g, &k9->k[k], maps[k9->k[k].map], fk[k], j32, p,
-				     gpu_saddr(g, sa,
-					       k9->k[k].off +
-						   (uint32_t)p * (uint32_t)g->bn * SM90_PANEL_ROW),
-				     fb, lead);
+			gpu_tma_copy(
+			    g, &k9->k[k], maps[k9->k[k].map], fk[k], j32, p,
+			    gpu_saddr(g, sa,
+				      k9->k[k].off + (uint32_t)p * (uint32_t)g->bn * GPU_TMAP_ROW),
+			    fb, lead);
 	for (int v = 0; v < s->nvreads && !gathered; v++)
 		for (int p = 0; p < k9->v[v].panels && s->vk[v] < 0; p++)
-			gpu_tma_copy(g, &k9->v[v], maps[k9->v[v].map], fv[v], j32, p,
-				     gpu_saddr(g, sa,
-					       k9->v[v].off +
-						   (uint32_t)p * (uint32_t)g->bn * SM90_PANEL_ROW),
-				     fb, lead);
+			gpu_tma_copy(
+			    g, &k9->v[v], maps[k9->v[v].map], fv[v], j32, p,
+			    gpu_saddr(g, sa,
+				      k9->v[v].off + (uint32_t)p * (uint32_t)g->bn * GPU_TMAP_ROW),
+			    fb, lead);
 	sm90_next_stage(g, stage, ph);
 	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt), po_r(j0), po_i(g->bn));
 	gpu_scan(g, &sc, nxt, j0, any, all);

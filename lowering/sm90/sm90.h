@@ -67,8 +67,6 @@ enum { SM90_BAR_SCAN = SM90_BAR_TURN + 2 };
 enum { SM90_BAR_CROSS = SM90_BAR_SCAN + 1 };
 /* The tile-size choices of the retry loop (KernelShape.tiling, targ.c). */
 enum { SM90_TILING_FIRST, SM90_TILING_BN64 };
-/* Bytes per panel row: the 128-byte swizzle's width (64 16-bit elements). */
-enum { SM90_PANEL_ROW = 128 };
 
 /* The target's state while one kernel is emitted (KernelGen.targ). */
 typedef struct Sm90Kernel {
