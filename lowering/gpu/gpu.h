@@ -611,6 +611,13 @@ void gpu_tma_reduce_add(KernelGen *g, PReg map, const PReg *c, int rank, PReg sr
 PReg gpu_tma_map_addr(KernelGen *g, const char *name);
 void gpu_tma_a_frags(KernelGen *g, const TmaRead *r, int n, PReg *const *out);
 void gpu_tma_store_pairs(KernelGen *g, const PReg *x, const char *cvt, PReg buf, uint32_t off);
+/* A sum over the CTA's rows adds its sums through boxes of its output's
+** tensor map of GPU_SUM_BOX_ROWS streamed rows by a row of GPU_TMAP_ROW
+** bytes (32 f32). */
+enum { GPU_SUM_BOX_ROWS = 64 };
+void gpu_tma_store_sums_t(KernelGen *g, const PReg *acc, PReg at0);
+int gpu_cross_rowdim(const Plan *p, const KernelShape *s, int i);
+int gpu_cross_mappable(const Plan *p, const KernelShape *s);
 
 /* ---- the tile body (tile.c, online.c, maskonce.c) ------------------------ */
 

@@ -188,6 +188,85 @@ void gpu_tma_store_pairs(KernelGen *g, const PReg *x, const char *cvt, PReg buf,
 	}
 }
 
+/* A 64 x 64 block of f32 sums computed transposed (R^T, the accumulators'
+** m64n64 layout: a thread's elements e = 16 (w % 4) + lane / 4 (+ 8) of
+** streamed rows s = 8 nt + 2 (lane % 4) (+ 1)) stored at shared address
+** at0 as two boxes of R's tensor map, 64 rows of 32 f32 with the
+** 128-byte swizzle (box e / 32, row s), a word at a time: element e's
+** 16-byte chunk (e % 32) / 4 of row s is at chunk ((e % 32) / 4) ^ (s %
+** 8), so that a warp's 32 words fall in 32 banks. (R itself, staged a
+** row's four elements at a time after the lanes traded halves, took four
+** times the wavefronts its stores needed.) */
+void gpu_tma_store_sums_t(KernelGen *g, const PReg *acc, PReg at0)
+{
+	/* the word of element e (+ 8 h) of row s (+ k), less 1024 nt: box
+	** (w % 4) / 2, row 2 q + k, chunk (4 (w % 2) + lane / 16 + 2 h) ^ (2 q +
+	** k), word (lane / 4) % 4, with q = lane % 4 */
+	PReg t = gpu_reg(g, PC_B32), w = gpu_reg(g, PC_B32), q = gpu_reg(g, PC_B32),
+	     c0 = gpu_reg(g, PC_B32), wd = gpu_reg(g, PC_B32), x = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(t), po_r(gpu_tid(g)));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(w), po_r(t), po_i(5));
+	gpu_op3(g, PTX_AND, ".b32", po_r(w), po_r(w), po_i(3));
+	gpu_op3(g, PTX_AND, ".b32", po_r(q), po_r(t), po_i(3));
+	/* c0 = 4 (w % 2) + (lane / 16) % 2 */
+	gpu_op3(g, PTX_SHR, ".u32", po_r(x), po_r(t), po_i(4));
+	gpu_op3(g, PTX_AND, ".b32", po_r(x), po_r(x), po_i(1));
+	gpu_op3(g, PTX_AND, ".b32", po_r(c0), po_r(w), po_i(1));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(c0), po_r(c0), po_i(4), po_r(x));
+	/* the word and the box */
+	gpu_op3(g, PTX_SHR, ".u32", po_r(wd), po_r(t), po_i(2));
+	gpu_op3(g, PTX_AND, ".b32", po_r(wd), po_r(wd), po_i(3));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(x), po_r(w), po_i(1));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(wd), po_r(x), po_i(GPU_SUM_BOX_ROWS * GPU_TMAP_ROW / 4),
+		po_r(wd));
+	PReg sa = gpu_reg(g, PC_B32);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(sa), po_r(wd), po_i(4), po_r(at0));
+	PReg at[2][2];
+	for (int h = 0; h < 2; h++)
+		for (int k = 0; k < 2; k++) {
+			PReg r = gpu_reg(g, PC_B32), c = gpu_reg(g, PC_B32);
+			at[h][k] = gpu_reg(g, PC_B32);
+			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(r), po_r(q), po_i(2), po_i(k));
+			gpu_op3(g, PTX_ADD, ".u32", po_r(c), po_r(c0), po_i(2 * h));
+			gpu_op3(g, PTX_XOR, ".b32", po_r(c), po_r(c), po_r(r));
+			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(at[h][k]), po_r(r), po_i(GPU_TMAP_ROW),
+				po_r(sa));
+			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(at[h][k]), po_r(c), po_i(16),
+				po_r(at[h][k]));
+		}
+	for (int nt = 0; nt < 8; nt++)
+		for (int h = 0; h < 2; h++)
+			for (int k = 0; k < 2; k++)
+				gpu_op2(g, PTX_ST, ".shared.f32",
+					po_mem(at[h][k], nt * 8 * GPU_TMAP_ROW),
+					po_r(acc[nt * 4 + h * 2 + k]));
+}
+
+/* The dimension of SN_CROSS node i's output R along the streamed rows (the
+** free variable of the stream's class; R's dimensions are the node's free
+** variables in order), or -1. */
+int gpu_cross_rowdim(const Plan *p, const KernelShape *s, int i)
+{
+	const Node *n = p->c->nodes.v[i];
+	for (int d = 0; d < n->nfree - 1; d++)
+		if (p->cls[i][d] == s->scls)
+			return d;
+	return -1;
+}
+
+/* Whether every sum's output has a tensor map to add through: at most
+** GPU_TMAP_MAX_RANK dimensions, one of them the streamed rows'. */
+int gpu_cross_mappable(const Plan *p, const KernelShape *s)
+{
+	for (int i = 0; i < p->c->nodes.n; i++)
+		if (s->node[i].kind == SN_CROSS) {
+			const Node *n = p->c->nodes.v[i];
+			if (n->out->rank > GPU_TMAP_MAX_RANK || gpu_cross_rowdim(p, s, i) < 0)
+				return 0;
+		}
+	return 1;
+}
+
 /* The A fragments (the mma.sync m16k16 layout, a warp's 16 rows) of the
 ** n tiles of reads r, which TMA laid out in shared memory, into out[k]
 ** (4 b32 per k-step of 16 of r[k]'s panels' elements), by ldmatrix from the

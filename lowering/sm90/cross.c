@@ -20,7 +20,10 @@
 **                   TMA unit adds them to R (cp.reduce.async.bulk.tensor;
 **                   rows past R's end add nothing) beside the next tiles'
 **                   work: the consumers' own atomics stalled them (the
-**                   designs measured: bench/RESULTS.md).
+**                   designs measured: bench/RESULTS.md). The tile's P V
+**                   (dK, dV) is issued behind the warpgroup's first block
+**                   and runs while the sums are stored, not behind the
+**                   next tile's scores as elsewhere (sm90_late_pv_setup).
 **
 ** Tiles use two X buffers in turn: a warpgroup writes a buffer again only
 ** two tiles on, after the next tile's barrier, which the other reaches only
@@ -33,9 +36,9 @@
 /* A staged 64 x 64 block of sums: two boxes of R's map, each 64 rows of
 ** 32 f32 (128 bytes). */
 enum {
-	BOX_ROWS = 64,
-	BOX_COLS = 32,
-	BOX_BYTES = BOX_ROWS * BOX_COLS * 4,
+	BOX_ROWS = GPU_SUM_BOX_ROWS,
+	BOX_COLS = GPU_TMAP_ROW / 4,
+	BOX_BYTES = BOX_ROWS * GPU_TMAP_ROW,
 	STAGE_BLOCK = 2 * BOX_BYTES
 };
 
@@ -70,31 +73,6 @@ uint32_t sm90_cross_staging(KernelGen *g, int c, uint32_t off)
 	return off + staging_bytes(g->s->cross[c].D, g->bn);
 }
 
-/* The dimension of SN_CROSS node i's output R along the streamed rows (the
-** free variable of the stream's class; R's dimensions are the node's free
-** variables in order), or -1. */
-static int cross_rowdim(const Plan *p, const KernelShape *s, int i)
-{
-	const Node *n = p->c->nodes.v[i];
-	for (int d = 0; d < n->nfree - 1; d++)
-		if (p->cls[i][d] == s->scls)
-			return d;
-	return -1;
-}
-
-/* Whether every sum's output has a tensor map to add through: at most
-** GPU_TMAP_MAX_RANK dimensions, one of them the streamed rows'. */
-int sm90_cross_mappable(const Plan *p, const KernelShape *s)
-{
-	for (int i = 0; i < p->c->nodes.n; i++)
-		if (s->node[i].kind == SN_CROSS) {
-			const Node *n = p->c->nodes.v[i];
-			if (n->out->rank > GPU_TMAP_MAX_RANK || cross_rowdim(p, s, i) < 0)
-				return 0;
-		}
-	return 1;
-}
-
 /* The tensor map of each sum's output R (GpuTmap): a box of 64 streamed
 ** rows by 32 elements, 1 along R's other dimensions, whose indices are
 ** the CTA's grid indices. */
@@ -112,7 +90,7 @@ void sm90_cross_maps(KernelGen *g)
 		m->tensor = n->out->id, m->rank = n->out->rank;
 		for (int d = 0; d < m->rank; d++)
 			m->box[d] = 1;
-		k9->xrowdim[c] = cross_rowdim(g->p, s, i);
+		k9->xrowdim[c] = gpu_cross_rowdim(g->p, s, i);
 		m->box[k9->xrowdim[c]] = BOX_ROWS;
 		m->box[m->rank - 1] = BOX_COLS;
 	}
@@ -167,15 +145,11 @@ static PReg staging(KernelGen *g, int i, PReg wg, int lb)
 /* This warpgroup's block lb (blk, u32) of SN_CROSS node i, computed
 ** transposed, R^T = A^T X: 16-row k-steps over the CTA's rows, A^T from
 ** panel nb of the CTA's A rows and X from its panel mb, both M- or
-** N-major (transposed) operands; then its sums to the staging buffer,
-** whose box p row r holds streamed row j0 + 64 mb + r, elements 64 nb +
-** 32 p to 64 nb + 32 p + 31. A thread's sums are elements e = 16 (w % 4) +
-** lane / 4 (+ 8) of streamed rows s = 8 nt + 2 (lane % 4) (+ 1), stored a
-** word at a time: element e's 16-byte chunk (e % 32) / 4 of row s is at
-** chunk ((e % 32) / 4) ^ (s % 8) (the 128-byte swizzle), so that a warp's
-** 32 words fall in 32 banks. (R itself, staged a row's four elements at a
-** time after the lanes traded halves, took four times the wavefronts its
-** stores needed.) */
+** N-major (transposed) operands; then its sums to the staging buffer
+** (gpu_tma_store_sums_t), whose box p row r holds streamed row j0 + 64 mb
+** + r, elements 64 nb + 32 p to 64 nb + 32 p + 31. The warpgroup's first
+** block has this tile's P V issued behind it (pv_cross), which runs while
+** the sums are stored. */
 static void cross_block(KernelGen *g, int i, PReg blk, PReg wg, int lb)
 {
 	Sm90Kernel *k9 = sm90_of(g);
@@ -210,47 +184,10 @@ static void cross_block(KernelGen *g, int i, PReg blk, PReg wg, int lb)
 		ptx_emit(g->f, PTX_WGMMA, mods, 8, o);
 	}
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
-	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
-	/* the word of element e (+ 8 h) of row s (+ k), less 1024 nt: box
-	** (w % 4) / 2, row 2 q + k, chunk (4 (w % 2) + lane / 16 + 2 h) ^ (2 q +
-	** k), word (lane / 4) % 4, with q = lane % 4 */
-	PReg t = gpu_reg(g, PC_B32), w = gpu_reg(g, PC_B32), q = gpu_reg(g, PC_B32),
-	     c0 = gpu_reg(g, PC_B32), wd = gpu_reg(g, PC_B32), x = gpu_reg(g, PC_B32);
-	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(t), po_r(gpu_tid(g)));
-	gpu_op3(g, PTX_SHR, ".u32", po_r(w), po_r(t), po_i(5));
-	gpu_op3(g, PTX_AND, ".b32", po_r(w), po_r(w), po_i(3));
-	gpu_op3(g, PTX_AND, ".b32", po_r(q), po_r(t), po_i(3));
-	/* c0 = 4 (w % 2) + (lane / 16) % 2 */
-	gpu_op3(g, PTX_SHR, ".u32", po_r(x), po_r(t), po_i(4));
-	gpu_op3(g, PTX_AND, ".b32", po_r(x), po_r(x), po_i(1));
-	gpu_op3(g, PTX_AND, ".b32", po_r(c0), po_r(w), po_i(1));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(c0), po_r(c0), po_i(4), po_r(x));
-	/* the word and the box */
-	gpu_op3(g, PTX_SHR, ".u32", po_r(wd), po_r(t), po_i(2));
-	gpu_op3(g, PTX_AND, ".b32", po_r(wd), po_r(wd), po_i(3));
-	gpu_op3(g, PTX_SHR, ".u32", po_r(x), po_r(w), po_i(1));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(wd), po_r(x), po_i(BOX_BYTES / 4), po_r(wd));
-	PReg sa = staging(g, i, wg, lb);
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(sa), po_r(wd), po_i(4), po_r(sa));
-	PReg at[2][2];
-	for (int h = 0; h < 2; h++)
-		for (int k = 0; k < 2; k++) {
-			PReg r = gpu_reg(g, PC_B32), c = gpu_reg(g, PC_B32);
-			at[h][k] = gpu_reg(g, PC_B32);
-			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(r), po_r(q), po_i(2), po_i(k));
-			gpu_op3(g, PTX_ADD, ".u32", po_r(c), po_r(c0), po_i(2 * h));
-			gpu_op3(g, PTX_XOR, ".b32", po_r(c), po_r(c), po_r(r));
-			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(at[h][k]), po_r(r), po_i(BOX_COLS * 4),
-				po_r(sa));
-			gpu_op4(g, PTX_MAD, ".lo.u32", po_r(at[h][k]), po_r(c), po_i(16),
-				po_r(at[h][k]));
-		}
-	for (int nt = 0; nt < 8; nt++)
-		for (int h = 0; h < 2; h++)
-			for (int k = 0; k < 2; k++)
-				gpu_op2(g, PTX_ST, ".shared.f32",
-					po_mem(at[h][k], nt * 8 * BOX_COLS * 4),
-					po_r(acc[nt * 4 + h * 2 + k]));
+	if (lb == 0 && k9->pv_cross)
+		sm90_issue_pv(g);
+	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(lb == 0 && k9->pv_cross));
+	gpu_tma_store_sums_t(g, acc, staging(g, i, wg, lb));
 }
 
 /* The reductions of this warpgroup's staged block lb (blk, u32) of
@@ -337,6 +274,17 @@ void sm90_contract_cross(KernelGen *g, int i)
 	gpu_op3(g, PTX_AND, ".b32", po_r(w), po_r(w), po_i(3));
 	gpu_op3(g, PTX_SHR, ".u32", po_r(wg), po_r(wg), po_i(7));
 	each_block(g, i, wg, cross_block);
+	if (k9->pv_cross && g->bn / 64 * g->s->cross[ci].D / 64 == 1) {
+		/* warpgroup 1 has no block to issue its P V behind */
+		int skip = ptx_new_label(g->f);
+		PReg first = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_SETP, ".eq.u32", po_r(first), po_r(wg), po_i(0));
+		gpu_op1(g, PTX_BRA, ".uni", po_label(skip));
+		ptx_guard(g->f, first, 0);
+		gpu_op0(g, PTX_WGMMA_FENCE, ".sync.aligned");
+		sm90_issue_pv(g);
+		ptx_label(g->f, skip);
+	}
 	gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
 	gpu_op3(g, PTX_ADD, ".u32", po_r(bar), po_r(wg), po_i(SM90_BAR_CROSS + 1));
 	gpu_op2(g, PTX_BAR, "", po_r(bar), po_i(128));
@@ -347,6 +295,8 @@ void sm90_contract_cross(KernelGen *g, int i)
 	each_block(g, i, wg, cross_reduce);
 	gpu_op0(g, PTX_CP_BULK_COMMIT, "");
 	ptx_label(g->f, done);
+	if (k9->pv_cross) /* in flight across the loop's back edge, ptxas serialised every wgmma */
+		gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
 	if (ci == g->s->ncross - 1)
 		gpu_op3(g, PTX_XOR, ".b32", po_r(k9->xflip), po_r(k9->xflip), po_i(k9->xbytes));
 }

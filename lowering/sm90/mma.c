@@ -116,6 +116,9 @@ void sm90_contract_qk(KernelGen *g, int node)
 		ptx_emit(g->f, PTX_WGMMA, mods, regs ? 7 : 8, o);
 	}
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
+	int more = 0;
+	for (int j = node + 1; j < g->c->nodes.n; j++)
+		more |= g->s->node[j].kind == SN_GEMM1;
 	if (k9->issue_due) {
 		/* the previous tile's P V behind it: only Q K^T waited for */
 		k9->issue_due = 0;
@@ -124,6 +127,8 @@ void sm90_contract_qk(KernelGen *g, int node)
 		gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(1));
 		return;
 	}
+	if (more && D >= 128)
+		return;
 	sm90_hand_over(g);
 	gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(0));
 	if (!k9->late_pv)
@@ -183,7 +188,7 @@ static void pv_wgmma(KernelGen *g, int i, PReg stage, const PReg *a)
 void sm90_contract_pv(KernelGen *g, int i, const PReg *x)
 {
 	Sm90Kernel *k9 = sm90_of(g);
-	if (k9->late_pv) {
+	if (k9->late_pv || k9->pv_cross) {
 		pack_p(g, i, x, k9->pf[g->s->node[i].gemm]);
 		return;
 	}
@@ -213,12 +218,15 @@ int sm90_late_pv_wanted(const KernelGen *g)
 	return g->s->qk[0].D >= 128 && maps >= 2;
 }
 
-/* The late P V's fragments, one set per contraction with V. */
+/* The late P V's fragments, one set per contraction with V; a kernel with
+** one sum over the CTA's rows issues its P V behind that sum's wgmma
+** instead (sm90_issue_pv), so that the sum's staging runs beside it. */
 void sm90_late_pv_setup(KernelGen *g)
 {
 	Sm90Kernel *k9 = sm90_of(g);
-	k9->late_pv = sm90_late_pv_wanted(g);
-	if (!k9->late_pv)
+	k9->pv_cross = g->s->ncross == 1;
+	k9->late_pv = sm90_late_pv_wanted(g) && !k9->pv_cross;
+	if (!k9->late_pv && !k9->pv_cross)
 		return;
 	for (int v = 0; v < g->s->npv; v++) {
 		int n = g->row_blocks * g->bn / 16 * 4;
@@ -245,6 +253,17 @@ void sm90_issue_late_pv(KernelGen *g)
 		if (g->s->node[i].kind == SN_GEMM2)
 			pv_wgmma(g, i, sa, k9->pf[g->s->node[i].gemm]);
 	ptx_label(g->f, skip);
+	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
+}
+
+/* This tile's P V of every contraction with V (packed by
+** sm90_contract_pv), from its stage, committed: behind a sum's wgmma. */
+void sm90_issue_pv(KernelGen *g)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	for (int i = 0; i < g->c->nodes.n; i++)
+		if (g->s->node[i].kind == SN_GEMM2)
+			pv_wgmma(g, i, k9->stage_addr, k9->pf[g->s->node[i].gemm]);
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
 }
 

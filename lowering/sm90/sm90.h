@@ -117,7 +117,7 @@ typedef struct Sm90Kernel {
 	** P's A fragments per contraction (GEMM2's gemm index), kept across
 	** the loop's back edge; whether this tile's issue of the previous
 	** one's is still to emit. */
-	int late_pv, issue_due;
+	int late_pv, issue_due, pv_cross;
 	PReg *pf[GPU_MAXG];
 	/* Sums over the CTA's rows (cross.c): X of each in two buffers of
 	** xbytes, at x[c] and x[c] + xbytes, which tiles use in turn; xflip
@@ -164,11 +164,11 @@ void sm90_contract_pv(KernelGen *g, int node, const PReg *p);
 int sm90_late_pv_wanted(const KernelGen *g);
 void sm90_late_pv_setup(KernelGen *g);
 void sm90_issue_late_pv(KernelGen *g);
+void sm90_issue_pv(KernelGen *g);
 void sm90_acc_wait(KernelGen *g, int node);
 
 /* cross.c */
 uint32_t sm90_cross_bytes(const KernelShape *s, int bn);
-int sm90_cross_mappable(const Plan *p, const KernelShape *s);
 uint32_t sm90_cross_staging(KernelGen *g, int c, uint32_t off);
 void sm90_cross_maps(KernelGen *g);
 void sm90_cross_start(KernelGen *g);

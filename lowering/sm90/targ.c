@@ -29,7 +29,7 @@ const char *sm90_refusal(const Plan *p, const KernelShape *s)
 	if (s->ncross && s->pack)
 		return "a sum over the CTA's rows with packed query heads is not yet taken by "
 		       "sm_90a (its barrier needs both consumer warpgroups)";
-	if (!sm90_cross_mappable(p, s))
+	if (!gpu_cross_mappable(p, s))
 		return "a sum over the CTA's rows whose output has more than 5 dimensions or no "
 		       "dimension of the streamed rows has no tensor map to add through";
 	int maps = 2 * s->nqk + s->ncross;
