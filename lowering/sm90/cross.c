@@ -256,7 +256,10 @@ static void each_block(KernelGen *g, int i, PReg wg,
 ** their staging, the proxy fence (X's stores are the generic proxy's,
 ** wgmma reads by the async proxy) and the barrier of both warpgroups; then
 ** this warpgroup's blocks, staged; a proxy fence and the warpgroup's
-** barrier; its reductions issued by its first thread; with the last sum,
+** barrier, which its first warp waits at and the others pass (a staging
+** buffer is written again only after the next tile's barrier of both
+** warpgroups, which that warp reaches after its reductions have read it);
+** its reductions issued by its first thread; with the last sum,
 ** the next tile's X buffer. */
 void sm90_contract_cross(KernelGen *g, int i)
 {
@@ -287,9 +290,13 @@ void sm90_contract_cross(KernelGen *g, int i)
 	}
 	gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
 	gpu_op3(g, PTX_ADD, ".u32", po_r(bar), po_r(wg), po_i(SM90_BAR_CROSS + 1));
-	gpu_op2(g, PTX_BAR, "", po_r(bar), po_i(128));
-	int done = ptx_new_label(g->f);
+	/* only the warp that adds the sums waits for the others' stores */
 	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(others), po_r(w), po_i(0));
+	gpu_op2(g, PTX_BAR_ARRIVE, "", po_r(bar), po_i(128));
+	ptx_guard(g->f, others, 0);
+	gpu_op2(g, PTX_BAR, "", po_r(bar), po_i(128));
+	ptx_guard(g->f, others, 1);
+	int done = ptx_new_label(g->f);
 	gpu_op1(g, PTX_BRA, ".uni", po_label(done));
 	ptx_guard(g->f, others, 0);
 	each_block(g, i, wg, cross_reduce);
