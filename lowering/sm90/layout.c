@@ -39,12 +39,15 @@ uint32_t sm90_min_bytes(const KernelShape *s, int bn)
 ** Kernels of partial states keep GPU_BN, and so do the kernels beside them
 ** (KernelShape.with_parts: their tensor maps' boxes are shared, and the
 ** launcher cuts the keys at multiples of 64); gathered tiles too
-** (gather.c's copies); and kernels whose tiles of 128 keys do not fit
-** two stages (a backward's, with Q and dO per contraction). */
+** (gather.c's copies); kernels whose tiles of 128 keys do not fit two
+** stages (a backward's, with Q and dO per contraction); and kernels with
+** two value indices (ecls2: a backward's dK beside dV), whose two
+** accumulators and two score tiles of 128 keys filled the registers (at
+** head dim 64 the dK/dV kernel ran 8% slower than with 64 keys). */
 int sm90_block_n(const KernelShape *s)
 {
 	if (s->tiling == SM90_TILING_BN64 || s->parts || s->with_parts || sm90_gathered(s) ||
-	    s->DV > 128 || sm90_min_bytes(s, GPU_MAXBN) > SM90_SMEM)
+	    s->DV > 128 || s->ecls2 >= 0 || sm90_min_bytes(s, GPU_MAXBN) > SM90_SMEM)
 		return GPU_BN;
 	for (int k = 0; k < s->nqk; k++)
 		if (s->qk[k].D > 128)
