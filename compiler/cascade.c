@@ -437,7 +437,6 @@ long expr_fixed_extent(const Expr *e)
 /* Shape and extent expressions (dims, literals, + - * / %, max, min) with
 ** overflow detection: a huge dim size gives an error instead of wrapping
 ** (cascade.c's expr_eval_int does not check). */
-
 int expr_eval_extent(const Expr *e, const long *dims, long *out)
 {
 	long x = 0, y = 0;

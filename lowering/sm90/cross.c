@@ -42,10 +42,16 @@ enum {
 	STAGE_BLOCK = 2 * BOX_BYTES
 };
 
-/* Blocks of 64 by 64 of a sum's tile that one warpgroup takes. */
+/* Blocks of 64 by 64 of a sum's tile of bn streamed rows by D. */
+static int blocks(long D, int bn)
+{
+	return bn / 64 * (int)(D / 64);
+}
+
+/* Of them, those that one warpgroup takes (warpgroup 0 the odd last). */
 static int blocks_per_wg(long D, int bn)
 {
-	return (bn / 64 * (int)(D / 64) + 1) / 2;
+	return (blocks(D, bn) + 1) / 2;
 }
 
 /* Bytes of a sum's staged blocks, both warpgroups'. */
@@ -233,7 +239,7 @@ static void cross_reduce(KernelGen *g, int i, PReg blk, PReg wg, int lb)
 static void each_block(KernelGen *g, int i, PReg wg,
 		       void (*emit)(KernelGen *, int, PReg, PReg, int))
 {
-	int nblk = g->bn / 64 * (int)(g->s->cross[g->s->node[i].gemm].D / 64);
+	int nblk = blocks(g->s->cross[g->s->node[i].gemm].D, g->bn);
 	for (int b = 0; b < nblk; b += 2) {
 		int skip = -1;
 		if (b + 1 == nblk) {
@@ -277,7 +283,7 @@ void sm90_contract_cross(KernelGen *g, int i)
 	gpu_op3(g, PTX_AND, ".b32", po_r(w), po_r(w), po_i(3));
 	gpu_op3(g, PTX_SHR, ".u32", po_r(wg), po_r(wg), po_i(7));
 	each_block(g, i, wg, cross_block);
-	if (k9->pv_cross && g->bn / 64 * g->s->cross[ci].D / 64 == 1) {
+	if (k9->pv_cross && blocks(g->s->cross[ci].D, g->bn) == 1) {
 		/* warpgroup 1 has no block to issue its P V behind */
 		int skip = ptx_new_label(g->f);
 		PReg first = gpu_reg(g, PC_PRED);

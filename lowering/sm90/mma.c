@@ -116,9 +116,6 @@ void sm90_contract_qk(KernelGen *g, int node)
 		ptx_emit(g->f, PTX_WGMMA, mods, regs ? 7 : 8, o);
 	}
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
-	int more = 0;
-	for (int j = node + 1; j < g->c->nodes.n; j++)
-		more |= g->s->node[j].kind == SN_GEMM1;
 	if (k9->issue_due) {
 		/* the previous tile's P V behind it: only Q K^T waited for */
 		k9->issue_due = 0;
@@ -127,6 +124,12 @@ void sm90_contract_qk(KernelGen *g, int node)
 		gpu_op1(g, PTX_WGMMA_WAIT, ".sync.aligned", po_i(1));
 		return;
 	}
+	/* at head dim 128 a later Q K^T of the tile (a backward's dP^T beside
+	** S^T) is issued before this one is waited for, the turn handed over
+	** once both are: at 64 that was 1-5% slower */
+	int more = 0;
+	for (int j = node + 1; j < g->c->nodes.n; j++)
+		more |= g->s->node[j].kind == SN_GEMM1;
 	if (more && D >= 128)
 		return;
 	sm90_hand_over(g);
@@ -236,6 +239,16 @@ void sm90_late_pv_setup(KernelGen *g)
 	}
 }
 
+/* O += P V of every contraction with V from the stage at stage (u32),
+** with the fragments sm90_contract_pv packed. Not committed. */
+static void packed_pv(KernelGen *g, PReg stage)
+{
+	Sm90Kernel *k9 = sm90_of(g);
+	for (int i = 0; i < g->c->nodes.n; i++)
+		if (g->s->node[i].kind == SN_GEMM2)
+			pv_wgmma(g, i, stage, k9->pf[g->s->node[i].gemm]);
+}
+
 /* The previous tile's P V of every contraction with V, where there is a
 ** previous tile (a warpgroup-uniform branch), from its stage; then a
 ** commit, of an empty group where there is none, so that the caller may
@@ -249,9 +262,7 @@ void sm90_issue_late_pv(KernelGen *g)
 	ptx_guard(g->f, k9->has_prev, 1);
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(sa), po_r(k9->prev_stage), po_i(k9->stage_bytes),
 		po_r(g->sbase));
-	for (int i = 0; i < g->c->nodes.n; i++)
-		if (g->s->node[i].kind == SN_GEMM2)
-			pv_wgmma(g, i, sa, k9->pf[g->s->node[i].gemm]);
+	packed_pv(g, sa);
 	ptx_label(g->f, skip);
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
 }
@@ -260,10 +271,7 @@ void sm90_issue_late_pv(KernelGen *g)
 ** sm90_contract_pv), from its stage, committed: behind a sum's wgmma. */
 void sm90_issue_pv(KernelGen *g)
 {
-	Sm90Kernel *k9 = sm90_of(g);
-	for (int i = 0; i < g->c->nodes.n; i++)
-		if (g->s->node[i].kind == SN_GEMM2)
-			pv_wgmma(g, i, k9->stage_addr, k9->pf[g->s->node[i].gemm]);
+	packed_pv(g, sm90_of(g)->stage_addr);
 	gpu_op0(g, PTX_WGMMA_COMMIT, ".sync.aligned");
 }
 
