@@ -132,14 +132,15 @@ PReg gpu_special(KernelGen *g, const char *sreg)
 }
 
 /* The part parameters' names, in ABI order. */
-static const char *const part_param[GPU_PART_NPARAMS] = {"kr0", "kr1",  "kchunk", "qr0",  "qr1",
-							 "pws", "pcnt", "pst",    "pmode"};
-static const char *const part_type[GPU_PART_NPARAMS] = {".s64", ".s64", ".s64", ".s64", ".s64",
-							".u64", ".u64", ".u64", ".u32"};
+static const char *const part_param[GPU_PART_NPARAMS] = {
+    "kr0", "kr1", "kchunk", "qr0", "qr1", "pws", "pcnt", "pst", "pmode", "pgx", "pgy", "psk"};
+static const char *const part_type[GPU_PART_NPARAMS] = {
+    ".s64", ".s64", ".s64", ".s64", ".s64", ".u64", ".u64", ".u64", ".u32", ".s64", ".s64", ".u64"};
 
 void gpu_parts_declare(KernelGen *g)
 {
-	for (int i = 0; i < GPU_PART_NPARAMS; i++)
+	int n = g->s->streamk ? GPU_PART_NPARAMS : GPU_PART_GX;
+	for (int i = 0; i < n; i++)
 		g->par.part_names[i] = ptx_param(g->f, part_param[i], part_type[i]);
 }
 

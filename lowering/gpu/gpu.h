@@ -26,6 +26,9 @@
 **   maskonce.c  masked scores set to -inf once (which reductions may skip)
 **   epilogue.c  per-row and per-element values after the stream, stores
 **   rowpass.c   kernels of per-row values with no stream (a backward's Delta)
+**   parts.c     the entry of partial states: split-KV's parts meet, merge
+**   streamk.c   stream-K's schedule: each CTA an equal share of all rows'
+**               tiles (streamk_plan.c: the rows' tiles counted, scanned)
 **   tma.c       TMA copies and reductions, transaction barriers' rings: what
 **               the targets whose producers copy tiles by TMA share
 **   iface.c     the generated C interface (iface.h)
@@ -108,8 +111,16 @@ enum {
 	GPU_PART_CNT,
 	GPU_PART_ST,
 	GPU_PART_MODE,
+	/* NAME_fwd_streamk's alone (streamk.c): the plain grid's x and y, and
+	** the CTAs' copies of the tiles' prefix sums */
+	GPU_PART_GX,
+	GPU_PART_GY,
+	GPU_PART_SK,
 	GPU_PART_NPARAMS
 };
+/* The rows (grid points of the plain grid) a stream-K launch may take: the
+** launcher splits larger grids by split-KV. */
+enum { GPU_SK_ROWS = 512 };
 enum { GPU_PART_MERGE_IN = 1, GPU_PART_FINALIZE = 2 };
 
 typedef enum ShapeNodeKind {
@@ -197,6 +208,9 @@ typedef struct KernelShape {
 	** of one CTA's states (set by the kernel builder) */
 	int parts;
 	unsigned part_cta_bytes;
+	/* the same entry as stream-K, NAME_fwd_streamk (streamk.c): persistent
+	** CTAs that each take an equal share of all rows' key tiles */
+	int streamk;
 	/* set by the kernel builder: every CTA takes work tiles (a query tile of
 	** one grid point each) in turn, CTA c the tiles c, c + nctaid.x, ...,
 	** and the launcher starts at most as many CTAs as the device runs at
@@ -305,6 +319,11 @@ typedef struct KernelGen {
 	/* a persistent kernel's work tile (u32; {0, 0}: the launch position is
 	** the tile), the query tiles and the work tiles (u32, gpu_work_count) */
 	PReg work, wnx, wtotal;
+	/* a label + 1 where a warp that is done with a work tile goes on (the
+	** next one's start), 0: it returns (gpu_leave); the builder's threads
+	** that gpu_bar counts, where not all of them (b32, {0, 0}: all) */
+	int next_item;
+	PReg bar_count;
 	/* kernel.c: the tile's keys [j0, j1); send: the end of the CTA's stream,
 	** sext or less (scan.c's stream_bounds); shared memory's base (u32) and
 	** %tid.x (b64) as read at entry; the tile table's offset (the target's
@@ -425,6 +444,9 @@ PReg gpu_special(KernelGen *g, const char *sreg); /* a special register as b64 *
 PReg gpu_tid(KernelGen *g);
 /* A barrier of the consumers (named barrier id, GpuTarget.bar_base). */
 void gpu_bar(KernelGen *g, int id);
+/* whether the second half of the builder's threads has rows ({0, 0}:
+** always; threads.c) */
+PReg gpu_both_halves(KernelGen *g);
 /* The kernel builder's warps in a CTA of target t (GpuTarget.consumer_warps). */
 int gpu_warps(const GpuTarget *t);
 GpuTarget gpu_row_target(const GpuTarget *t);
@@ -577,6 +599,11 @@ int gpu_folded_read(const KernelGen *g, const Expr *e);
 int gpu_fold_source(const KernelGen *g, int id); /* the GEMM1 node a folded node keeps */
 void gpu_scale_negate_q(KernelGen *g, int gemm1, PReg sbase, uint32_t soff, uint32_t bytes,
 			PReg tid);
+/* The same where the second half of the builder's threads may have left
+** (stayed: a predicate, it is there; {0, 0}: always): the first half then
+** negates the second's chunks too, as threads tid + half. */
+void gpu_scale_negate_q_halves(KernelGen *g, int gemm1, PReg sbase, uint32_t soff, uint32_t bytes,
+			       PReg tid, PReg stayed);
 
 /* shift.c: bias terms of relative positions evaluated at one row per
 ** thread where softmax cannot see the difference (see the file's head). */
@@ -717,6 +744,8 @@ void gpu_scan_words(KernelGen *g, TileScan *sc, int nwarps, int bar, uint32_t wo
 ** thread's scan found: GpuTarget.next_tile). */
 void gpu_tile_all(KernelGen *g, PReg j0, PReg all);
 void gpu_stream_bounds(KernelGen *g, PReg start, PReg end);
+/* The same before any part's narrowing: the grid point's whole stream. */
+void gpu_row_bounds(KernelGen *g, PReg start, PReg end);
 /* The tile table's first window: filled before the stream. */
 void gpu_table_first(KernelGen *g, uint32_t off, PReg start);
 int gpu_warp_class_wanted(KernelGen *g, int table);
@@ -729,6 +758,35 @@ int gpu_part_regs(const KernelGen *g); /* state registers per consumer thread */
 /* After the stream: the split's parts meet, states merge in, and either
 ** the epilogue follows or the states are stored and the thread returns. */
 void gpu_parts_finish(KernelGen *g, TileState *t);
+
+/* streamk.c: a stream-K launch's schedule (see the file's head). The
+** tiles' prefix sums, before the roles part (every thread; a CTA with no
+** share returns); the first and next work tile (a row of the plain grid,
+** g->work); the extents of the work decode (g->wnx, g->wtotal); the
+** CTA's part of row g->work: tiles [t0, t1) of its stream, part z of
+** nparts, the row's first slot. */
+typedef struct GpuSkPart {
+	PReg t0, t1, nparts, z, base; /* u32 */
+} GpuSkPart;
+void gpu_streamk_plan(KernelGen *g); /* streamk_plan.c */
+void gpu_streamk_first(KernelGen *g);
+void gpu_streamk_next(KernelGen *g, PReg more);
+void gpu_streamk_count(KernelGen *g);
+void gpu_streamk_part(KernelGen *g, GpuSkPart *pt);
+/* the plain grid's rows; the address of this CTA's S_r (b64); T = S_nrows;
+** A_(c + plus) = floor((c + plus) T / P) (u32); P = min(%nctaid.x, T) */
+PReg gpu_streamk_rows(KernelGen *g);
+PReg gpu_streamk_addr(KernelGen *g, PReg r);
+PReg gpu_streamk_total(KernelGen *g);
+PReg gpu_streamk_share(KernelGen *g, PReg T, int plus);
+PReg gpu_streamk_ctas(KernelGen *g, PReg T);
+/* A persistent CTA's first work tile (g->work, with g->wnx and g->wtotal)
+** and its next one (more: there is one; n, u32, a scratch register): CTA c
+** takes the tiles c, c + nctaid.x, ...; a stream-K CTA, its rows. */
+void gpu_work_first(KernelGen *g);
+void gpu_work_next(KernelGen *g, PReg more, PReg n);
+/* ret, or where work tiles follow, a branch to the next one (next_item) */
+void gpu_leave(KernelGen *g);
 
 /* epilogue.c */
 void gpu_epilogue(KernelGen *g, TileState *t);

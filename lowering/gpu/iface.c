@@ -398,6 +398,12 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			"static AttnrtKernel %s_kernel_part = {\"%s_fwd_part\", %s, "
 			"sizeof %s / sizeof %s[0], %uu, %u, NULL};\n",
 			n, n, imgs, imgs, imgs, im->info[idx].smem, im->info[idx].threads);
+	int streamk = im->info[idx].streamk || (ai && ai->streamk);
+	if (streamk)
+		fprintf(o,
+			"static AttnrtKernel %s_kernel_streamk = {\"%s_fwd_streamk\", %s, "
+			"sizeof %s / sizeof %s[0], %uu, %u, NULL};\n",
+			n, n, imgs, imgs, imgs, im->info[idx].smem, im->info[idx].threads);
 	iface_shape_fn(o, c, n);
 	if (parts)
 		fprintf(o,
@@ -636,7 +642,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 	divisor_magic(o, p, n, nm);
 	fprintf(o, "\t}\n\tfor (int i = 0; i < %d; i++)\n\t\targs[k++] = &gm[i];\n", nm);
 	if (parts)
-		iface_part_args(o, n, im, idx, ai);
+		iface_part_args(o, n, im, idx, ai, pk);
 	if (ntmaps > 0 && !ai)
 		fprintf(o, "\tfor (int i = 0; i < %d; i++)\n\t\targs[k++] = (void *)&tmaps[i];\n",
 			ntmaps);
@@ -664,6 +670,12 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			fprintf(o, " <= %u", short1 ? im->info[idx].window_keys : ai->window_keys);
 		fprintf(o, ")\n\t\tkern = &%s_kernel_short;\n", n);
 	}
+	if (streamk)
+		fprintf(
+		    o,
+		    "\tif (part && psk)\n\t\treturn attnrt_launch(&%s_kernel_streamk, psk, 1, 1, "
+		    "stream, args);\n",
+		    n);
 	if (parts)
 		fprintf(o,
 			"\t(void)sizes;\n\tif (part)\n\t\treturn attnrt_launch(&%s_kernel_part, "

@@ -59,7 +59,7 @@ void iface_part_helpers(FILE *o);
 ** parameters, the part parameters; after it, the functions around it. */
 void iface_part_decls(FILE *o, const Cascade *c);
 void iface_part_args(FILE *o, const char *name, const GpuImages *im, int idx,
-		     const GpuKernelInfo *ai);
+		     const GpuKernelInfo *ai, long pack);
 void iface_part_functions(FILE *o, const Cascade *c, const Plan *p);
 /* iface_cp.c: the context-parallel launch (ring attention), where the
 ** plan's tensors shard along one sequence; else the header says why. */

@@ -22,8 +22,11 @@ void iface_part_types(FILE *o)
 	    "** earlier launch over the same rows) into this one's; ATTN_PART_FINALIZE writes\n"
 	    "** the outputs, else the states are written to `state`. The workspace of a split\n"
 	    "** (NAME_part_bytes) needs no initialisation: the launch zeroes its counters on\n"
-	    "** the stream. Both are device memory, 16-byte aligned. */\n"
-	    "enum { ATTN_PART_MERGE_IN = 1, ATTN_PART_FINALIZE = 2 };\n"
+	    "** the stream. Both are device memory, 16-byte aligned. ATTN_PART_STREAM_K\n"
+	    "** cuts the keys as stream-K instead (where the kernel has NAME_fwd_streamk:\n"
+	    "** masks that read lengths on the device): as many CTAs as the device runs at\n"
+	    "** once, each an equal share of all the rows' key tiles; splits is not read. */\n"
+	    "enum { ATTN_PART_MERGE_IN = 1, ATTN_PART_FINALIZE = 2, ATTN_PART_STREAM_K = 4 };\n"
 	    "typedef struct attn_gpu_part {\n"
 	    "\tlong q_begin, q_end;\n\tlong k_begin, k_end;\n\tint splits;\n\tint flags;\n"
 	    "\tvoid *workspace;\n\tsize_t workspace_bytes;\n\tvoid *state;\n\tsize_t state_bytes;\n"
@@ -61,33 +64,34 @@ void iface_part_decls(FILE *o, const Cascade *c)
 
 void iface_part_helpers(FILE *o)
 {
-	fputs("#include <string.h>\n"
-	      "\n/* The rows and keys of a launch of NAME_fwd_part, checked. */\n"
-	      "static int iface_part_rows(const char *kernel, const attn_gpu_part *part, int "
-	      "packed, long *q0, long *q1, long kext)\n{\n"
-	      "\tif (!part)\n\t\treturn 0;\n"
-	      "\tlong qb = part->q_begin, qe = part->q_end ? part->q_end : *q1;\n"
-	      "\tlong kb = part->k_begin, ke = part->k_end ? part->k_end : kext;\n"
-	      "\tif (qb < 0 || qe <= qb || qe > *q1)\n"
-	      "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: the query rows [%ld, %ld) "
-	      "are not a non-empty part of [0, %ld)\", kernel, qb, qe, *q1);\n"
-	      "\tif (packed && (qb != 0 || qe != *q1))\n"
-	      "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: a kernel of packed query "
-	      "heads takes all query rows\", kernel);\n"
-	      "\tif (kb < 0 || ke < kb || ke > kext)\n"
-	      "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: the keys [%ld, %ld) are not "
-	      "a part of [0, %ld)\", kernel, kb, ke, kext);\n"
-	      "\tif (kb % 64 && kb < ke)\n"
-	      "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: k_begin = %ld is not a "
-	      "multiple of 64 (the key tile)\", kernel, kb);\n"
-	      "\tif (part->splits < 0 || part->splits > 65535)\n"
-	      "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: splits = %d is out of range "
-	      "(0 to 65535)\", kernel, part->splits);\n"
-	      "\tif (part->flags & ~(ATTN_PART_MERGE_IN | ATTN_PART_FINALIZE))\n"
-	      "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: unknown flags 0x%x\", "
-	      "kernel, (unsigned)part->flags);\n"
-	      "\t*q0 = qb, *q1 = qe;\n\treturn 0;\n}\n",
-	      o);
+	fputs(
+	    "#include <string.h>\n"
+	    "\n/* The rows and keys of a launch of NAME_fwd_part, checked. */\n"
+	    "static int iface_part_rows(const char *kernel, const attn_gpu_part *part, int "
+	    "packed, long *q0, long *q1, long kext)\n{\n"
+	    "\tif (!part)\n\t\treturn 0;\n"
+	    "\tlong qb = part->q_begin, qe = part->q_end ? part->q_end : *q1;\n"
+	    "\tlong kb = part->k_begin, ke = part->k_end ? part->k_end : kext;\n"
+	    "\tif (qb < 0 || qe <= qb || qe > *q1)\n"
+	    "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: the query rows [%ld, %ld) "
+	    "are not a non-empty part of [0, %ld)\", kernel, qb, qe, *q1);\n"
+	    "\tif (packed && (qb != 0 || qe != *q1))\n"
+	    "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: a kernel of packed query "
+	    "heads takes all query rows\", kernel);\n"
+	    "\tif (kb < 0 || ke < kb || ke > kext)\n"
+	    "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: the keys [%ld, %ld) are not "
+	    "a part of [0, %ld)\", kernel, kb, ke, kext);\n"
+	    "\tif (kb % 64 && kb < ke)\n"
+	    "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: k_begin = %ld is not a "
+	    "multiple of 64 (the key tile)\", kernel, kb);\n"
+	    "\tif (part->splits < 0 || part->splits > 65535)\n"
+	    "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: splits = %d is out of range "
+	    "(0 to 65535)\", kernel, part->splits);\n"
+	    "\tif (part->flags & ~(ATTN_PART_MERGE_IN | ATTN_PART_FINALIZE | ATTN_PART_STREAM_K))\n"
+	    "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: unknown flags 0x%x\", "
+	    "kernel, (unsigned)part->flags);\n"
+	    "\t*q0 = qb, *q1 = qe;\n\treturn 0;\n}\n",
+	    o);
 	fputs("\n/* Parts per CTA for a grid of ncta CTAs over `keys` keys: the count s that\n"
 	      "** minimises waves(s) * (keys / s + IFACE_PART_COST), waves(s) the rounds of\n"
 	      "** ncta s CTAs on the device (`slots` of them at once: SMs times the CTAs\n"
@@ -116,43 +120,77 @@ void iface_part_helpers(FILE *o)
 	      "\t\tif (cost < 0 || c < cost)\n\t\t\tcost = c, best = s;\n\t}\n"
 	      "\treturn (int)best;\n}\n",
 	      o);
-	fputs("\n/* The part parameters of a launch of ncta CTAs of cta bytes of states each\n"
-	      "** (the image's), *splits chosen where 0; with sizes, the bytes of the states\n"
-	      "** and of the workspace and the split count instead (returns -1). */\n"
-	      "static int iface_part_params(const char *kernel, const attn_gpu_part *part, long "
-	      "ncta, long q0, long q1, long kext, size_t cta, unsigned threads, unsigned smem, "
-	      "size_t *sizes, int64_t *pp, uint64_t *pw, uint32_t *mode, unsigned *splits)\n{\n"
-	      "\tlong kb = part->k_begin, ke = part->k_end ? part->k_end : kext;\n"
-	      "\tsize_t cnt = ((size_t)ncta * 32 + 255) / 256 * 256, st = (size_t)ncta * cta;\n"
-	      "\tlong s = part->splits;\n"
-	      "\tif (s == 0) {\n"
-	      "\t\ts = iface_part_splits(ncta, ke - kb, threads, smem);\n"
-	      "\t\twhile (!sizes && s > 1 && cnt + (size_t)s * st > part->workspace_bytes)\n"
-	      "\t\t\ts--;\n\t}\n"
-	      "\tsize_t ws = s > 1 ? cnt + (size_t)s * st : 0;\n"
-	      "\tif (sizes) {\n\t\tsizes[0] = st, sizes[1] = ws, sizes[2] = (size_t)s;\n"
-	      "\t\treturn -1;\n\t}\n"
-	      "\tif (ws && (!part->workspace || part->workspace_bytes < ws || "
-	      "(uintptr_t)part->workspace % 16))\n"
-	      "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: %ld splits need a "
-	      "16-byte aligned workspace of %zu bytes (%zu given)\", kernel, s, ws, "
-	      "part->workspace ? part->workspace_bytes : 0);\n"
-	      "\tint carry = (part->flags & ATTN_PART_MERGE_IN) || !(part->flags & "
-	      "ATTN_PART_FINALIZE);\n"
-	      "\tif (carry && (!part->state || part->state_bytes < st || (uintptr_t)part->state "
-	      "% 16))\n"
-	      "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: the states need a 16-byte "
-	      "aligned buffer of %zu bytes (%zu given)\", kernel, st, part->state ? "
-	      "part->state_bytes : 0);\n"
-	      "\tlong ch = ((ke - kb + s - 1) / s + 63) / 64 * 64;\n"
-	      "\tif (kb == ke) /* no keys: at a tile boundary, so that the stream is empty */\n"
-	      "\t\tkb = ke = kb / 64 * 64;\n"
-	      "\tpp[0] = kb, pp[1] = ke, pp[2] = ch > 0 ? ch : 64, pp[3] = q0, pp[4] = q1;\n"
-	      "\tpw[0] = ws ? (uint64_t)(uintptr_t)part->workspace + cnt : 0;\n"
-	      "\tpw[1] = ws ? (uint64_t)(uintptr_t)part->workspace : 0;\n"
-	      "\tpw[2] = carry ? (uint64_t)(uintptr_t)part->state : 0;\n"
-	      "\t*mode = (uint32_t)part->flags, *splits = (unsigned)s;\n\treturn 0;\n}\n",
+	fprintf(o,
+		"\n/* The plain grid's CTAs a stream-K launch takes at most. */\n"
+		"enum { IFACE_SK_ROWS = %d };\n",
+		GPU_SK_ROWS);
+	fputs("\n/* CTAs the device runs at once of `threads` threads and smem bytes. */\n"
+	      "static long iface_part_slots(unsigned threads, unsigned smem)\n{\n"
+	      "\tint sms = 0;\n"
+	      "\tif (attnrt_device_sms(&sms) || sms < 1)\n\t\tsms = 132;\n"
+	      "\tlong occ = 232448L / ((long)smem + 1024), by_threads = 2048L / (long)threads;\n"
+	      "\tif (occ > by_threads)\n\t\tocc = by_threads;\n\tif (occ < 1)\n\t\tocc = 1;\n"
+	      "\treturn (long)sms * occ;\n}\n",
 	      o);
+	fputs(
+	    "\n/* The part parameters of a launch of ncta CTAs of cta bytes of states each\n"
+	    "** (the image's), *splits chosen where 0; with sizes, the bytes of the states\n"
+	    "** and of the workspace and the split count instead (returns -1). Stream-K\n"
+	    "** (ATTN_PART_STREAM_K, where the image has the entry, sk, and a group of\n"
+	    "** packed rows, group, is at most sk_group; 0: no limit) sets *sk_ctas to its\n"
+	    "** CTAs and pw[3] to the tiles' prefix sums; its workspace holds the counters,\n"
+	    "** then the CTAs' copies of the prefix sums (ncta + 1 words each), then the\n"
+	    "** states of ncta + CTAs parts. */\n"
+	    "static int iface_part_params(const char *kernel, const attn_gpu_part *part, long "
+	    "ncta, long q0, long q1, long kext, size_t cta, unsigned threads, unsigned smem, "
+	    "int sk, long group, long sk_group, size_t *sizes, int64_t *pp, uint64_t *pw, "
+	    "uint32_t *mode, unsigned *splits, unsigned *sk_ctas)\n{\n"
+	    "\tlong kb = part->k_begin, ke = part->k_end ? part->k_end : kext;\n"
+	    "\tsize_t cnt = ((size_t)ncta * 32 + 255) / 256 * 256, st = (size_t)ncta * cta;\n"
+	    "\tlong s = part->splits, P = 0;\n"
+	    "\tsize_t pre = 0;\n"
+	    "\tif (part->flags & ATTN_PART_STREAM_K) {\n"
+	    "\t\tif (!sk)\n"
+	    "\t\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: stream-K needs a kernel "
+	    "whose masks read lengths on the device (it has no stream-K entry)\", kernel);\n"
+	    "\t\tif (ncta > IFACE_SK_ROWS || (sk_group && group > sk_group))\n"
+	    "\t\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: stream-K takes at most %d "
+	    "CTAs of the plain grid (%ld) and groups of at most %ld packed rows (%ld)\", kernel, "
+	    "IFACE_SK_ROWS, ncta, sk_group, group);\n"
+	    "\t\tP = iface_part_slots(threads, smem);\n"
+	    "\t\tpre = ((size_t)P * (size_t)(ncta + 1) * 4 + 255) / 256 * 256;\n"
+	    "\t\ts = 1;\n\t}\n"
+	    "\tif (s == 0) {\n"
+	    "\t\ts = iface_part_splits(ncta, ke - kb, threads, smem);\n"
+	    "\t\twhile (!sizes && s > 1 && cnt + (size_t)s * st > part->workspace_bytes)\n"
+	    "\t\t\ts--;\n\t}\n"
+	    "\tsize_t ws = P ? cnt + pre + (size_t)(ncta + P) * cta : s > 1 ? cnt + (size_t)s * st "
+	    ": 0;\n"
+	    "\tif (sizes) {\n\t\tsizes[0] = st, sizes[1] = ws, sizes[2] = (size_t)s;\n"
+	    "\t\treturn -1;\n\t}\n"
+	    "\tif (ws && (!part->workspace || part->workspace_bytes < ws || "
+	    "(uintptr_t)part->workspace % 16))\n"
+	    "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: %ld %s need a "
+	    "16-byte aligned workspace of %zu bytes (%zu given)\", kernel, P ? P : s, P ? "
+	    "\"stream-K CTAs\" : \"splits\", ws, part->workspace ? part->workspace_bytes : 0);\n"
+	    "\tint carry = (part->flags & ATTN_PART_MERGE_IN) || !(part->flags & "
+	    "ATTN_PART_FINALIZE);\n"
+	    "\tif (carry && (!part->state || part->state_bytes < st || (uintptr_t)part->state "
+	    "% 16))\n"
+	    "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: the states need a 16-byte "
+	    "aligned buffer of %zu bytes (%zu given)\", kernel, st, part->state ? "
+	    "part->state_bytes : 0);\n"
+	    "\tlong ch = ((ke - kb + s - 1) / s + 63) / 64 * 64;\n"
+	    "\tif (kb == ke) /* no keys: at a tile boundary, so that the stream is empty */\n"
+	    "\t\tkb = ke = kb / 64 * 64;\n"
+	    "\tpp[0] = kb, pp[1] = ke, pp[2] = ch > 0 ? ch : 64, pp[3] = q0, pp[4] = q1;\n"
+	    "\tpw[0] = ws ? (uint64_t)(uintptr_t)part->workspace + cnt + pre : 0;\n"
+	    "\tpw[1] = ws ? (uint64_t)(uintptr_t)part->workspace : 0;\n"
+	    "\tpw[2] = carry ? (uint64_t)(uintptr_t)part->state : 0;\n"
+	    "\tpw[3] = P ? (uint64_t)(uintptr_t)part->workspace + cnt : 0;\n"
+	    "\t*mode = (uint32_t)(part->flags & ~ATTN_PART_STREAM_K), *splits = (unsigned)s;\n"
+	    "\t*sk_ctas = (unsigned)P;\n\treturn 0;\n}\n",
+	    o);
 }
 
 /* The value of a launch value that may differ by image: the second's where
@@ -165,27 +203,39 @@ static void per_image(FILE *o, const GpuKernelInfo *ai, unsigned v2, unsigned v1
 		fprintf(o, "%uu", v1);
 }
 
-void iface_part_args(FILE *o, const char *n, const GpuImages *im, int idx, const GpuKernelInfo *ai)
+void iface_part_args(FILE *o, const char *n, const GpuImages *im, int idx, const GpuKernelInfo *ai,
+		     long pk)
 {
 	const GpuKernelInfo *pi = &im->info[idx];
-	fprintf(o,
-		"\tint64_t pp[5] = {0, 0, 0, 0, 0};\n\tuint64_t pw[3] = {0, 0, 0};\n"
-		"\tuint32_t pmode = 0;\n\tunsigned pz = 1;\n\tif (part) {\n"
-		"\t\trc = iface_part_params(\"%s\", part, gx * gy, q0, q1, kext, ",
-		n);
+	fprintf(
+	    o,
+	    "\tint64_t pp[5] = {0, 0, 0, 0, 0}, pg[2] = {gx, gy};\n\tuint64_t pw[4] = {0, 0, 0, "
+	    "0};\n\tuint32_t pmode = 0;\n\tunsigned pz = 1, psk = 0;\n\tif (part) {\n"
+	    "\t\trc = iface_part_params(\"%s\", part, gx * gy, q0, q1, kext, ",
+	    n);
 	per_image(o, ai, ai ? ai->part_cta_bytes : 0, pi->part_cta_bytes);
 	fputs(", ", o);
 	per_image(o, ai, ai ? ai->threads : 0, pi->threads);
 	fputs(", ", o);
 	per_image(o, ai, ai ? ai->smem : 0, pi->smem);
-	fputs(", sizes, pp, pw, &pmode, &pz);\n"
+	fputs(", ", o);
+	per_image(o, ai, ai ? (unsigned)ai->streamk : 0, (unsigned)pi->streamk);
+	/* a producer's CTA (more threads than the builder's): the rows of
+	** both halves of the CTA's consumers, or of the first alone, in every
+	** work tile (the second's leave) */
+	fprintf(o, ", %s, ", pk ? "grp" : "0L");
+	per_image(o, ai, ai && ai->threads > GPU_THREADS ? ai->block_m / 2 : 0,
+		  pi->threads > GPU_THREADS ? pi->block_m / 2 : 0);
+	fputs(", sizes, pp, pw, &pmode, &pz, &psk);\n"
 	      "\t\tif (rc)\n\t\t\treturn rc < 0 ? 0 : rc;\n"
 	      "\t\t/* the split's counters, zeroed on the stream before each launch */\n"
 	      "\t\tif (pw[1] && (rc = attnrt_memset_async((void *)(uintptr_t)pw[1], 0, "
-	      "(size_t)(pw[0] - pw[1]), stream)))\n\t\t\treturn rc;\n"
+	      "(size_t)((psk ? pw[3] : pw[0]) - pw[1]), stream)))\n\t\t\treturn rc;\n"
 	      "\t\tfor (int i = 0; i < 5; i++)\n\t\t\targs[k++] = &pp[i];\n"
 	      "\t\tfor (int i = 0; i < 3; i++)\n\t\t\targs[k++] = &pw[i];\n"
-	      "\t\targs[k++] = &pmode;\n\t}\n",
+	      "\t\targs[k++] = &pmode;\n"
+	      "\t\tif (psk) {\n\t\t\targs[k++] = &pg[0];\n\t\t\targs[k++] = &pg[1];\n"
+	      "\t\t\targs[k++] = &pw[3];\n\t\t}\n\t}\n",
 	      o);
 }
 

@@ -14,7 +14,8 @@
 ** the states and stores the outputs (epilogue.c). What the tensor cores
 ** do is the target's (GpuTarget hooks); the order is here. A persistent
 ** kernel (KernelShape.persistent) runs all of it, from the grid decode to
-** the epilogue, once per work tile of the CTA's.
+** the epilogue, once per work tile of the CTA's; a stream-K one
+** (KernelShape.streamk, streamk.c) once per row of its share.
 */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <math.h>
@@ -98,7 +99,8 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);
 	ptx_func_init(f, a,
 		      arena_printf(a,
-				   s->parts        ? "%s_fwd_part"
+				   s->streamk      ? "%s_fwd_streamk"
+				   : s->parts      ? "%s_fwd_part"
 				   : s->one_window ? "%s_fwd_short"
 						   : "%s_fwd",
 				   p->c->name),
@@ -111,7 +113,9 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	int table = gpu_table_wanted(g) && !tg->next_tile;
 	s->table = table;
 	g->grouped = row_masked(g, s);
-	s->persistent = tg->persistent_wanted && tg->persistent_wanted(g);
+	s->persistent = s->streamk || (tg->persistent_wanted && tg->persistent_wanted(g));
+	if (s->streamk && tg->streamk_wanted && !tg->streamk_wanted(g))
+		return NULL;
 	f->smem_bytes = tg->layout(g, table);
 	int n = p->c->nodes.n;
 	g->tile = ARENA_ARRAY(a, PReg *, n + 1);
@@ -135,6 +139,15 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	g->sbase = gpu_reg(g, PC_B32);
 	if (tg->producer) {
 		gpu_op2(g, PTX_MOV, ".u32", po_r(g->sbase), po_sym("smem"));
+		if (s->streamk) {
+			/* every thread counts rows, then the roles part with the
+			** first work tile decoded (the producer's barriers count
+			** the consumers that have rows) */
+			gpu_streamk_plan(g);
+			gpu_streamk_first(g);
+			gpu_streamk_count(g);
+			gpu_decode_grid(g);
+		}
 		/* the producer's code computed values the consumers cannot see */
 		tg->producer(g);
 		gpu_expr_forget(g, 0);
@@ -143,10 +156,28 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	} else {
 		g->tid = gpu_tid(g);
 		gpu_op2(g, PTX_MOV, ".u32", po_r(g->sbase), po_sym("smem"));
+		if (s->streamk)
+			gpu_streamk_plan(g);
 	}
 	/* a persistent kernel's work tiles, from this CTA's first */
-	int Lwork = s->persistent ? ptx_new_label(f) : -1;
-	if (s->persistent) {
+	int Lwork = s->persistent ? ptx_new_label(f) : -1, Lnext = -1;
+	if (s->streamk) {
+		gpu_streamk_first(g);
+		if (tg->work_start)
+			tg->work_start(g);
+		ptx_label(f, Lwork);
+		/* a warp done with a work tile goes on to the next one's start
+		** (gpu_leave); without a producer, every warp is done with the
+		** last one's shared memory before its copies of the next */
+		Lnext = ptx_new_label(f);
+		g->next_item = Lnext + 1;
+		if (!tg->producer)
+			gpu_bar(g, 0);
+		gpu_expr_forget(g, 0);
+		gpu_load_params(g);
+		gpu_streamk_count(g);
+		gpu_decode_grid(g);
+	} else if (s->persistent) {
 		g->work = gpu_reg(g, PC_B32);
 		gpu_op2(g, PTX_MOV, ".u32", po_r(g->work), po_sym("%ctaid.x"));
 		tg->work_start(g);
@@ -215,8 +246,10 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	TileScan sc = {.table = table, .sbase = g->sbase, .off = g->table_off};
 	PReg buf = gpu_reg(g, PC_B32), any = gpu_reg(g, PC_PRED), all = gpu_reg(g, PC_PRED),
 	     anyn = gpu_reg(g, PC_PRED), alln = gpu_reg(g, PC_PRED);
+	PReg first_from = {0, 0};
 	{
 		PReg start = gpu_reg(g, PC_B64);
+		first_from = start;
 		g->send = gpu_reg(g, PC_B64);
 		gpu_stream_bounds(g, start, g->send);
 		if (sc.table) {
@@ -227,11 +260,18 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 			if (g->ids.after) /* not staged after all: Q now */
 				tg->load_q(g), g->ids.after = NULL;
 		}
-		stream_tile(g, &sc, start, j0, any, all, 1);
+		/* a stream-K CTA's consumers read the producer's first entry
+		** after the stream's start, where a warpgroup without rows
+		** leaves: it reads no entry, which the producer rewrites later
+		** without waiting for that warpgroup */
+		if (!(s->streamk && tg->producer))
+			stream_tile(g, &sc, start, j0, any, all, 1);
 	}
 	gpu_op2(g, PTX_MOV, ".b32", po_r(buf), po_i(0));
 	/* the first tile's copies; Q in place */
 	tg->stream_start(g, j0, buf, any);
+	if (s->streamk && tg->producer)
+		stream_tile(g, &sc, first_from, j0, any, all, 1);
 	ptx_label(f, Lloop);
 	PReg fin = gpu_reg(g, PC_PRED);
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(fin), po_r(j0), po_r(g->send));
@@ -324,7 +364,14 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 		gpu_parts_finish(g, &t);
 	}
 	gpu_epilogue(g, &t);
-	if (s->persistent) {
+	if (s->streamk) {
+		PReg more = gpu_reg(g, PC_PRED);
+		ptx_label(f, Lnext);
+		g->next_item = 0;
+		gpu_streamk_next(g, more);
+		gpu_op1(g, PTX_BRA, "", po_label(Lwork));
+		ptx_guard(f, more, 0);
+	} else if (s->persistent) {
 		PReg more = gpu_reg(g, PC_PRED), nc = gpu_reg(g, PC_B32);
 		gpu_work_count(g); /* from the epilogue's parameters */
 		gpu_op2(g, PTX_MOV, ".u32", po_r(nc), po_sym("%nctaid.x"));
@@ -361,6 +408,8 @@ static int build_entry(Arena *a, const GpuTarget *t, const Plan *p, KernelShape 
 		       uint32_t *align, unsigned *smem)
 {
 	PtxFunc *f = p->stream < 0 ? gpu_row_kernel(a, t, p, s) : gpu_kernel(a, t, p, s);
+	if (!f) /* a variant the target does not build (stream-K) */
+		return 0;
 	uint32_t fa = ptx_smem_align(f);
 	*align = fa > *align ? fa : *align;
 	if (smem)
@@ -368,15 +417,18 @@ static int build_entry(Arena *a, const GpuTarget *t, const Plan *p, KernelShape 
 	return entry_text(e, f);
 }
 
-/* Another entry of the same kernel (s's tiling): one_window (NAME_fwd_short)
-** or parts (NAME_fwd_part) set in its shape, returned in v. */
+/* Another entry of the same kernel (s's tiling): one_window (NAME_fwd_short),
+** parts (NAME_fwd_part) or parts as stream-K (2: NAME_fwd_streamk) set in its
+** shape, returned in v. */
 static int variant_entry(Arena *a, const GpuTarget *t, const Plan *p, const KernelShape *s,
-			 int one_window, int parts, EntryText *e, uint32_t *align, KernelShape *v)
+			 int one_window, int parts, EntryText *e, uint32_t *align, KernelShape *v,
+			 unsigned *smem)
 {
 	gpu_shape(a, p, v);
-	v->tiling = s->tiling, v->one_window = one_window, v->parts = parts;
+	v->tiling = s->tiling, v->one_window = one_window, v->parts = parts != 0;
+	v->streamk = parts == 2;
 	v->with_parts = s->with_parts;
-	return build_entry(a, t, p, v, e, align, NULL);
+	return build_entry(a, t, p, v, e, align, smem);
 }
 
 /* A cascade whose masks keep a tile table may have two entries: NAME_fwd
@@ -393,8 +445,9 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 	EntryText *main = calloc((size_t)n + 1, sizeof *main);
 	EntryText *shortw = calloc((size_t)n + 1, sizeof *shortw);
 	EntryText *partw = calloc((size_t)n + 1, sizeof *partw);
+	EntryText *skw = calloc((size_t)n + 1, sizeof *skw);
 	uint32_t align = 0;
-	if (!main || !shortw || !partw)
+	if (!main || !shortw || !partw || !skw)
 		rc = 1;
 	for (int i = 0; i < n && !rc; i++) {
 		Arena a;
@@ -435,13 +488,27 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		int one_window = !rows && t->one_window_wanted(&s);
 		KernelShape v;
 		if (one_window && !rc)
-			rc = variant_entry(&a, t, p, &s, 1, 0, &shortw[i], &align, &v);
+			rc = variant_entry(&a, t, p, &s, 1, 0, &shortw[i], &align, &v, NULL);
 		/* the same kernel over a launch's keys and rows, its states merged
 		** and carried (parts.c) */
 		unsigned part_cta_bytes = 0;
 		if (parts && !rc && !rows) {
-			rc = variant_entry(&a, t, p, &s, 0, 1, &partw[i], &align, &v);
+			rc = variant_entry(&a, t, p, &s, 0, 1, &partw[i], &align, &v, NULL);
 			part_cta_bytes = v.part_cta_bytes;
+		}
+		/* and as stream-K where lengths are read on the device (a ragged
+		** batch's kv_len): streamk.c */
+		unsigned sk_smem = 0;
+		if (parts && !rc && !rows && gpu_data_masks(p))
+			rc = variant_entry(&a, t, p, &s, 0, 2, &skw[i], &align, &v, &sk_smem);
+		/* it launches with NAME_fwd's shared memory */
+		if (!rc && sk_smem > smem) {
+			diag_error(
+			    d, c->loc,
+			    "cannot generate an %s kernel for '%s': its stream-K entry needs "
+			    "%u bytes of shared memory, more than its kernel's %u",
+			    t->name, c->name, sk_smem, smem);
+			rc = 1;
 		}
 		if (info) {
 			info[i].smem = smem;
@@ -458,6 +525,7 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			info[i].ntmaps = s.ntmaps;
 			info[i].parts = parts;
 			info[i].part_cta_bytes = part_cta_bytes;
+			info[i].streamk = skw[i].text != NULL;
 			info[i].persistent = s.persistent;
 			memcpy(info[i].tmap, s.tmap, sizeof s.tmap);
 			if (s.pack && s.pack->kind == EX_INT)
@@ -477,9 +545,12 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		for (int i = 0; i < n; i++)
 			if (partw[i].text)
 				fprintf(out, "\n%s", partw[i].text);
+		for (int i = 0; i < n; i++)
+			if (skw[i].text)
+				fprintf(out, "\n%s", skw[i].text);
 	}
-	for (int i = 0; i < n && main && shortw && partw; i++)
-		free(main[i].text), free(shortw[i].text), free(partw[i].text);
-	free(main), free(shortw), free(partw);
+	for (int i = 0; i < n && main && shortw && partw && skw; i++)
+		free(main[i].text), free(shortw[i].text), free(partw[i].text), free(skw[i].text);
+	free(main), free(shortw), free(partw), free(skw);
 	return rc;
 }

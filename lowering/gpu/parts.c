@@ -159,16 +159,45 @@ static PReg cta_index(KernelGen *g)
 	return c;
 }
 
+/* Where a row's parts meet (b64): nz parts, this one z; part k's states
+** in slot base + k stride. Split-KV: the grid's z, slot z ncta + cta;
+** stream-K: the CTA's part of row cta (streamk.c), slots side by side. */
+typedef struct Meet {
+	PReg nz, z, base, stride;
+} Meet;
+
+static PReg wide(KernelGen *g, PReg x)
+{
+	PReg r = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(r), po_r(x));
+	return r;
+}
+
+static Meet meet_of(KernelGen *g, PReg cta)
+{
+	Meet m;
+	if (g->s->streamk) {
+		GpuSkPart pt;
+		gpu_streamk_part(g, &pt);
+		m.nz = wide(g, pt.nparts), m.z = wide(g, pt.z), m.base = wide(g, pt.base);
+		m.stride = gpu_reg(g, PC_B64);
+		gpu_op2(g, PTX_MOV, ".b64", po_r(m.stride), po_i(1));
+		return m;
+	}
+	m.nz = gpu_special(g, "%nctaid.z"), m.z = gpu_special(g, "%ctaid.z");
+	m.stride = gpu_reg(g, PC_B64), m.base = cta;
+	PReg nx = gpu_special(g, "%nctaid.x"), ny = gpu_special(g, "%nctaid.y");
+	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(m.stride), po_r(nx), po_r(ny));
+	return m;
+}
+
 /* The split's meeting, per warp: this part's states to the workspace, a
 ** ticket from the warp's counter, and for the last part's warp the others'
-** states merged in (the rest return). */
-static void split_meet(KernelGen *g, TileState *t, PReg cta)
+** states merged in (the rest leave). */
+static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m)
 {
-	PReg nz = gpu_special(g, "%nctaid.z"), z = gpu_special(g, "%ctaid.z"),
-	     ncta = gpu_reg(g, PC_B64), slot = gpu_reg(g, PC_B64);
-	PReg nx = gpu_special(g, "%nctaid.x"), ny = gpu_special(g, "%nctaid.y");
-	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(ncta), po_r(nx), po_r(ny));
-	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(slot), po_r(z), po_r(ncta), po_r(cta));
+	PReg nz = m.nz, z = m.z, ncta = m.stride, slot = gpu_reg(g, PC_B64);
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(slot), po_r(z), po_r(ncta), po_r(m.base));
 	PReg ws = gpu_part_param(g, GPU_PART_WS);
 	store_states(g, slot_addr(g, ws, slot));
 	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
@@ -192,7 +221,7 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta)
 	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(nz1), po_r(nz));
 	gpu_op3(g, PTX_SUB, ".u32", po_r(nz1), po_r(nz1), po_i(1));
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(last), po_r(tka), po_r(nz1));
-	gpu_op0(g, PTX_RET, "");
+	gpu_leave(g);
 	ptx_guard(g->f, last, 1);
 	/* the last: the others' states after its acquire */
 	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
@@ -207,7 +236,7 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta)
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lnext));
 	ptx_guard(g->f, same, 0);
 	PReg s2 = gpu_reg(g, PC_B64);
-	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(s2), po_r(zz), po_r(ncta), po_r(cta));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(s2), po_r(zz), po_r(ncta), po_r(m.base));
 	merge_states(g, t, slot_addr(g, ws, s2));
 	ptx_label(g->f, Lnext);
 	gpu_op3(g, PTX_ADD, ".s64", po_r(zz), po_r(zz), po_i(1));
@@ -225,16 +254,29 @@ static void leave_without_rows(KernelGen *g)
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(first), po_r(g->warp), po_i(16 * g->row_blocks),
 		po_r(g->q0));
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(none), po_r(first), po_r(g->qext));
-	gpu_op0(g, PTX_RET, "");
+	gpu_leave(g);
 	ptx_guard(g->f, none, 0);
+}
+
+/* The CTA's row (b64): its place in the grid, or a stream-K CTA's work
+** tile (a row of the plain grid). */
+static PReg row_index(KernelGen *g)
+{
+	return g->s->streamk ? wide(g, g->work) : cta_index(g);
 }
 
 void gpu_parts_finish(KernelGen *g, TileState *t)
 {
-	leave_without_rows(g);
+	/* not between a stream-K CTA's work tiles: a branch on the thread
+	** index that stays in the loop made ptxas serialise a warpgroup's wgmma
+	** (C7520); such a warp's states are stored and merged, its outputs
+	** not (no rows) */
+	if (!g->s->streamk)
+		leave_without_rows(g);
 	gpu_tile_rows(g, t);
-	PReg cta = cta_index(g), mode = gpu_part_param(g, GPU_PART_MODE);
-	PReg nz = gpu_special(g, "%nctaid.z"), one = gpu_reg(g, PC_PRED), mi = gpu_reg(g, PC_PRED),
+	PReg cta = row_index(g), mode = gpu_part_param(g, GPU_PART_MODE);
+	Meet m = meet_of(g, cta);
+	PReg nz = m.nz, one = gpu_reg(g, PC_PRED), mi = gpu_reg(g, PC_PRED),
 	     fz = gpu_reg(g, PC_PRED), b = gpu_reg(g, PC_B32);
 	int Lnosplit = ptx_new_label(g->f), Lnomerge = ptx_new_label(g->f);
 	/* a launch whose stream is empty for this CTA and that only carries
@@ -250,12 +292,12 @@ void gpu_parts_finish(KernelGen *g, TileState *t)
 		gpu_op3(g, PTX_AND, ".pred", po_r(keep), po_r(keep), po_r(e));
 		gpu_op3(g, PTX_SETP, ".eq.s64", po_r(one), po_r(nz), po_i(1));
 		gpu_op3(g, PTX_AND, ".pred", po_r(keep), po_r(keep), po_r(one));
-		gpu_op0(g, PTX_RET, "");
+		gpu_leave(g);
 		ptx_guard(g->f, keep, 0);
 	}
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lnosplit));
 	ptx_guard(g->f, one, 0);
-	split_meet(g, t, cta);
+	split_meet(g, t, cta, m);
 	ptx_label(g->f, Lnosplit);
 	PReg st = gpu_part_param(g, GPU_PART_ST), sa = slot_addr(g, st, cta);
 	gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(mode), po_i(GPU_PART_MERGE_IN));
@@ -270,6 +312,6 @@ void gpu_parts_finish(KernelGen *g, TileState *t)
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lfinal));
 	ptx_guard(g->f, fz, 0);
 	store_states(g, sa);
-	gpu_op0(g, PTX_RET, "");
+	gpu_leave(g);
 	ptx_label(g->f, Lfinal);
 }

@@ -200,3 +200,18 @@ void gpu_scale_negate_q(KernelGen *g, int gemm1, PReg sbase, uint32_t soff, uint
 		return; /* one negation per Q, whichever nodes scale it */
 	}
 }
+
+void gpu_scale_negate_q_halves(KernelGen *g, int gemm1, PReg sbase, uint32_t soff, uint32_t bytes,
+			       PReg tid, PReg stayed)
+{
+	gpu_scale_negate_q(g, gemm1, sbase, soff, bytes, tid);
+	if (!stayed.n)
+		return;
+	int Lboth = ptx_new_label(g->f);
+	PReg t = gpu_reg(g, PC_B64);
+	gpu_op1(g, PTX_BRA, "", po_label(Lboth));
+	ptx_guard(g->f, stayed, 0);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(t), po_r(tid), po_i((int64_t)gpu_warps(g->t) * 16));
+	gpu_scale_negate_q(g, gemm1, sbase, soff, bytes, t);
+	ptx_label(g->f, Lboth);
+}

@@ -595,7 +595,23 @@ static void parts_bounds(KernelGen *g, PReg start, PReg end)
 ** there instead of testing every tile from 0 to the end: up to N / 64
 ** class tests per CTA, most of the stream's overhead under short windows.
 ** start = 0 and end = sext where some node has no bound on that side. */
-void gpu_stream_bounds(KernelGen *g, PReg start, PReg end)
+/* A stream-K CTA's part of row work's tiles, [t0, t1) from the row's
+** (aligned) start (streamk.c). */
+static void streamk_bounds(KernelGen *g, PReg start, PReg end)
+{
+	GpuSkPart pt;
+	gpu_streamk_part(g, &pt);
+	PReg lo = gpu_reg(g, PC_B64), hi = gpu_reg(g, PC_B64), t = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(t), po_r(pt.t0));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(lo), po_r(t), po_i(g->bn), po_r(start));
+	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(t), po_r(pt.t1));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(hi), po_r(t), po_i(g->bn), po_r(start));
+	gpu_op2(g, PTX_MOV, ".b64", po_r(start), po_r(lo));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(hi));
+}
+
+/* The bounds; narrowed to the CTA's part of the keys where `narrow`. */
+static void bounds(KernelGen *g, PReg start, PReg end, int narrow)
 {
 	const KernelShape *s = g->s;
 	PReg sj0 = g->j0, sj1 = g->j1, zero = gpu_reg(g, PC_B64);
@@ -628,13 +644,28 @@ void gpu_stream_bounds(KernelGen *g, PReg start, PReg end)
 		}
 		first = 0;
 	}
-	if (s->parts)
+	if (s->parts && !s->streamk)
 		parts_bounds(g, start, end);
+	if (s->streamk) /* the launch's first key (a multiple of the tile) */
+		gpu_op3(g, PTX_MAX, ".s64", po_r(start), po_r(start),
+			po_r(gpu_part_param(g, GPU_PART_KR0)));
 	/* a union of ranges widened, then clamped into the stream */
 	gpu_op3(g, PTX_MAX, ".s64", po_r(start), po_r(start), po_i(0));
 	gpu_op3(g, PTX_AND, ".b64", po_r(start), po_r(start), po_i(-(int64_t)g->bn));
 	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(g->sext));
+	if (s->streamk && narrow)
+		streamk_bounds(g, start, end);
 	g->j0 = sj0, g->j1 = sj1;
+}
+
+void gpu_stream_bounds(KernelGen *g, PReg start, PReg end)
+{
+	bounds(g, start, end, 1);
+}
+
+void gpu_row_bounds(KernelGen *g, PReg start, PReg end)
+{
+	bounds(g, start, end, 0);
 }
 
 void gpu_table_first(KernelGen *g, uint32_t off, PReg start)

@@ -49,6 +49,7 @@ typedef struct GpuKernelInfo {
 	GpuTmap tmap[GPU_MAX_TMAPS];
 	int parts;               /* a third entry, NAME_fwd_part: partial states (gpu/parts.c) */
 	unsigned part_cta_bytes; /* the states of one CTA of it, in bytes */
+	int streamk;             /* a fourth, NAME_fwd_streamk: the same as stream-K */
 	/* NAME_fwd's CTAs each take work tiles in turn (KernelShape.persistent):
 	** the launcher starts no more of them than the device runs at once */
 	int persistent;
@@ -118,6 +119,9 @@ typedef struct GpuTarget {
 	** the consumers' set-up before their first work tile, of what carries
 	** from one to the next (a ring's place). */
 	int (*persistent_wanted)(struct KernelGen *g);
+	/* whether the kernel can be built as stream-K (gpu/streamk.c; NULL:
+	** always), asked before the layout */
+	int (*streamk_wanted)(struct KernelGen *g);
 	void (*work_start)(struct KernelGen *g);
 	/* The tile loaders and the CTA's Q copies, or only the loaders where Q
 	** waits for the tile table's ids (returns 1: load_q then runs when the

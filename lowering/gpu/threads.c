@@ -18,13 +18,34 @@ PReg gpu_tid(KernelGen *g)
 }
 
 /* With a producer in the CTA, bar.sync would wait for its threads too:
-** the consumers' barriers name their count. */
+** the consumers' barriers name their count (g->bar_count where some have
+** left). */
 void gpu_bar(KernelGen *g, int id)
 {
-	if (g->t->consumer_tid0)
+	if (g->t->consumer_tid0 && g->bar_count.n)
+		gpu_op2(g, PTX_BAR, "", po_i(id + g->t->bar_base), po_r(g->bar_count));
+	else if (g->t->consumer_tid0)
 		gpu_op2(g, PTX_BAR, "", po_i(id + g->t->bar_base), po_i(gpu_warps(g->t) * 32));
 	else
 		gpu_op1(g, PTX_BAR, "", po_i(id));
+}
+
+/* Whether the second half of the builder's threads (a target's second
+** consumer warpgroup) has rows (a predicate): not where its rows lie past
+** the CTA's row extent, as in decode, whose CTAs hold a group's few packed
+** query rows; the second half then leaves after the stream's start. Only
+** where query heads are packed (KernelShape.pack): elsewhere a CTA lacks
+** them only at a short last tile, and the predicates on the warpgroups' turns
+** cost causal D 128 8k 2.4% on an H200 (bench/results/2026-11-26-914ee42-ab).
+** No register ({0, 0}): both halves always have rows. */
+PReg gpu_both_halves(KernelGen *g)
+{
+	if (!g->s->pack)
+		return (PReg){0, 0};
+	PReg r2 = gpu_reg(g, PC_B64), both = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(r2), po_r(g->q0), po_i(g->cta_rows / 2));
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(both), po_r(r2), po_r(g->qext));
+	return both;
 }
 
 /* GPU_WARPS unless the target's consumers are more (two warpgroups). */

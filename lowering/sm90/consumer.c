@@ -57,7 +57,7 @@ static void hand_first_turn(KernelGen *g, PReg one)
 ** for a negative folded scale (gpu/scale.c) is written by ordinary stores
 ** that wgmma then reads: the proxy fence orders them, and the barrier
 ** makes every thread's part visible. Then a second warpgroup with none of
-** the CTA's rows leaves (sm90_both_rows). */
+** the CTA's rows leaves (gpu_both_halves). */
 void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 {
 	(void)j0, (void)buf, (void)any;
@@ -82,10 +82,26 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	gpu_op3(g, PTX_SUB, ".u32", po_r(k9->turn_other), po_i(2 * SM90_BAR_TURN + 1),
 		po_r(k9->turn_mine));
 	k9->turns = sm90_turns_wanted(g->s);
-	k9->both = sm90_both_rows(g);
+	k9->both = gpu_both_halves(g);
 	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(one), po_r(wg), po_i(0));
 	if (k9->both.n)
 		gpu_op3(g, PTX_AND, ".pred", po_r(one), po_r(one), po_r(k9->both));
+	/* stream-K: a second warpgroup without rows (in no work tile, the
+	** launcher's rule) leaves now, the first counting its barriers alone;
+	** leaving by a branch that stays in the loop made ptxas serialise
+	** every wgmma (C7520) */
+	PReg stayed = g->s->streamk ? k9->both : (PReg){0, 0};
+	if (stayed.n) {
+		PReg idle = gpu_reg(g, PC_PRED), second = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_SETP, ".ne.u32", po_r(second), po_r(wg), po_i(0));
+		gpu_op3(g, PTX_XOR, ".pred", po_r(idle), po_r(stayed), po_r(gpu_pconst(g, 1)));
+		gpu_op3(g, PTX_AND, ".pred", po_r(idle), po_r(idle), po_r(second));
+		gpu_op0(g, PTX_RET, "");
+		ptx_guard(g->f, idle, 0);
+		g->bar_count = gpu_reg(g, PC_B32);
+		gpu_op4(g, PTX_SELP, ".b32", po_r(g->bar_count), po_i(gpu_warps(g->t) * 32),
+			po_i(gpu_warps(g->t) * 16), po_r(stayed));
+	}
 	/* the first turn handed over; in a persistent kernel only once Q is
 	** in place: warpgroup 0 takes the previous work tile's last turn before
 	** it gives Q back, and a second arrival of warpgroup 1's before that
@@ -101,13 +117,14 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 	if (persistent)
 		hand_first_turn(g, one);
 	for (int k = 0; k < g->s->nqk; k++)
-		gpu_scale_negate_q(g, k, g->sbase, k9->q[k].off,
-				   (uint32_t)g->cta_rows * (uint32_t)g->s->qk[k].D * 2, g->tid);
+		gpu_scale_negate_q_halves(g, k, g->sbase, k9->q[k].off,
+					  (uint32_t)g->cta_rows * (uint32_t)g->s->qk[k].D * 2,
+					  g->tid, stayed);
 	gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
 	gpu_bar(g, 0);
 	/* a second warpgroup with no rows leaves, its part of a negated Q
 	** written; the empty barriers do not count it */
-	if (k9->both.n) {
+	if (k9->both.n && !stayed.n) {
 		PReg idle = gpu_reg(g, PC_PRED), second = gpu_reg(g, PC_PRED);
 		gpu_op3(g, PTX_SETP, ".ne.u32", po_r(second), po_r(wg), po_i(0));
 		gpu_op3(g, PTX_AND, ".pred", po_r(idle), po_r(second), po_r(k9->both));

@@ -132,7 +132,10 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	k9->slots = (k9->sched + 8 * SM90_SCHED_SLOTS + 15u) & ~15u; /* 16-byte vectors */
 	k9->scan_words = k9->slots + 16 * SM90_SCHED_SLOTS;
 	k9->total = k9->scan_words + 16;
-	if (s->persistent)
+	/* stream-K launches with NAME_fwd's bytes; it scans no words */
+	if (s->streamk)
+		k9->qempty = k9->scan_words;
+	else if (s->persistent)
 		k9->qempty = k9->total, k9->total += 8;
 	g->table_off = 0;
 	return k9->total;

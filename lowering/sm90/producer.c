@@ -49,6 +49,12 @@ int sm90_producer_lanes(KernelGen *g)
 	return sm90_gathered(g->s) || gpu_table_wanted(g);
 }
 
+/* Stream-K's CTAs take work tiles: not where the producer's lanes copy. */
+int sm90_streamk_wanted(KernelGen *g)
+{
+	return !sm90_producer_lanes(g);
+}
+
 /* The schedule's next entry: the tile j0 (>= send: the stream's end) and
 ** whether every mask is true on all of it, into slot ss, then an arrival
 ** on its barrier (a release: the consumers' wait then sees the slot), by
@@ -208,9 +214,7 @@ static void work_tiles(KernelGen *g, Sm90Kernel *k9, const PReg *maps, ProducerR
 {
 	PReg qeph = gpu_reg(g, PC_B32), qe = gpu_reg(g, PC_B32), more = gpu_reg(g, PC_PRED),
 	     n = gpu_reg(g, PC_B32);
-	gpu_work_count(g);
-	g->work = gpu_reg(g, PC_B32);
-	gpu_op2(g, PTX_MOV, ".u32", po_r(g->work), po_sym("%ctaid.x"));
+	gpu_work_first(g);
 	ring_start(g, ring);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(qeph), po_i(1));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(qe), po_r(g->sbase), po_i(k9->qempty));
@@ -221,9 +225,7 @@ static void work_tiles(KernelGen *g, Sm90Kernel *k9, const PReg *maps, ProducerR
 	gpu_op3(g, PTX_XOR, ".b32", po_r(qeph), po_r(qeph), po_i(1));
 	load_q(g, k9, maps);
 	stream(g, k9, maps, 0, ring);
-	gpu_op2(g, PTX_MOV, ".u32", po_r(n), po_sym("%nctaid.x"));
-	gpu_op3(g, PTX_ADD, ".u32", po_r(g->work), po_r(g->work), po_r(n));
-	gpu_op3(g, PTX_SETP, ".lt.u32", po_r(more), po_r(g->work), po_r(g->wtotal));
+	gpu_work_next(g, more, n);
 	gpu_op1(g, PTX_BRA, "", po_label(Ltile));
 	ptx_guard(g->f, more, 0);
 }
@@ -248,29 +250,11 @@ void sm90_role_regs(KernelGen *g, int *producer, int *consumer)
 		*producer = SM90_PRODUCER_REGS_LANES, *consumer = SM90_CONSUMER_REGS_LANES;
 }
 
-/* Whether both consumer warpgroups have rows (a predicate): not where the
-** second's 64 rows lie past the CTA's row extent, as in decode, whose
-** CTAs hold a group's few packed query rows; the second then leaves after
-** the stream's start (sm90_stream_start). Only where query heads are
-** packed (KernelShape.pack): elsewhere a CTA lacks them only at a short
-** last tile, and the predicates on the turns cost causal D 128 8k 2.4% on
-** an H200 (bench/results/2026-11-26-914ee42-ab). No register ({0, 0}):
-** both always have rows. */
-PReg sm90_both_rows(KernelGen *g)
-{
-	if (!g->s->pack)
-		return (PReg){0, 0};
-	PReg r2 = gpu_reg(g, PC_B64), both = gpu_reg(g, PC_PRED);
-	gpu_op3(g, PTX_ADD, ".s64", po_r(r2), po_r(g->q0), po_i(g->cta_rows / 2));
-	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(both), po_r(r2), po_r(g->qext));
-	return both;
-}
-
 /* The consumer threads that take part in the stream, which the stages'
 ** empty barriers count: 256, or 128 where the second warpgroup leaves. */
 static PtxOpnd consumer_threads(KernelGen *g)
 {
-	PReg both = sm90_both_rows(g);
+	PReg both = gpu_both_halves(g);
 	if (!both.n)
 		return po_i(gpu_warps(g->t) * 32);
 	PReg n = gpu_reg(g, PC_B32);

@@ -109,7 +109,7 @@ typedef struct Sm90Kernel {
 	PReg turn_mine, turn_other;
 	int turns, handover_due;
 	/* both consumer warpgroups have rows of the CTA's (pred; {0, 0}: always,
-	** sm90_both_rows): where the second has none (decode's few packed rows)
+	** gpu_both_halves): where the second has none (decode's few packed rows)
 	** it leaves once Q is in place, and the first takes no turns */
 	PReg both;
 	/* A tile's P V issued late (sm90_late_pv): after the next tile's Q K^T,
@@ -151,7 +151,6 @@ void sm90_producer(KernelGen *g);
 void sm90_next_stage(KernelGen *g, PReg stage, PReg ph);
 void sm90_role_regs(KernelGen *g, int *producer, int *consumer);
 int sm90_producer_lanes(KernelGen *g);
-PReg sm90_both_rows(KernelGen *g);
 
 /* mma.c */
 PReg sm90_descriptor(KernelGen *g, PReg addr, uint32_t lbo);
@@ -184,6 +183,7 @@ void sm90_gather_copy(KernelGen *g, PReg tid32, const PReg *colbase, const PReg 
 
 /* consumer.c */
 int sm90_persistent_wanted(KernelGen *g);
+int sm90_streamk_wanted(KernelGen *g);
 void sm90_work_start(KernelGen *g);
 void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any);
 void sm90_stream_end(KernelGen *g);

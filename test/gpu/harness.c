@@ -138,6 +138,44 @@ static void poison(int nt, const int *kind, const int *dt, const long *numel, vo
 
 #ifdef PARTS
 
+/* Stream-K (ATTN_PART_STREAM_K, where the kernel has the entry: masks that
+** read lengths) on the same inputs: over all keys twice (each launch zeroes
+** its counters), and as the middle of a chain whose states are carried
+** from a split-KV launch over [0, a) and on into one over [b, end), the
+** last also stream-K. A launch it refuses (no entry, too many rows) is
+** skipped, and says so. */
+static int check_streamk(int nt, const int *kind, const int *dt, const char *const *name,
+			 const long *numel, void *const *dev, void *const *hraw,
+			 void *const *host_f, const long *dims, const double *params, void *ws,
+			 void *st, size_t big, long a, long b)
+{
+	int fail = 0, SK = ATTN_PART_STREAM_K;
+	attn_gpu_part pt = {0, 0, 0, 0, 0, ATTN_PART_FINALIZE | SK, ws, big, NULL, 0};
+	if (F(_launch_part_generic)(dev, NULL, dims, params, &pt, NULL)) {
+		printf("streamk skipped: %s\n", attnrt_last_error());
+		return 0;
+	}
+	check(attnrt_synchronize(), "kernel stream-K");
+	for (int r = 0; r < 2; r++) {
+		poison(nt, kind, dt, numel, dev, hraw);
+		check(F(_launch_part_generic)(dev, NULL, dims, params, &pt, NULL), "launch sk");
+		check(attnrt_synchronize(), "kernel stream-K");
+		fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f,
+				r ? "/streamk2" : "/streamk");
+	}
+	poison(nt, kind, dt, numel, dev, hraw);
+	attn_gpu_part c1 = {0, 0, 0, a, 2, 0, ws, big, st, big};
+	attn_gpu_part c2 = {0, 0, a, b, 0, ATTN_PART_MERGE_IN | SK, ws, big, st, big};
+	attn_gpu_part c3 = {0,  0,   b,  0,  0, ATTN_PART_MERGE_IN | ATTN_PART_FINALIZE | SK,
+			    ws, big, st, big};
+	check(F(_launch_part_generic)(dev, NULL, dims, params, &c1, NULL), "launch sk chain 1");
+	check(F(_launch_part_generic)(dev, NULL, dims, params, &c2, NULL), "launch sk chain 2");
+	check(F(_launch_part_generic)(dev, NULL, dims, params, &c3, NULL), "launch sk chain 3");
+	check(attnrt_synchronize(), "kernel sk chain");
+	fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f, "/streamk_chain3");
+	return fail;
+}
+
 /* The kernel of partial states (attnc --parts) on the same inputs: split
 ** into 3 parts and into as many as the launcher picks (twice: each launch
 ** zeroes its own counters), as a chain of three launches over parts
@@ -199,6 +237,8 @@ static int check_parts(int nt, const int *kind, const int *dt, const char *const
 		check(attnrt_synchronize(), "kernel chain 2");
 		fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f, dn[v]);
 	}
+	fail |= check_streamk(nt, kind, dt, name, numel, dev, hraw, host_f, dims, params, ws, st,
+			      big, a, b);
 	attnrt_free(ws), attnrt_free(st);
 	return fail;
 }

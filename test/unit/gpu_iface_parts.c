@@ -154,7 +154,7 @@ static void expect_decls(const char *what, const char *h, const char *n)
 	expect_text(what, h, want);
 	expect_text(
 	    what, h,
-	    "enum { ATTN_PART_MERGE_IN = 1, ATTN_PART_FINALIZE = 2 };\n"
+	    "enum { ATTN_PART_MERGE_IN = 1, ATTN_PART_FINALIZE = 2, ATTN_PART_STREAM_K = 4 };\n"
 	    "typedef struct attn_gpu_part {\n\tlong q_begin, q_end;\n\tlong k_begin, k_end;\n"
 	    "\tint splits;\n\tint flags;\n\tvoid *workspace;\n\tsize_t workspace_bytes;\n"
 	    "\tvoid *state;\n\tsize_t state_bytes;\n} attn_gpu_part;\n");
@@ -184,10 +184,12 @@ static void expect_source(const char *what, const char *s, const char *n, const 
 		 n);
 	expect_text(what, s, want);
 	/* the states' and the launch values are the image's */
-	snprintf(want, sizeof want,
-		 "iface_part_params(\"%s\", part, gx * gy, q0, q1, kext, %uu, %uu, %uu, sizes, pp, "
-		 "pw, &pmode, &pz);\n",
-		 n, i->part_cta_bytes, i->threads, i->smem);
+	snprintf(
+	    want, sizeof want,
+	    "iface_part_params(\"%s\", part, gx * gy, q0, q1, kext, %uu, %uu, %uu, %uu, %s, %uu, "
+	    "sizes, pp, pw, &pmode, &pz, &psk);\n",
+	    n, i->part_cta_bytes, i->threads, i->smem, (unsigned)i->streamk, packed ? "grp" : "0L",
+	    i->threads > 128 ? i->block_m / 2 : 0);
 	expect_text(what, s, want);
 }
 
@@ -313,6 +315,7 @@ int main(int argc, char **argv)
 	memset(info, 0, sizeof info);
 	info[0] = (GpuKernelInfo){.smem = 50000, .threads = 128, .block_m = 64, .block_n = 64};
 	info[0].parts = 1, info[0].part_cta_bytes = 34816, info[0].pack = -(g + 1);
+	info[0].streamk = 1; /* kv_len: the lengths are read on the device */
 	snprintf(dir, sizeof dir, "%s/decode", scratch);
 	CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST);
 	CHECK(write_files(dir, "decode", p, info) == 0);

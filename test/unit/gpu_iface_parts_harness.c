@@ -286,8 +286,10 @@ static void causal_cases(void *stream)
 	pt.splits = 65536;
 	REFUSED(causal_launch_part(&a, &pt, stream),
 		"causal: splits = 65536 is out of range (0 to 65535)");
-	pt.splits = 1, pt.flags = 4;
-	REFUSED(causal_launch_part(&a, &pt, stream), "causal: unknown flags 0x4");
+	pt.splits = 1, pt.flags = 4; /* stream-K: causal reads no lengths */
+	REFUSED(causal_launch_part(&a, &pt, stream),
+		"causal: stream-K needs a kernel whose masks read lengths on the device (it has "
+		"no stream-K entry)");
 	pt.flags = MERGE | FIN | 8;
 	REFUSED(causal_launch_part(&a, &pt, stream), "causal: unknown flags 0xb");
 
@@ -699,6 +701,50 @@ static void decode_cases(void *stream)
 	    MERGE};
 	expect_launch(__LINE__, before + 1, "decode_fwd_part", stream, &e);
 	free(ws), free(state);
+
+	/* stream-K: as many CTAs as run at once, each part of every row's tiles;
+	** the workspace holds the counters, each CTA's prefix sums (ncta + 1
+	** words), then ncta + P parts' states */
+	long occ = 232448L / (SMEM + 1024), P;
+	if (occ > 2048L / THREADS)
+		occ = 2048L / THREADS;
+	P = 100 * occ;
+	size_t pre = ((size_t)P * (size_t)(ncta + 1) * 4 + 255) / 256 * 256;
+	size_t skb = 256 + pre + (size_t)(ncta + P) * CTA_BYTES;
+	pt = (attn_gpu_part){0, 0, 0, 0, 0, FIN | 4, NULL, 0, NULL, 0};
+	CHECK(decode_part_bytes(&a, &pt, &sb, &wb) == ATTNRT_OK && sb == st && wb == skb);
+	snprintf(msg, sizeof msg,
+		 "decode: %ld stream-K CTAs need a 16-byte aligned workspace of %zu bytes (0 "
+		 "given)",
+		 P, skb);
+	REFUSED(decode_launch_part(&a, &pt, stream), msg);
+	ws = buffer(skb);
+	pt.workspace = ws, pt.workspace_bytes = skb;
+	/* its three parameters after the mode: the grid's x and y, the sums */
+	for (int i = 9; i < 12; i++)
+		param_bytes(PART_SLOT + i, 8);
+	record(PART_SLOT + 12 + NTMAPS);
+	before = ncalls();
+	rc = decode_launch_part(&a, &pt, stream);
+	if (rc)
+		fprintf(stderr, "decode_launch_part (stream-K): %s\n", attnrt_last_error());
+	CHECK(rc == ATTNRT_OK && ncalls() == before + 2);
+	expect_memset(__LINE__, before, ws, 256, stream);
+	e = (Launch){(unsigned)P,   1, 1,  0, M, M, 0, 8, (uintptr_t)ws + 256 + pre,
+		     (uintptr_t)ws, 0, FIN};
+	expect_launch(__LINE__, before + 1, "decode_fwd_streamk", stream, &e);
+	/* then the plain grid (2 x 4) and the prefix sums' place */
+	const FakeCall *l = call(before + 1);
+	CHECK(l && l->param[PART_SLOT + 9] == 2 && l->param[PART_SLOT + 10] == B &&
+	      l->param[PART_SLOT + 11] == (uint64_t)(uintptr_t)ws + 256);
+	/* more rows than a stream-K launch takes */
+	a.B = 300;
+	snprintf(msg, sizeof msg,
+		 "decode: stream-K takes at most 512 CTAs of the plain grid (600) and groups of at "
+		 "most %ld packed rows (4)",
+		 THREADS > 128 ? BLOCK_M / 2L : 0L);
+	REFUSED(decode_launch_part(&a, &pt, stream), msg);
+	free(ws);
 }
 #endif
 

@@ -1,0 +1,137 @@
+/*
+** lowering/gpu/streamk_plan.c: a stream-K CTA's first step (streamk.c has
+** the schedule): every thread counts the key tiles of rows tid, tid +
+** threads, ... of the plain grid, as each row's CTA would bound its stream
+** (at least one: an empty row still writes its outputs), into the CTA's
+** copy of the counts in the workspace; warp 0 turns them into exclusive
+** prefix sums, T after them; a CTA whose share of the T tiles is empty
+** returns, before the roles part.
+*/
+#include "gpu.h"
+
+/* The count of row r's copy (u32). */
+static PReg load(KernelGen *g, PReg r)
+{
+	PReg v = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_LD, ".global.u32", po_r(v), po_mem(gpu_streamk_addr(g, r), 0));
+	return v;
+}
+
+/* m_r of row r (u32 register work): the tiles of its stream's bounds. */
+static PReg row_tiles(KernelGen *g)
+{
+	gpu_streamk_count(g);
+	gpu_decode_grid(g);
+	PReg start = gpu_reg(g, PC_B64), end = gpu_reg(g, PC_B64), n = gpu_reg(g, PC_B64);
+	gpu_row_bounds(g, start, end);
+	gpu_op3(g, PTX_SUB, ".s64", po_r(n), po_r(end), po_r(start));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(n), po_r(n), po_i(g->bn - 1));
+	gpu_op3(g, PTX_SHR, ".s64", po_r(n), po_r(n), po_i(gpu_log2(g->bn)));
+	gpu_op3(g, PTX_MAX, ".s64", po_r(n), po_r(n), po_i(1));
+	return gpu_u32(g, n);
+}
+
+/* Warp 0's scan of the counts in place: lane l sums the rows [l k, l k +
+** k), k = ceil(nrows / 32), the lanes' sums are scanned by shuffles, and
+** each lane writes its rows' exclusive prefixes; lane 31 writes T. */
+static void scan_counts(KernelGen *g, PReg tid32, PReg rows)
+{
+	PtxFunc *f = g->f;
+	int Lskip = ptx_new_label(f);
+	PReg w = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_SETP, ".ge.u32", po_r(w), po_r(tid32), po_i(32));
+	gpu_op1(g, PTX_BRA, "", po_label(Lskip));
+	ptx_guard(f, w, 0);
+	PReg k = gpu_reg(g, PC_B32), r0 = gpu_reg(g, PC_B32), r1 = gpu_reg(g, PC_B32),
+	     sum = gpu_reg(g, PC_B32), r = gpu_reg(g, PC_B32), at = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_ADD, ".u32", po_r(k), po_r(rows), po_i(31));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(k), po_r(k), po_i(5));
+	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(r0), po_r(tid32), po_r(k));
+	gpu_op3(g, PTX_MIN, ".u32", po_r(r0), po_r(r0), po_r(rows));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(r1), po_r(r0), po_r(k));
+	gpu_op3(g, PTX_MIN, ".u32", po_r(r1), po_r(r1), po_r(rows));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(sum), po_i(0));
+	/* the lane's sum */
+	int L1 = ptx_new_label(f), L1e = ptx_new_label(f);
+	gpu_op2(g, PTX_MOV, ".b32", po_r(r), po_r(r0));
+	ptx_label(f, L1);
+	gpu_op3(g, PTX_SETP, ".ge.u32", po_r(at), po_r(r), po_r(r1));
+	gpu_op1(g, PTX_BRA, "", po_label(L1e));
+	ptx_guard(f, at, 0);
+	gpu_op3(g, PTX_ADD, ".u32", po_r(sum), po_r(sum), po_r(load(g, r)));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(r), po_r(r), po_i(1));
+	gpu_op1(g, PTX_BRA, "", po_label(L1));
+	ptx_label(f, L1e);
+	/* inclusive scan of the lanes' sums */
+	PReg incl = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_MOV, ".b32", po_r(incl), po_r(sum));
+	for (int d = 1; d < 32; d *= 2) {
+		PReg up = gpu_reg(g, PC_B32), lo = gpu_reg(g, PC_PRED);
+		gpu_op5(g, PTX_SHFL_UP, ".b32", po_r(up), po_r(incl), po_i(d), po_i(0), po_i(-1));
+		gpu_op3(g, PTX_SETP, ".ge.u32", po_r(lo), po_r(tid32), po_i(d));
+		gpu_op3(g, PTX_ADD, ".u32", po_r(incl), po_r(incl), po_r(up));
+		ptx_guard(f, lo, 0);
+	}
+	/* the rows' exclusive prefixes */
+	PReg run = gpu_reg(g, PC_B32);
+	gpu_op3(g, PTX_SUB, ".u32", po_r(run), po_r(incl), po_r(sum));
+	int L2 = ptx_new_label(f), L2e = ptx_new_label(f);
+	gpu_op2(g, PTX_MOV, ".b32", po_r(r), po_r(r0));
+	ptx_label(f, L2);
+	gpu_op3(g, PTX_SETP, ".ge.u32", po_r(at), po_r(r), po_r(r1));
+	gpu_op1(g, PTX_BRA, "", po_label(L2e));
+	ptx_guard(f, at, 0);
+	{
+		PReg a = gpu_streamk_addr(g, r), m = gpu_reg(g, PC_B32);
+		gpu_op2(g, PTX_LD, ".global.u32", po_r(m), po_mem(a, 0));
+		gpu_op2(g, PTX_ST, ".global.u32", po_mem(a, 0), po_r(run));
+		gpu_op3(g, PTX_ADD, ".u32", po_r(run), po_r(run), po_r(m));
+	}
+	gpu_op3(g, PTX_ADD, ".u32", po_r(r), po_r(r), po_i(1));
+	gpu_op1(g, PTX_BRA, "", po_label(L2));
+	ptx_label(f, L2e);
+	PReg last = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(last), po_r(tid32), po_i(31));
+	gpu_op2(g, PTX_ST, ".global.u32", po_mem(gpu_streamk_addr(g, rows), 0), po_r(incl));
+	ptx_guard(f, last, 0);
+	ptx_label(f, Lskip);
+}
+
+void gpu_streamk_plan(KernelGen *g)
+{
+	PtxFunc *f = g->f;
+	PReg tid32 = gpu_reg(g, PC_B32), rows = gpu_streamk_rows(g);
+	gpu_op2(g, PTX_MOV, ".u32", po_r(tid32), po_sym("%tid.x"));
+	/* every thread counts rows tid, tid + threads, ... */
+	g->work = gpu_reg(g, PC_B32);
+	int Lrow = ptx_new_label(f), Lend = ptx_new_label(f);
+	gpu_op2(g, PTX_MOV, ".b32", po_r(g->work), po_r(tid32));
+	ptx_label(f, Lrow);
+	{
+		PReg done = gpu_reg(g, PC_PRED), rows2 = gpu_streamk_rows(g);
+		gpu_op3(g, PTX_SETP, ".ge.u32", po_r(done), po_r(g->work), po_r(rows2));
+		gpu_op1(g, PTX_BRA, "", po_label(Lend));
+		ptx_guard(f, done, 0);
+	}
+	gpu_expr_forget(g, 0);
+	gpu_ranges_init(g);
+	gpu_load_params(g);
+	PReg m = row_tiles(g);
+	gpu_op2(g, PTX_ST, ".global.u32", po_mem(gpu_streamk_addr(g, g->work), 0), po_r(m));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(g->work), po_r(g->work), po_i(g->t->threads));
+	gpu_op1(g, PTX_BRA, "", po_label(Lrow));
+	ptx_label(f, Lend);
+	/* nothing computed for some row may be taken for another's */
+	gpu_expr_forget(g, 0);
+	gpu_ranges_init(g);
+	g->work = (PReg){0, 0};
+	gpu_op1(g, PTX_BAR, "", po_i(0));
+	scan_counts(g, tid32, rows);
+	gpu_op1(g, PTX_BAR, "", po_i(0));
+	/* CTAs past the first min(P, T) have no tiles (more CTAs than tiles) */
+	PReg T = gpu_streamk_total(g), P = gpu_streamk_ctas(g, T), c = gpu_special(g, "%ctaid.x"),
+	     none = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_SETP, ".ge.u64", po_r(none), po_r(c), po_r(P));
+	gpu_op0(g, PTX_RET, "");
+	ptx_guard(f, none, 0);
+}
