@@ -178,19 +178,27 @@ def paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nby
         params = (ctypes.c_double * 1)(D ** -0.5)
         part = Part(0, 0, 0, 0, 0, 2, ws.data_ptr(), ws_bytes, None, 0)
         shape = "%s_p%d" % (label, P)
+        skpart = Part(0, 0, 0, 0, 0, 2 | 4, ws.data_ptr(), ws_bytes, None, 0)
         for tag, lib in plibs:
-            for split in (0, 1):
+            for split in (0, 1, 2):
                 def run(lib=lib, split=split):
-                    rc = (lib.paged_decode_launch_part_generic(ptrs, None, dims, params, ctypes.byref(part), stream())
+                    pt = ctypes.byref(skpart if split == 2 else part)
+                    rc = (lib.paged_decode_launch_part_generic(ptrs, None, dims, params, pt, stream())
                           if split else lib.paged_decode_launch_generic(ptrs, None, dims, params, stream()))
                     if rc:
                         raise RuntimeError(lib.attnrt_last_error().decode())
                 o.fill_(float("nan"))
-                run()
+                try:
+                    run()
+                except RuntimeError as e:
+                    if split != 2:
+                        raise
+                    rec(kind="paged", sys=tag + "_streamk", shape=shape, error=str(e)[:200])
+                    continue
                 torch.cuda.synchronize()
                 err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
                 t = bench(run)
-                rec(kind="paged", sys=tag + ("_split" if split else ""), shape=shape, page=P, B=B, HKV=HKV,
+                rec(kind="paged", sys=tag + ("", "_split", "_streamk")[split], shape=shape, page=P, B=B, HKV=HKV,
                     G=G, M=M, kv_tokens=sum(lens), ms=t, tbps=nbytes / t / 1e9, rel_l2=err, ok=bool(err < 1e-2))
         fi = flashinfer_decode(q, Kc, Vc, indptr, indices, last, HKV, P)
         if isinstance(fi, str):
@@ -264,8 +272,8 @@ def main():
                     raise RuntimeError(lib.attnrt_last_error().decode())
             return run
 
-        def split_of(lib, n=0):
-            pn = Part(0, 0, 0, 0, n, 2, ws.data_ptr(), ws_bytes, None, 0)
+        def split_of(lib, n=0, flags=2):
+            pn = Part(0, 0, 0, 0, n, flags, ws.data_ptr(), ws_bytes, None, 0)
 
             def run():
                 if lib.decode_launch_part_generic(ptrs, None, dims, params, ctypes.byref(pn), stream()):
@@ -279,7 +287,8 @@ def main():
             ref[b] = F.scaled_dot_product_attention(qb, kb, vb, enable_gqa=True)[0, :, 0]
         runs = []
         for tag, lib in libs:
-            runs += [(tag, plain_of(lib)), (tag + "_split", split_of(lib))]
+            runs += [(tag, plain_of(lib)), (tag + "_split", split_of(lib)),
+                     (tag + "_streamk", split_of(lib, 0, 2 | 4))]
         sweep = [int(x) for x in os.environ.get("DECODE_SPLITS", "").split(",") if x]
         runs += [("attnc_split_s%d" % n, split_of(libs[0][1], n)) for n in sweep if n <= (M + 255) // 256]
         for name, fn in runs:
@@ -287,7 +296,7 @@ def main():
             try:
                 fn()
             except RuntimeError as e:
-                if not name.startswith("attnc_split_s"):
+                if not name.startswith("attnc_split_s") and not name.endswith("_streamk"):
                     raise
                 rec(kind="decode", sys=name, shape=label, error=str(e)[:200])
                 continue
@@ -313,16 +322,18 @@ def main():
         torch.cuda.empty_cache()
     json.dump(rows, open(os.path.join(run, "decode.json"), "w"), indent=1)
     by = {(r.get("shape"), r["sys"]): r for r in rows if r.get("kind") == "decode" and "tbps" in r}
-    lines = ["%-11s %8s %8s %8s %8s %8s %9s %9s %6s" % ("shape", "attnc", "split", "split80", "fa2", "cudnn",
-                                                       "split/fa2", "split/cud", "ok")]
+    lines = ["%-11s %8s %8s %8s %8s %8s %8s %8s %9s %9s %6s" % (
+        "shape", "attnc", "split", "streamk", "split80", "sk80", "fa2", "cudnn", "split/fa2", "split/cud", "ok")]
     for label, *_ in shapes():
         g = lambda s: by.get((label, s), {}).get("tbps")
         s, f2, cu = g("attnc_split"), g("sdpa_flash2"), g("sdpa_cudnn")
         fmt = lambda x: "%8.2f" % x if x else "%8s" % "-"
-        lines.append("%-11s %s %s %s %s %s %9s %9s %6s" % (
-            label, fmt(g("attnc")), fmt(s), fmt(g("attnc_sm80_split")), fmt(f2), fmt(cu),
+        oks = [r.get("ok") for (sh, n), r in by.items() if sh == label and n.startswith("attnc")]
+        lines.append("%-11s %s %s %s %s %s %s %s %9s %9s %6s" % (
+            label, fmt(g("attnc")), fmt(s), fmt(g("attnc_streamk")), fmt(g("attnc_sm80_split")),
+            fmt(g("attnc_sm80_streamk")), fmt(f2), fmt(cu),
             "%.2f" % (s / f2) if s and f2 else "-", "%.2f" % (s / cu) if s and cu else "-",
-            by.get((label, "attnc_split"), {}).get("ok")))
+            all(oks) if oks else "-"))
     lines.append("TB/s of K+V read; copy ceiling %.2f TB/s; %s %s %s %s" % (
         copy_tbps, meta.get("target"), meta.get("device"), meta.get("commit"), meta.get("date")))
     sweep = sorted({int(r["sys"][len("attnc_split_s"):]) for r in rows
