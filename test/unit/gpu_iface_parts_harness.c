@@ -289,7 +289,8 @@ static void causal_cases(void *stream)
 	pt.splits = 1, pt.flags = 4; /* stream-K: causal reads no lengths */
 	REFUSED(causal_launch_part(&a, &pt, stream),
 		"causal: the image that runs has no stream-K entry (attnc emits one where masks "
-		"read lengths on the device and, on sm_90a, K and V are not gathered)");
+		"read lengths on the device and K and V are not gathered into a producer's "
+		"stages)");
 	pt.flags = MERGE | FIN | 8;
 	REFUSED(causal_launch_part(&a, &pt, stream), "causal: unknown flags 0xb");
 
