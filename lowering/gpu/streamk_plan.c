@@ -31,6 +31,30 @@ static PReg row_tiles(KernelGen *g)
 	return gpu_u32(g, n);
 }
 
+/* A loop over the lane's rows r = r0 .. r1 - 1 (at: a scratch predicate):
+** its head, and after the body its step and end. */
+typedef struct RowLoop {
+	int top, end;
+} RowLoop;
+
+static RowLoop rows_begin(KernelGen *g, PReg r, PReg r0, PReg r1, PReg at)
+{
+	RowLoop l = {ptx_new_label(g->f), ptx_new_label(g->f)};
+	gpu_op2(g, PTX_MOV, ".b32", po_r(r), po_r(r0));
+	ptx_label(g->f, l.top);
+	gpu_op3(g, PTX_SETP, ".ge.u32", po_r(at), po_r(r), po_r(r1));
+	gpu_op1(g, PTX_BRA, "", po_label(l.end));
+	ptx_guard(g->f, at, 0);
+	return l;
+}
+
+static void rows_end(KernelGen *g, PReg r, RowLoop l)
+{
+	gpu_op3(g, PTX_ADD, ".u32", po_r(r), po_r(r), po_i(1));
+	gpu_op1(g, PTX_BRA, "", po_label(l.top));
+	ptx_label(g->f, l.end);
+}
+
 /* Warp 0's scan of the counts in place: lane l sums the rows [l k, l k +
 ** k), k = ceil(nrows / 32), the lanes' sums are scanned by shuffles, and
 ** each lane writes its rows' exclusive prefixes; lane 31 writes T. */
@@ -52,16 +76,9 @@ static void scan_counts(KernelGen *g, PReg tid32, PReg rows)
 	gpu_op3(g, PTX_MIN, ".u32", po_r(r1), po_r(r1), po_r(rows));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(sum), po_i(0));
 	/* the lane's sum */
-	int L1 = ptx_new_label(f), L1e = ptx_new_label(f);
-	gpu_op2(g, PTX_MOV, ".b32", po_r(r), po_r(r0));
-	ptx_label(f, L1);
-	gpu_op3(g, PTX_SETP, ".ge.u32", po_r(at), po_r(r), po_r(r1));
-	gpu_op1(g, PTX_BRA, "", po_label(L1e));
-	ptx_guard(f, at, 0);
+	RowLoop l = rows_begin(g, r, r0, r1, at);
 	gpu_op3(g, PTX_ADD, ".u32", po_r(sum), po_r(sum), po_r(load(g, r)));
-	gpu_op3(g, PTX_ADD, ".u32", po_r(r), po_r(r), po_i(1));
-	gpu_op1(g, PTX_BRA, "", po_label(L1));
-	ptx_label(f, L1e);
+	rows_end(g, r, l);
 	/* inclusive scan of the lanes' sums */
 	PReg incl = gpu_reg(g, PC_B32);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(incl), po_r(sum));
@@ -75,21 +92,14 @@ static void scan_counts(KernelGen *g, PReg tid32, PReg rows)
 	/* the rows' exclusive prefixes */
 	PReg run = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_SUB, ".u32", po_r(run), po_r(incl), po_r(sum));
-	int L2 = ptx_new_label(f), L2e = ptx_new_label(f);
-	gpu_op2(g, PTX_MOV, ".b32", po_r(r), po_r(r0));
-	ptx_label(f, L2);
-	gpu_op3(g, PTX_SETP, ".ge.u32", po_r(at), po_r(r), po_r(r1));
-	gpu_op1(g, PTX_BRA, "", po_label(L2e));
-	ptx_guard(f, at, 0);
+	l = rows_begin(g, r, r0, r1, at);
 	{
 		PReg a = gpu_streamk_addr(g, r), m = gpu_reg(g, PC_B32);
 		gpu_op2(g, PTX_LD, ".global.u32", po_r(m), po_mem(a, 0));
 		gpu_op2(g, PTX_ST, ".global.u32", po_mem(a, 0), po_r(run));
 		gpu_op3(g, PTX_ADD, ".u32", po_r(run), po_r(run), po_r(m));
 	}
-	gpu_op3(g, PTX_ADD, ".u32", po_r(r), po_r(r), po_i(1));
-	gpu_op1(g, PTX_BRA, "", po_label(L2));
-	ptx_label(f, L2e);
+	rows_end(g, r, l);
 	PReg last = gpu_reg(g, PC_PRED);
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(last), po_r(tid32), po_i(31));
 	gpu_op2(g, PTX_ST, ".global.u32", po_mem(gpu_streamk_addr(g, rows), 0), po_r(incl));

@@ -138,6 +138,20 @@ static void poison(int nt, const int *kind, const int *dt, const long *numel, vo
 
 #ifdef PARTS
 
+/* Three launches over parts of the keys, the states carried from each to
+** the next, on poisoned outputs; then the outputs compared (label how). */
+static int chain3(int nt, const int *kind, const int *dt, const char *const *name,
+		  const long *numel, void *const *dev, void *const *hraw, void *const *host_f,
+		  const long *dims, const double *params, const attn_gpu_part *c, const char *how)
+{
+	poison(nt, kind, dt, numel, dev, hraw);
+	for (int i = 0; i < 3; i++)
+		check(F(_launch_part_generic)(dev, NULL, dims, params, &c[i], NULL),
+		      "launch chain");
+	check(attnrt_synchronize(), "kernel chain");
+	return compare(nt, kind, dt, name, numel, dev, hraw, host_f, how);
+}
+
 /* Stream-K (ATTN_PART_STREAM_K, where the kernel has the entry: masks that
 ** read lengths) on the same inputs: over all keys twice (each launch zeroes
 ** its counters), and as the middle of a chain whose states are carried
@@ -163,16 +177,12 @@ static int check_streamk(int nt, const int *kind, const int *dt, const char *con
 		fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f,
 				r ? "/streamk2" : "/streamk");
 	}
-	poison(nt, kind, dt, numel, dev, hraw);
-	attn_gpu_part c1 = {0, 0, 0, a, 2, 0, ws, big, st, big};
-	attn_gpu_part c2 = {0, 0, a, b, 0, ATTN_PART_MERGE_IN | SK, ws, big, st, big};
-	attn_gpu_part c3 = {0,  0,   b,  0,  0, ATTN_PART_MERGE_IN | ATTN_PART_FINALIZE | SK,
-			    ws, big, st, big};
-	check(F(_launch_part_generic)(dev, NULL, dims, params, &c1, NULL), "launch sk chain 1");
-	check(F(_launch_part_generic)(dev, NULL, dims, params, &c2, NULL), "launch sk chain 2");
-	check(F(_launch_part_generic)(dev, NULL, dims, params, &c3, NULL), "launch sk chain 3");
-	check(attnrt_synchronize(), "kernel sk chain");
-	fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f, "/streamk_chain3");
+	attn_gpu_part c[3] = {
+	    {0, 0, 0, a, 2, 0, ws, big, st, big},
+	    {0, 0, a, b, 0, ATTN_PART_MERGE_IN | SK, ws, big, st, big},
+	    {0, 0, b, 0, 0, ATTN_PART_MERGE_IN | ATTN_PART_FINALIZE | SK, ws, big, st, big}};
+	fail |= chain3(nt, kind, dt, name, numel, dev, hraw, host_f, dims, params, c,
+		       "/streamk_chain3");
 	return fail;
 }
 
@@ -213,16 +223,11 @@ static int check_parts(int nt, const int *kind, const int *dt, const char *const
 		b = a + 64 <= kext ? a + 64 : a;
 	if (kext < 128)
 		a = b = kext; /* one launch over all keys, then two over none */
-	poison(nt, kind, dt, numel, dev, hraw);
-	attn_gpu_part c1 = {0, 0, 0, a, 2, 0, ws, big, st, big};
-	attn_gpu_part c2 = {0, 0, a, b, 1, ATTN_PART_MERGE_IN, ws, big, st, big};
-	attn_gpu_part c3 = {0,  0,   b,  0,  2, ATTN_PART_MERGE_IN | ATTN_PART_FINALIZE,
-			    ws, big, st, big};
-	check(F(_launch_part_generic)(dev, NULL, dims, params, &c1, NULL), "launch chain 1");
-	check(F(_launch_part_generic)(dev, NULL, dims, params, &c2, NULL), "launch chain 2");
-	check(F(_launch_part_generic)(dev, NULL, dims, params, &c3, NULL), "launch chain 3");
-	check(attnrt_synchronize(), "kernel chain");
-	fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f, "/chain3");
+	attn_gpu_part c[3] = {
+	    {0, 0, 0, a, 2, 0, ws, big, st, big},
+	    {0, 0, a, b, 1, ATTN_PART_MERGE_IN, ws, big, st, big},
+	    {0, 0, b, 0, 2, ATTN_PART_MERGE_IN | ATTN_PART_FINALIZE, ws, big, st, big}};
+	fail |= chain3(nt, kind, dt, name, numel, dev, hraw, host_f, dims, params, c, "/chain3");
 	/* two launches of one part each: [0, a) stored then [a, end) merged
 	** in and finalised, and the other way round */
 	static const char *const dn[2] = {"/fwd2", "/rev2"};
