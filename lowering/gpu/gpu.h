@@ -773,12 +773,13 @@ void gpu_streamk_first(KernelGen *g);
 void gpu_streamk_next(KernelGen *g, PReg more);
 void gpu_streamk_count(KernelGen *g);
 void gpu_streamk_part(KernelGen *g, GpuSkPart *pt);
-/* the plain grid's rows; the address of this CTA's S_r (b64); T = S_nrows;
-** A_(c + plus) = floor((c + plus) T / P) (u32); P = min(%nctaid.x, T) */
+/* the plain grid's rows; the address of this CTA's S_r (b64) and the word
+** there (u32: in the plan, row r's count before the scan); T = S_nrows;
+** P = min(%nctaid.x, T) (b64) */
 PReg gpu_streamk_rows(KernelGen *g);
 PReg gpu_streamk_addr(KernelGen *g, PReg r);
+PReg gpu_streamk_load(KernelGen *g, PReg r);
 PReg gpu_streamk_total(KernelGen *g);
-PReg gpu_streamk_share(KernelGen *g, PReg T, int plus);
 PReg gpu_streamk_ctas(KernelGen *g, PReg T);
 /* A persistent CTA's first work tile (g->work, with g->wnx and g->wtotal)
 ** and its next one (more: there is one; n, u32, a scratch register): CTA c

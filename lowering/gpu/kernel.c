@@ -161,33 +161,35 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	}
 	/* a persistent kernel's work tiles, from this CTA's first */
 	int Lwork = s->persistent ? ptx_new_label(f) : -1, Lnext = -1;
-	if (s->streamk) {
-		gpu_streamk_first(g);
+	if (s->persistent) {
+		if (s->streamk)
+			gpu_streamk_first(g);
+		else {
+			g->work = gpu_reg(g, PC_B32);
+			gpu_op2(g, PTX_MOV, ".u32", po_r(g->work), po_sym("%ctaid.x"));
+		}
 		if (tg->work_start)
 			tg->work_start(g);
 		ptx_label(f, Lwork);
-		/* a warp done with a work tile goes on to the next one's start
-		** (gpu_leave); without a producer, every warp is done with the
-		** last one's shared memory before its copies of the next */
-		Lnext = ptx_new_label(f);
-		g->next_item = Lnext + 1;
-		if (!tg->producer)
-			gpu_bar(g, 0);
-		gpu_expr_forget(g, 0);
-		gpu_load_params(g);
-		gpu_streamk_count(g);
-		gpu_decode_grid(g);
-	} else if (s->persistent) {
-		g->work = gpu_reg(g, PC_B32);
-		gpu_op2(g, PTX_MOV, ".u32", po_r(g->work), po_sym("%ctaid.x"));
-		tg->work_start(g);
-		ptx_label(f, Lwork);
+		if (s->streamk) {
+			/* a warp done with a work tile goes on to the next one's
+			** start (gpu_leave); without a producer, every warp is done
+			** with the last one's shared memory before its copies of
+			** the next */
+			Lnext = ptx_new_label(f);
+			g->next_item = Lnext + 1;
+			if (!tg->producer)
+				gpu_bar(g, 0);
+		}
 		/* parameters and what is computed from them afresh per work tile:
 		** registers from before the loop would be live across all of it
 		** (ptxas spilled full attention at D 128 for them) */
 		gpu_expr_forget(g, 0);
 		gpu_load_params(g);
-		gpu_work_count(g);
+		if (s->streamk)
+			gpu_streamk_count(g);
+		else
+			gpu_work_count(g);
 		gpu_decode_grid(g);
 	}
 	TileState t = {0};
@@ -364,19 +366,15 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 		gpu_parts_finish(g, &t);
 	}
 	gpu_epilogue(g, &t);
-	if (s->streamk) {
-		PReg more = gpu_reg(g, PC_PRED);
-		ptx_label(f, Lnext);
-		g->next_item = 0;
-		gpu_streamk_next(g, more);
-		gpu_op1(g, PTX_BRA, "", po_label(Lwork));
-		ptx_guard(f, more, 0);
-	} else if (s->persistent) {
-		PReg more = gpu_reg(g, PC_PRED), nc = gpu_reg(g, PC_B32);
-		gpu_work_count(g); /* from the epilogue's parameters */
-		gpu_op2(g, PTX_MOV, ".u32", po_r(nc), po_sym("%nctaid.x"));
-		gpu_op3(g, PTX_ADD, ".u32", po_r(g->work), po_r(g->work), po_r(nc));
-		gpu_op3(g, PTX_SETP, ".lt.u32", po_r(more), po_r(g->work), po_r(g->wtotal));
+	if (s->persistent) {
+		PReg more = gpu_reg(g, PC_PRED),
+		     nc = s->streamk ? (PReg){0, 0} : gpu_reg(g, PC_B32);
+		if (s->streamk) {
+			ptx_label(f, Lnext);
+			g->next_item = 0;
+		} else
+			gpu_work_count(g); /* from the epilogue's parameters */
+		gpu_work_next(g, more, nc);
 		gpu_op1(g, PTX_BRA, "", po_label(Lwork));
 		ptx_guard(f, more, 0);
 	}

@@ -48,8 +48,7 @@ PReg gpu_streamk_addr(KernelGen *g, PReg r)
 	return a;
 }
 
-/* S_r (u32). */
-static PReg sk_load(KernelGen *g, PReg r)
+PReg gpu_streamk_load(KernelGen *g, PReg r)
 {
 	PReg v = gpu_reg(g, PC_B32);
 	gpu_op2(g, PTX_LD, ".global.u32", po_r(v), po_mem(gpu_streamk_addr(g, r), 0));
@@ -77,7 +76,7 @@ PReg gpu_streamk_ctas(KernelGen *g, PReg T)
 }
 
 /* A_c = floor(c T / P) for c = %ctaid.x + plus (u32); T u32. */
-PReg gpu_streamk_share(KernelGen *g, PReg T, int plus)
+static PReg sk_share(KernelGen *g, PReg T, int plus)
 {
 	PReg c = gpu_special(g, "%ctaid.x"), P = gpu_streamk_ctas(g, T), t = gpu_reg(g, PC_B64),
 	     p = gpu_reg(g, PC_B64), q = gpu_reg(g, PC_B64);
@@ -105,7 +104,7 @@ static PReg sk_owner(KernelGen *g, PReg x, PReg T)
 /* T = S_nrows (u32). */
 PReg gpu_streamk_total(KernelGen *g)
 {
-	return sk_load(g, gpu_streamk_rows(g));
+	return gpu_streamk_load(g, gpu_streamk_rows(g));
 }
 
 void gpu_streamk_count(KernelGen *g)
@@ -118,7 +117,7 @@ void gpu_streamk_first(KernelGen *g)
 {
 	PtxFunc *f = g->f;
 	/* the last r with S_r <= A: S strictly increases (m_r >= 1) */
-	PReg T = gpu_streamk_total(g), A = gpu_streamk_share(g, T, 0), lo = gpu_reg(g, PC_B32),
+	PReg T = gpu_streamk_total(g), A = sk_share(g, T, 0), lo = gpu_reg(g, PC_B32),
 	     hi = gpu_reg(g, PC_B32);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(lo), po_i(0));
 	gpu_op2(g, PTX_MOV, ".b32", po_r(hi), po_r(gpu_streamk_rows(g)));
@@ -132,7 +131,7 @@ void gpu_streamk_first(KernelGen *g)
 	ptx_guard(f, one, 0);
 	gpu_op3(g, PTX_SHR, ".u32", po_r(d), po_r(d), po_i(1));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(mid), po_r(lo), po_r(d));
-	gpu_op3(g, PTX_SETP, ".le.u32", po_r(le), po_r(sk_load(g, mid)), po_r(A));
+	gpu_op3(g, PTX_SETP, ".le.u32", po_r(le), po_r(gpu_streamk_load(g, mid)), po_r(A));
 	gpu_op4(g, PTX_SELP, ".b32", po_r(lo), po_r(mid), po_r(lo), po_r(le));
 	gpu_op4(g, PTX_SELP, ".b32", po_r(hi), po_r(hi), po_r(mid), po_r(le));
 	gpu_op1(g, PTX_BRA, "", po_label(L));
@@ -142,7 +141,7 @@ void gpu_streamk_first(KernelGen *g)
 
 void gpu_streamk_next(KernelGen *g, PReg more)
 {
-	PReg T = gpu_streamk_total(g), B = gpu_streamk_share(g, T, 1), in = gpu_reg(g, PC_PRED),
+	PReg T = gpu_streamk_total(g), B = sk_share(g, T, 1), in = gpu_reg(g, PC_PRED),
 	     s = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_ADD, ".u32", po_r(g->work), po_r(g->work), po_i(1));
 	gpu_op3(g, PTX_SETP, ".lt.u32", po_r(more), po_r(g->work), po_r(gpu_streamk_rows(g)));
@@ -156,9 +155,9 @@ void gpu_streamk_part(KernelGen *g, GpuSkPart *pt)
 {
 	PReg r = g->work, r1 = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_ADD, ".u32", po_r(r1), po_r(r), po_i(1));
-	PReg T = gpu_streamk_total(g), A = gpu_streamk_share(g, T, 0),
-	     B = gpu_streamk_share(g, T, 1), S0 = sk_load(g, r), S1 = sk_load(g, r1),
-	     t = gpu_reg(g, PC_B32), last = gpu_reg(g, PC_B32);
+	PReg T = gpu_streamk_total(g), A = sk_share(g, T, 0), B = sk_share(g, T, 1),
+	     S0 = gpu_streamk_load(g, r), S1 = gpu_streamk_load(g, r1), t = gpu_reg(g, PC_B32),
+	     last = gpu_reg(g, PC_B32);
 	pt->t0 = gpu_reg(g, PC_B32), pt->t1 = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_MAX, ".u32", po_r(t), po_r(A), po_r(S0));
 	gpu_op3(g, PTX_SUB, ".u32", po_r(pt->t0), po_r(t), po_r(S0));

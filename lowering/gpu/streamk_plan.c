@@ -9,14 +9,6 @@
 */
 #include "gpu.h"
 
-/* The count of row r's copy (u32). */
-static PReg load(KernelGen *g, PReg r)
-{
-	PReg v = gpu_reg(g, PC_B32);
-	gpu_op2(g, PTX_LD, ".global.u32", po_r(v), po_mem(gpu_streamk_addr(g, r), 0));
-	return v;
-}
-
 /* m_r of row r (u32 register work): the tiles of its stream's bounds. */
 static PReg row_tiles(KernelGen *g)
 {
@@ -77,7 +69,7 @@ static void scan_counts(KernelGen *g, PReg tid32, PReg rows)
 	gpu_op2(g, PTX_MOV, ".b32", po_r(sum), po_i(0));
 	/* the lane's sum */
 	RowLoop l = rows_begin(g, r, r0, r1, at);
-	gpu_op3(g, PTX_ADD, ".u32", po_r(sum), po_r(sum), po_r(load(g, r)));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(sum), po_r(sum), po_r(gpu_streamk_load(g, r)));
 	rows_end(g, r, l);
 	/* inclusive scan of the lanes' sums */
 	PReg incl = gpu_reg(g, PC_B32);
