@@ -775,12 +775,14 @@ void gpu_streamk_count(KernelGen *g);
 void gpu_streamk_part(KernelGen *g, GpuSkPart *pt);
 /* the plain grid's rows; the address of this CTA's S_r (b64) and the word
 ** there (u32: in the plan, row r's count before the scan); T = S_nrows;
-** P = min(%nctaid.x, T) (b64) */
+** P, the CTAs that take tiles (b64, the word after T), as the plan chose
+** it from T, the rows and whether they are equal (u32) */
 PReg gpu_streamk_rows(KernelGen *g);
 PReg gpu_streamk_addr(KernelGen *g, PReg r);
 PReg gpu_streamk_load(KernelGen *g, PReg r);
 PReg gpu_streamk_total(KernelGen *g);
-PReg gpu_streamk_ctas(KernelGen *g, PReg T);
+PReg gpu_streamk_ctas(KernelGen *g);
+PReg gpu_streamk_choose(KernelGen *g, PReg T, PReg rows, PReg equal);
 /* A persistent CTA's first work tile (g->work, with g->wnx and g->wtotal)
 ** and its next one (more: there is one; n, u32, a scratch register): CTA c
 ** takes the tiles c, c + nctaid.x, ...; a stream-K CTA, its rows. */

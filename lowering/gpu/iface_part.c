@@ -55,7 +55,11 @@ void iface_part_decls(FILE *o, const Cascade *c)
 	fprintf(o,
 		"/* Split-KV (Flash-Decoding): the keys of every CTA split so that the grid\n"
 		"** fills the device, the parts merged by the plan's merge rule; workspace as\n"
-		"** NAME_split_workspace_bytes says (a smaller one makes fewer parts). */\n"
+		"** NAME_split_workspace_bytes says (a smaller one makes fewer parts). Where\n"
+		"** the image that runs has a stream-K entry that takes the launch and the\n"
+		"** workspace holds it, the launch is stream-K's (ATTN_PART_STREAM_K): its\n"
+		"** CTAs share ragged lengths' tiles evenly and cut equal lengths as\n"
+		"** split-KV does. */\n"
 		"int %s_split_workspace_bytes(const %s_gpu_args *a, size_t *bytes);\n"
 		"int %s_launch_split(const %s_gpu_args *a, void *workspace, size_t bytes, void "
 		"*stream);\n",
@@ -139,7 +143,7 @@ void iface_part_helpers(FILE *o)
 	    "** (ATTN_PART_STREAM_K, where the image has the entry, sk, and a group of\n"
 	    "** packed rows, group, is at most sk_group; 0: no limit) sets *sk_ctas to its\n"
 	    "** CTAs and pw[3] to the tiles' prefix sums; its workspace holds the counters,\n"
-	    "** then the CTAs' copies of the prefix sums (ncta + 1 words each), then the\n"
+	    "** then the CTAs' copies of the prefix sums and P (ncta + 2 words each), then the\n"
 	    "** states of ncta + CTAs parts. */\n"
 	    "static int iface_part_params(const char *kernel, const attn_gpu_part *part, long "
 	    "ncta, long q0, long q1, long kext, size_t cta, unsigned threads, unsigned smem, "
@@ -159,7 +163,7 @@ void iface_part_helpers(FILE *o)
 	    "CTAs of the plain grid (%ld) and groups of at most %ld packed rows (%ld)\", kernel, "
 	    "IFACE_SK_ROWS, ncta, sk_group, group);\n"
 	    "\t\tP = iface_part_slots(threads, smem);\n"
-	    "\t\tpre = ((size_t)P * (size_t)(ncta + 1) * 4 + 255) / 256 * 256;\n"
+	    "\t\tpre = ((size_t)P * (size_t)(ncta + 2) * 4 + 255) / 256 * 256;\n"
 	    "\t\ts = 1;\n\t}\n"
 	    "\tif (s == 0) {\n"
 	    "\t\ts = iface_part_splits(ncta, ke - kb, threads, smem);\n"
@@ -288,15 +292,28 @@ void iface_part_functions(FILE *o, const Cascade *c, const Plan *p)
 		"\tif (workspace_bytes)\n\t\t*workspace_bytes = sizes[1];\n\treturn rc;\n}\n",
 		n);
 	fprintf(o,
+		"\n/* The workspace of a stream-K launch of a (0: none takes it). */\n"
+		"static size_t %s_streamk_bytes(const %s_gpu_args *a)\n{\n"
+		"\tattn_gpu_part part = {0, 0, 0, 0, 0, ATTN_PART_FINALIZE | ATTN_PART_STREAM_K, "
+		"NULL, 0, NULL, 0};\n"
+		"\tsize_t bytes = 0;\n"
+		"\treturn %s_part_bytes(a, &part, NULL, &bytes) == ATTNRT_OK ? bytes : 0;\n}\n",
+		n, n, n);
+	fprintf(o,
 		"\nint %s_split_workspace_bytes(const %s_gpu_args *a, size_t *bytes)\n{\n"
 		"\tattn_gpu_part part = {0, 0, 0, 0, 0, ATTN_PART_FINALIZE, NULL, 0, NULL, 0};\n"
-		"\treturn %s_part_bytes(a, &part, NULL, bytes);\n}\n",
-		n, n, n);
+		"\tint rc = %s_part_bytes(a, &part, NULL, bytes);\n"
+		"\tsize_t sk = rc == ATTNRT_OK ? %s_streamk_bytes(a) : 0;\n"
+		"\tif (bytes && sk > *bytes)\n\t\t*bytes = sk;\n"
+		"\treturn rc;\n}\n",
+		n, n, n, n);
 	fprintf(o,
 		"\nint %s_launch_split(const %s_gpu_args *a, void *workspace, size_t bytes, void "
 		"*stream)\n{\n"
+		"\tsize_t sk = %s_streamk_bytes(a);\n"
 		"\tattn_gpu_part part = {0, 0, 0, 0, 0, ATTN_PART_FINALIZE, workspace, bytes, "
 		"NULL, 0};\n"
+		"\tif (sk && sk <= bytes)\n\t\tpart.flags |= ATTN_PART_STREAM_K;\n"
 		"\treturn %s_launch_part(a, &part, stream);\n}\n",
-		n, n, n);
+		n, n, n, n);
 }

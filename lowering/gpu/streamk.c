@@ -10,10 +10,11 @@
 ** Each CTA first counts the tiles of every row (its stream's bounds, as the
 ** row's CTA would compute them: m_r tiles, at least 1, so that an empty row
 ** still has a part that writes its outputs) and their exclusive prefix S_r
-** (S_nrows = T) into its own copy in the workspace (psk + CTA * (nrows + 1)
-** words). Of the launch's CTAs, the first P = min(CTAs, T) take tiles
-** (the rest return at once): CTA c owns [A_c, A_(c+1)), A_c = floor(c T /
-** P), at least one tile. It then walks its rows from the last r
+** (S_nrows = T, then P) into its own copy in the workspace (psk + CTA *
+** (nrows + 2) words). Of the launch's CTAs, the first P take tiles (the
+** rest return at once; gpu_streamk_choose: at most min(CTAs, T), fewer
+** where rows are equal so that no share crosses a row's end): CTA c owns
+** [A_c, A_(c+1)), A_c = floor(c T / P), at least one tile. It then walks its rows from the last r
 ** with S_r <= A_c while S_r < A_(c+1); on each, the part [max(A_c, S_r),
 ** min(A_(c+1), S_(r+1))) - S_r of the row's tiles. The parts of row r are
 ** those of the CTAs owner(S_r) .. owner(S_(r+1) - 1), owner(x) = floor(((x +
@@ -41,7 +42,7 @@ PReg gpu_streamk_addr(KernelGen *g, PReg r)
 	     a = gpu_reg(g, PC_B64);
 	PReg rows = gpu_streamk_rows(g);
 	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(n), po_r(rows));
-	gpu_op3(g, PTX_ADD, ".s64", po_r(n), po_r(n), po_i(1));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(n), po_r(n), po_i(2));
 	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(r64), po_r(r));
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(i), po_r(c), po_r(n), po_r(r64));
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(i), po_i(4), po_r(base));
@@ -65,20 +66,53 @@ static PReg sk_scale(KernelGen *g, PReg num, PReg mul, PReg T)
 	return gpu_u32(g, q);
 }
 
-/* P = min(%nctaid.x, T) (b64): the CTAs that take tiles, each at least one;
-** the others return in the plan. */
-PReg gpu_streamk_ctas(KernelGen *g, PReg T)
+/* P (b64), as the plan chose it (gpu_streamk_choose): the word after T. */
+PReg gpu_streamk_ctas(KernelGen *g)
 {
-	PReg n = gpu_special(g, "%nctaid.x"), t = gpu_reg(g, PC_B64);
-	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(t), po_r(T));
-	gpu_op3(g, PTX_MIN, ".u64", po_r(n), po_r(n), po_r(t));
+	PReg rows = gpu_streamk_rows(g), at = gpu_reg(g, PC_B32), n = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_ADD, ".u32", po_r(at), po_r(rows), po_i(1));
+	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(n), po_r(gpu_streamk_load(g, at)));
 	return n;
+}
+
+/* The CTAs that take tiles (u32; T, rows u32, equal a predicate: every row
+** has as many tiles as every other). At most P0 = min(%nctaid.x, T): each
+** CTA at least one tile. Where rows are equal, so many that every share
+** lies in one row: s nrows where s = floor(P0 / nrows) >= 1 (share
+** boundaries c = k s fall on S_k = k m exactly), or nrows / k where k =
+** ceil(nrows / P0) divides nrows (k whole rows a CTA). Each CTA then runs
+** one part of one row, or whole rows, as split-KV's CTAs do: on an H200 at
+** 8 x 8k, a share across two rows (two Q loads, two meetings) cost 14%
+** against split-KV (bench/RESULTS.md). Else P0 and shares across rows. */
+PReg gpu_streamk_choose(KernelGen *g, PReg T, PReg rows, PReg equal)
+{
+	PReg P0 = gpu_reg(g, PC_B32), s = gpu_reg(g, PC_B32), Pa = gpu_reg(g, PC_B32),
+	     k = gpu_reg(g, PC_B32), q = gpu_reg(g, PC_B32), Pb = gpu_reg(g, PC_B32),
+	     t = gpu_reg(g, PC_B32), few = gpu_reg(g, PC_PRED), whole = gpu_reg(g, PC_PRED),
+	     P = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_MOV, ".u32", po_r(P0), po_sym("%nctaid.x"));
+	gpu_op3(g, PTX_MIN, ".u32", po_r(P0), po_r(P0), po_r(T));
+	/* rows <= P0: s rows' parts each */
+	gpu_op3(g, PTX_DIV, ".u32", po_r(s), po_r(P0), po_r(rows));
+	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(Pa), po_r(s), po_r(rows));
+	/* rows > P0: k whole rows a CTA where k divides them */
+	gpu_op3(g, PTX_ADD, ".u32", po_r(k), po_r(rows), po_r(P0));
+	gpu_op3(g, PTX_SUB, ".u32", po_r(k), po_r(k), po_i(1));
+	gpu_op3(g, PTX_DIV, ".u32", po_r(k), po_r(k), po_r(P0));
+	gpu_op3(g, PTX_DIV, ".u32", po_r(q), po_r(rows), po_r(k));
+	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(t), po_r(q), po_r(k));
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(whole), po_r(t), po_r(rows));
+	gpu_op4(g, PTX_SELP, ".b32", po_r(Pb), po_r(q), po_r(P0), po_r(whole));
+	gpu_op3(g, PTX_SETP, ".le.u32", po_r(few), po_r(rows), po_r(P0));
+	gpu_op4(g, PTX_SELP, ".b32", po_r(P), po_r(Pa), po_r(Pb), po_r(few));
+	gpu_op4(g, PTX_SELP, ".b32", po_r(P), po_r(P), po_r(P0), po_r(equal));
+	return P;
 }
 
 /* A_c = floor(c T / P) for c = %ctaid.x + plus (u32); T u32. */
 static PReg sk_share(KernelGen *g, PReg T, int plus)
 {
-	PReg c = gpu_special(g, "%ctaid.x"), P = gpu_streamk_ctas(g, T), t = gpu_reg(g, PC_B64),
+	PReg c = gpu_special(g, "%ctaid.x"), P = gpu_streamk_ctas(g), t = gpu_reg(g, PC_B64),
 	     p = gpu_reg(g, PC_B64), q = gpu_reg(g, PC_B64);
 	if (plus)
 		gpu_op3(g, PTX_ADD, ".s64", po_r(c), po_r(c), po_i(plus));
@@ -91,7 +125,7 @@ static PReg sk_share(KernelGen *g, PReg T, int plus)
 /* owner(x) = floor(((x + 1) P - 1) / T), u32. */
 static PReg sk_owner(KernelGen *g, PReg x, PReg T)
 {
-	PReg P = gpu_streamk_ctas(g, T), x1 = gpu_reg(g, PC_B64), p = gpu_reg(g, PC_B64);
+	PReg P = gpu_streamk_ctas(g), x1 = gpu_reg(g, PC_B64), p = gpu_reg(g, PC_B64);
 	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(x1), po_r(x));
 	gpu_op3(g, PTX_ADD, ".s64", po_r(x1), po_r(x1), po_i(1));
 	gpu_op3(g, PTX_MUL, ".lo.u64", po_r(p), po_r(x1), po_r(P));

@@ -49,7 +49,9 @@ static void rows_end(KernelGen *g, PReg r, RowLoop l)
 
 /* Warp 0's scan of the counts in place: lane l sums the rows [l k, l k +
 ** k), k = ceil(nrows / 32), the lanes' sums are scanned by shuffles, and
-** each lane writes its rows' exclusive prefixes; lane 31 writes T. */
+** each lane writes its rows' exclusive prefixes; lane 31 writes T and P,
+** chosen from T and whether every row has as many tiles (the lanes'
+** least and most counts, reduced by shuffles). */
 static void scan_counts(KernelGen *g, PReg tid32, PReg rows)
 {
 	PtxFunc *f = g->f;
@@ -66,11 +68,26 @@ static void scan_counts(KernelGen *g, PReg tid32, PReg rows)
 	gpu_op3(g, PTX_MIN, ".u32", po_r(r0), po_r(r0), po_r(rows));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(r1), po_r(r0), po_r(k));
 	gpu_op3(g, PTX_MIN, ".u32", po_r(r1), po_r(r1), po_r(rows));
+	PReg least = gpu_reg(g, PC_B32), most = gpu_reg(g, PC_B32);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(sum), po_i(0));
-	/* the lane's sum */
+	gpu_op2(g, PTX_MOV, ".b32", po_r(least), po_i(-1));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(most), po_i(0));
+	/* the lane's sum, least and most */
 	RowLoop l = rows_begin(g, r, r0, r1, at);
-	gpu_op3(g, PTX_ADD, ".u32", po_r(sum), po_r(sum), po_r(gpu_streamk_load(g, r)));
+	{
+		PReg m = gpu_streamk_load(g, r);
+		gpu_op3(g, PTX_ADD, ".u32", po_r(sum), po_r(sum), po_r(m));
+		gpu_op3(g, PTX_MIN, ".u32", po_r(least), po_r(least), po_r(m));
+		gpu_op3(g, PTX_MAX, ".u32", po_r(most), po_r(most), po_r(m));
+	}
 	rows_end(g, r, l);
+	for (int d = 16; d >= 1; d /= 2) {
+		PReg a = gpu_reg(g, PC_B32), b = gpu_reg(g, PC_B32);
+		gpu_op5(g, PTX_SHFL, ".b32", po_r(a), po_r(least), po_i(d), po_i(31), po_i(-1));
+		gpu_op5(g, PTX_SHFL, ".b32", po_r(b), po_r(most), po_i(d), po_i(31), po_i(-1));
+		gpu_op3(g, PTX_MIN, ".u32", po_r(least), po_r(least), po_r(a));
+		gpu_op3(g, PTX_MAX, ".u32", po_r(most), po_r(most), po_r(b));
+	}
 	/* inclusive scan of the lanes' sums */
 	PReg incl = gpu_reg(g, PC_B32);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(incl), po_r(sum));
@@ -92,9 +109,14 @@ static void scan_counts(KernelGen *g, PReg tid32, PReg rows)
 		gpu_op3(g, PTX_ADD, ".u32", po_r(run), po_r(run), po_r(m));
 	}
 	rows_end(g, r, l);
-	PReg last = gpu_reg(g, PC_PRED);
+	PReg last = gpu_reg(g, PC_PRED), equal = gpu_reg(g, PC_PRED), T = gpu_reg(g, PC_B32);
+	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(T), po_r(incl), po_i(31), po_i(31), po_i(-1));
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(equal), po_r(least), po_r(most));
+	PReg P = gpu_streamk_choose(g, T, rows, equal), at_T = gpu_streamk_addr(g, rows);
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(last), po_r(tid32), po_i(31));
-	gpu_op2(g, PTX_ST, ".global.u32", po_mem(gpu_streamk_addr(g, rows), 0), po_r(incl));
+	gpu_op2(g, PTX_ST, ".global.u32", po_mem(at_T, 0), po_r(T));
+	ptx_guard(f, last, 0);
+	gpu_op2(g, PTX_ST, ".global.u32", po_mem(at_T, 4), po_r(P));
 	ptx_guard(f, last, 0);
 	ptx_label(f, Lskip);
 }
@@ -130,9 +152,8 @@ void gpu_streamk_plan(KernelGen *g)
 	gpu_op1(g, PTX_BAR, "", po_i(0));
 	scan_counts(g, tid32, rows);
 	gpu_op1(g, PTX_BAR, "", po_i(0));
-	/* CTAs past the first min(P, T) have no tiles (more CTAs than tiles) */
-	PReg T = gpu_streamk_total(g), P = gpu_streamk_ctas(g, T), c = gpu_special(g, "%ctaid.x"),
-	     none = gpu_reg(g, PC_PRED);
+	/* CTAs past the first P have no tiles */
+	PReg P = gpu_streamk_ctas(g), c = gpu_special(g, "%ctaid.x"), none = gpu_reg(g, PC_PRED);
 	gpu_op3(g, PTX_SETP, ".ge.u64", po_r(none), po_r(c), po_r(P));
 	gpu_op0(g, PTX_RET, "");
 	ptx_guard(f, none, 0);

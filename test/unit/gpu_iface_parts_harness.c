@@ -665,20 +665,34 @@ static void decode_cases(void *stream)
 	CHECK(want == 256 + 50 * st);
 	pt = (attn_gpu_part){0, 0, 0, 0, 0, FIN, NULL, 0, NULL, 0};
 	CHECK(decode_part_bytes(&a, &pt, &sb, &wb) == ATTNRT_OK && sb == st && wb == want);
-	CHECK(decode_split_workspace_bytes(&a, &whole) == ATTNRT_OK && whole == want);
+	/* stream-K: as many CTAs as run at once, each part of every row's tiles;
+	** the workspace holds the counters, each CTA's prefix sums and the CTAs
+	** that take tiles (ncta + 2 words), then ncta + P parts' states */
+	long occ = 232448L / (SMEM + 1024), P;
+	if (occ > 2048L / THREADS)
+		occ = 2048L / THREADS;
+	P = 100 * occ;
+	size_t pre = ((size_t)P * (size_t)(ncta + 2) * 4 + 255) / 256 * 256;
+	size_t skb = 256 + pre + (size_t)(ncta + P) * CTA_BYTES;
+	/* NAME_split_workspace_bytes: enough for split-KV's parts and stream-K */
+	CHECK(decode_split_workspace_bytes(&a, &whole) == ATTNRT_OK &&
+	      whole == (want > skb ? want : skb));
 
-	unsigned char *ws = buffer(want);
+	unsigned char *ws = buffer(whole);
+	pt.workspace = ws, pt.workspace_bytes = want;
 	int before = ncalls();
-	int rc = decode_launch_split(&a, ws, want, stream);
+	int rc = decode_launch_part(&a, &pt, stream);
 	if (rc)
-		fprintf(stderr, "decode_launch_split: %s\n", attnrt_last_error());
+		fprintf(stderr, "decode_launch_part: %s\n", attnrt_last_error());
 	CHECK(rc == ATTNRT_OK && ncalls() == before + 2);
 	expect_memset(__LINE__, before, ws, 256, stream);
 	CHECK(ws[0] == 0 && ws[255] == 0 && ws[256] == 0xab);
 	/* 32768 keys in 50 parts: 656 rounded up to whole tiles */
 	Launch e = {2, B, 50, 0, M, 704, 0, 8, (uintptr_t)ws + 256, (uintptr_t)ws, 0, FIN};
 	expect_launch(__LINE__, before + 1, "decode_fwd_part", stream, &e);
-	/* a workspace of 20 parts' makes 20 */
+	/* NAME_launch_split: split-KV where the workspace cannot hold stream-K
+	** (below; where it can, stream-K's launch): 20 parts' makes 20 */
+	CHECK(split_bytes(ncta, 20) < skb);
 	before = ncalls();
 	CHECK(decode_launch_split(&a, ws, split_bytes(ncta, 20), stream) == ATTNRT_OK);
 	CHECK(ncalls() == before + 2);
@@ -703,15 +717,7 @@ static void decode_cases(void *stream)
 	expect_launch(__LINE__, before + 1, "decode_fwd_part", stream, &e);
 	free(ws), free(state);
 
-	/* stream-K: as many CTAs as run at once, each part of every row's tiles;
-	** the workspace holds the counters, each CTA's prefix sums (ncta + 1
-	** words), then ncta + P parts' states */
-	long occ = 232448L / (SMEM + 1024), P;
-	if (occ > 2048L / THREADS)
-		occ = 2048L / THREADS;
-	P = 100 * occ;
-	size_t pre = ((size_t)P * (size_t)(ncta + 1) * 4 + 255) / 256 * 256;
-	size_t skb = 256 + pre + (size_t)(ncta + P) * CTA_BYTES;
+	/* stream-K asked for */
 	pt = (attn_gpu_part){0, 0, 0, 0, 0, FIN | 4, NULL, 0, NULL, 0};
 	CHECK(decode_part_bytes(&a, &pt, &sb, &wb) == ATTNRT_OK && sb == st && wb == skb);
 	snprintf(msg, sizeof msg,
@@ -738,6 +744,11 @@ static void decode_cases(void *stream)
 	const FakeCall *l = call(before + 1);
 	CHECK(l && l->param[PART_SLOT + 9] == 2 && l->param[PART_SLOT + 10] == B &&
 	      l->param[PART_SLOT + 11] == (uint64_t)(uintptr_t)ws + 256);
+	/* NAME_launch_split takes stream-K where the workspace holds it */
+	before = ncalls();
+	CHECK(decode_launch_split(&a, ws, skb, stream) == ATTNRT_OK && ncalls() == before + 2);
+	expect_memset(__LINE__, before, ws, 256, stream);
+	expect_launch(__LINE__, before + 1, "decode_fwd_streamk", stream, &e);
 	/* more rows than a stream-K launch takes */
 	a.B = 300;
 	snprintf(msg, sizeof msg,
