@@ -133,9 +133,9 @@ PReg gpu_special(KernelGen *g, const char *sreg)
 
 /* The part parameters' names, in ABI order. */
 static const char *const part_param[GPU_PART_NPARAMS] = {
-    "kr0", "kr1", "kchunk", "qr0", "qr1", "pws", "pcnt", "pst", "pmode", "pgx", "pgy", "psk"};
+    "kr0", "kr1", "kchunk", "qr0", "qr1", "pws", "pcnt", "pst", "pmode", "pgx", "pgy"};
 static const char *const part_type[GPU_PART_NPARAMS] = {
-    ".s64", ".s64", ".s64", ".s64", ".s64", ".u64", ".u64", ".u64", ".u32", ".s64", ".s64", ".u64"};
+    ".s64", ".s64", ".s64", ".s64", ".s64", ".u64", ".u64", ".u64", ".u32", ".s64", ".s64"};
 
 void gpu_parts_declare(KernelGen *g)
 {

@@ -111,16 +111,17 @@ enum {
 	GPU_PART_CNT,
 	GPU_PART_ST,
 	GPU_PART_MODE,
-	/* NAME_fwd_streamk's alone (streamk.c): the plain grid's x and y, and
-	** the CTAs' copies of the tiles' prefix sums */
+	/* NAME_fwd_streamk's alone (streamk.c): the plain grid's x and y */
 	GPU_PART_GX,
 	GPU_PART_GY,
-	GPU_PART_SK,
 	GPU_PART_NPARAMS
 };
 /* The rows (grid points of the plain grid) a stream-K launch may take: the
 ** launcher splits larger grids by split-KV. */
 enum { GPU_SK_ROWS = 512 };
+/* The CTAs a stream-K launch takes tiles on at most (its shares' 32-bit
+** arithmetic; launches start as many as the device runs at once). */
+enum { GPU_SK_CTAS = 65535 };
 enum { GPU_PART_MERGE_IN = 1, GPU_PART_FINALIZE = 2 };
 
 typedef enum ShapeNodeKind {
@@ -331,6 +332,7 @@ typedef struct KernelGen {
 	PReg j0, j1, send;
 	PReg sbase, tid;
 	uint32_t table_off;
+	uint32_t sk_off; /* a stream-K CTA's S_r and P in shared memory (streamk.c) */
 	/* the element being evaluated (the kernel sets it; expr.c reads it) */
 	int node;      /* the plan node whose variables are in scope */
 	PReg row, col; /* b64 query row / key column (or e) of the element */
@@ -775,7 +777,7 @@ void gpu_streamk_count(KernelGen *g);
 void gpu_streamk_part(KernelGen *g, GpuSkPart *pt);
 /* the plain grid's rows; the address of this CTA's S_r (b64) and the word
 ** there (u32: in the plan, row r's count before the scan); T = S_nrows;
-** P, the CTAs that take tiles (b64, the word after T), as the plan chose
+** P, the CTAs that take tiles (u32, the word after T), as the plan chose
 ** it from T, the rows and whether they are equal (u32) */
 PReg gpu_streamk_rows(KernelGen *g);
 PReg gpu_streamk_addr(KernelGen *g, PReg r);

@@ -136,66 +136,61 @@ void iface_part_helpers(FILE *o)
 	      "\tif (occ > by_threads)\n\t\tocc = by_threads;\n\tif (occ < 1)\n\t\tocc = 1;\n"
 	      "\treturn (long)sms * occ;\n}\n",
 	      o);
-	fputs(
-	    "\n/* The part parameters of a launch of ncta CTAs of cta bytes of states each\n"
-	    "** (the image's), *splits chosen where 0; with sizes, the bytes of the states\n"
-	    "** and of the workspace and the split count instead (returns -1). Stream-K\n"
-	    "** (ATTN_PART_STREAM_K, where the image has the entry, sk, and a group of\n"
-	    "** packed rows, group, is at most sk_group; 0: no limit) sets *sk_ctas to its\n"
-	    "** CTAs and pw[3] to the tiles' prefix sums; its workspace holds the counters,\n"
-	    "** then the CTAs' copies of the prefix sums and P (ncta + 2 words each), then the\n"
-	    "** states of ncta + CTAs parts. */\n"
-	    "static int iface_part_params(const char *kernel, const attn_gpu_part *part, long "
-	    "ncta, long q0, long q1, long kext, size_t cta, unsigned threads, unsigned smem, "
-	    "int sk, long group, long sk_group, size_t *sizes, int64_t *pp, uint64_t *pw, "
-	    "uint32_t *mode, unsigned *splits, unsigned *sk_ctas)\n{\n"
-	    "\tlong kb = part->k_begin, ke = part->k_end ? part->k_end : kext;\n"
-	    "\tsize_t cnt = ((size_t)ncta * 32 + 255) / 256 * 256, st = (size_t)ncta * cta;\n"
-	    "\tlong s = part->splits, P = 0;\n"
-	    "\tsize_t pre = 0;\n"
-	    "\tif (part->flags & ATTN_PART_STREAM_K) {\n"
-	    "\t\tif (!sk)\n"
-	    "\t\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: the image that runs has no "
-	    "stream-K entry (attnc emits one where masks read lengths on the device and K "
-	    "and V are not gathered into a producer's stages)\", kernel);\n"
-	    "\t\tif (ncta > IFACE_SK_ROWS || (sk_group && group > sk_group))\n"
-	    "\t\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: stream-K takes at most %d "
-	    "CTAs of the plain grid (%ld) and groups of at most %ld packed rows (%ld)\", kernel, "
-	    "IFACE_SK_ROWS, ncta, sk_group, group);\n"
-	    "\t\tP = iface_part_slots(threads, smem);\n"
-	    "\t\tpre = ((size_t)P * (size_t)(ncta + 2) * 4 + 255) / 256 * 256;\n"
-	    "\t\ts = 1;\n\t}\n"
-	    "\tif (s == 0) {\n"
-	    "\t\ts = iface_part_splits(ncta, ke - kb, threads, smem);\n"
-	    "\t\twhile (!sizes && s > 1 && cnt + (size_t)s * st > part->workspace_bytes)\n"
-	    "\t\t\ts--;\n\t}\n"
-	    "\tsize_t ws = P ? cnt + pre + (size_t)(ncta + P) * cta : s > 1 ? cnt + (size_t)s * st "
-	    ": 0;\n"
-	    "\tif (sizes) {\n\t\tsizes[0] = st, sizes[1] = ws, sizes[2] = (size_t)s;\n"
-	    "\t\treturn -1;\n\t}\n"
-	    "\tif (ws && (!part->workspace || part->workspace_bytes < ws || "
-	    "(uintptr_t)part->workspace % 16))\n"
-	    "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: %ld %s need a "
-	    "16-byte aligned workspace of %zu bytes (%zu given)\", kernel, P ? P : s, P ? "
-	    "\"stream-K CTAs\" : \"splits\", ws, part->workspace ? part->workspace_bytes : 0);\n"
-	    "\tint carry = (part->flags & ATTN_PART_MERGE_IN) || !(part->flags & "
-	    "ATTN_PART_FINALIZE);\n"
-	    "\tif (carry && (!part->state || part->state_bytes < st || (uintptr_t)part->state "
-	    "% 16))\n"
-	    "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: the states need a 16-byte "
-	    "aligned buffer of %zu bytes (%zu given)\", kernel, st, part->state ? "
-	    "part->state_bytes : 0);\n"
-	    "\tlong ch = ((ke - kb + s - 1) / s + 63) / 64 * 64;\n"
-	    "\tif (kb == ke) /* no keys: at a tile boundary, so that the stream is empty */\n"
-	    "\t\tkb = ke = kb / 64 * 64;\n"
-	    "\tpp[0] = kb, pp[1] = ke, pp[2] = ch > 0 ? ch : 64, pp[3] = q0, pp[4] = q1;\n"
-	    "\tpw[0] = ws ? (uint64_t)(uintptr_t)part->workspace + cnt + pre : 0;\n"
-	    "\tpw[1] = ws ? (uint64_t)(uintptr_t)part->workspace : 0;\n"
-	    "\tpw[2] = carry ? (uint64_t)(uintptr_t)part->state : 0;\n"
-	    "\tpw[3] = P ? (uint64_t)(uintptr_t)part->workspace + cnt : 0;\n"
-	    "\t*mode = (uint32_t)(part->flags & ~ATTN_PART_STREAM_K), *splits = (unsigned)s;\n"
-	    "\t*sk_ctas = (unsigned)P;\n\treturn 0;\n}\n",
-	    o);
+	fputs("\n/* The part parameters of a launch of ncta CTAs of cta bytes of states each\n"
+	      "** (the image's), *splits chosen where 0; with sizes, the bytes of the states\n"
+	      "** and of the workspace and the split count instead (returns -1). Stream-K\n"
+	      "** (ATTN_PART_STREAM_K, where the image has the entry, sk, and a group of\n"
+	      "** packed rows, group, is at most sk_group; 0: no limit) sets *sk_ctas to its\n"
+	      "** CTAs; its workspace holds the counters, then the states of ncta + CTAs\n"
+	      "** parts. */\n"
+	      "static int iface_part_params(const char *kernel, const attn_gpu_part *part, long "
+	      "ncta, long q0, long q1, long kext, size_t cta, unsigned threads, unsigned smem, "
+	      "int sk, long group, long sk_group, size_t *sizes, int64_t *pp, uint64_t *pw, "
+	      "uint32_t *mode, unsigned *splits, unsigned *sk_ctas)\n{\n"
+	      "\tlong kb = part->k_begin, ke = part->k_end ? part->k_end : kext;\n"
+	      "\tsize_t cnt = ((size_t)ncta * 32 + 255) / 256 * 256, st = (size_t)ncta * cta;\n"
+	      "\tlong s = part->splits, P = 0;\n"
+	      "\tif (part->flags & ATTN_PART_STREAM_K) {\n"
+	      "\t\tif (!sk)\n"
+	      "\t\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: the image that runs has no "
+	      "stream-K entry (attnc emits one where masks read lengths on the device and K "
+	      "and V are not gathered into a producer's stages)\", kernel);\n"
+	      "\t\tif (ncta > IFACE_SK_ROWS || (sk_group && group > sk_group))\n"
+	      "\t\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: stream-K takes at most %d "
+	      "CTAs of the plain grid (%ld) and groups of at most %ld packed rows (%ld)\", kernel, "
+	      "IFACE_SK_ROWS, ncta, sk_group, group);\n"
+	      "\t\tP = iface_part_slots(threads, smem);\n"
+	      "\t\ts = 1;\n\t}\n"
+	      "\tif (s == 0) {\n"
+	      "\t\ts = iface_part_splits(ncta, ke - kb, threads, smem);\n"
+	      "\t\twhile (!sizes && s > 1 && cnt + (size_t)s * st > part->workspace_bytes)\n"
+	      "\t\t\ts--;\n\t}\n"
+	      "\tsize_t ws = P ? cnt + (size_t)(ncta + P) * cta : s > 1 ? cnt + (size_t)s * st "
+	      ": 0;\n"
+	      "\tif (sizes) {\n\t\tsizes[0] = st, sizes[1] = ws, sizes[2] = (size_t)s;\n"
+	      "\t\treturn -1;\n\t}\n"
+	      "\tif (ws && (!part->workspace || part->workspace_bytes < ws || "
+	      "(uintptr_t)part->workspace % 16))\n"
+	      "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: %ld %s need a "
+	      "16-byte aligned workspace of %zu bytes (%zu given)\", kernel, P ? P : s, P ? "
+	      "\"stream-K CTAs\" : \"splits\", ws, part->workspace ? part->workspace_bytes : 0);\n"
+	      "\tint carry = (part->flags & ATTN_PART_MERGE_IN) || !(part->flags & "
+	      "ATTN_PART_FINALIZE);\n"
+	      "\tif (carry && (!part->state || part->state_bytes < st || (uintptr_t)part->state "
+	      "% 16))\n"
+	      "\t\treturn attnrt_set_error(ATTNRT_ERR_ARGUMENT, \"%s: the states need a 16-byte "
+	      "aligned buffer of %zu bytes (%zu given)\", kernel, st, part->state ? "
+	      "part->state_bytes : 0);\n"
+	      "\tlong ch = ((ke - kb + s - 1) / s + 63) / 64 * 64;\n"
+	      "\tif (kb == ke) /* no keys: at a tile boundary, so that the stream is empty */\n"
+	      "\t\tkb = ke = kb / 64 * 64;\n"
+	      "\tpp[0] = kb, pp[1] = ke, pp[2] = ch > 0 ? ch : 64, pp[3] = q0, pp[4] = q1;\n"
+	      "\tpw[0] = ws ? (uint64_t)(uintptr_t)part->workspace + cnt : 0;\n"
+	      "\tpw[1] = ws ? (uint64_t)(uintptr_t)part->workspace : 0;\n"
+	      "\tpw[2] = carry ? (uint64_t)(uintptr_t)part->state : 0;\n"
+	      "\t*mode = (uint32_t)(part->flags & ~ATTN_PART_STREAM_K), *splits = (unsigned)s;\n"
+	      "\t*sk_ctas = (unsigned)P;\n\treturn 0;\n}\n",
+	      o);
 }
 
 /* The value of a launch value that may differ by image: the second's where
@@ -212,12 +207,11 @@ void iface_part_args(FILE *o, const char *n, const GpuImages *im, int idx, const
 		     long pk)
 {
 	const GpuKernelInfo *pi = &im->info[idx];
-	fprintf(
-	    o,
-	    "\tint64_t pp[5] = {0, 0, 0, 0, 0}, pg[2] = {gx, gy};\n\tuint64_t pw[4] = {0, 0, 0, "
-	    "0};\n\tuint32_t pmode = 0;\n\tunsigned pz = 1, psk = 0;\n\tif (part) {\n"
-	    "\t\trc = iface_part_params(\"%s\", part, gx * gy, q0, q1, kext, ",
-	    n);
+	fprintf(o,
+		"\tint64_t pp[5] = {0, 0, 0, 0, 0}, pg[2] = {gx, gy};\n\tuint64_t pw[3] = {0, 0, "
+		"0};\n\tuint32_t pmode = 0;\n\tunsigned pz = 1, psk = 0;\n\tif (part) {\n"
+		"\t\trc = iface_part_params(\"%s\", part, gx * gy, q0, q1, kext, ",
+		n);
 	per_image(o, ai, ai ? ai->part_cta_bytes : 0, pi->part_cta_bytes);
 	fputs(", ", o);
 	per_image(o, ai, ai ? ai->threads : 0, pi->threads);
@@ -235,12 +229,12 @@ void iface_part_args(FILE *o, const char *n, const GpuImages *im, int idx, const
 	      "\t\tif (rc)\n\t\t\treturn rc < 0 ? 0 : rc;\n"
 	      "\t\t/* the split's counters, zeroed on the stream before each launch */\n"
 	      "\t\tif (pw[1] && (rc = attnrt_memset_async((void *)(uintptr_t)pw[1], 0, "
-	      "(size_t)((psk ? pw[3] : pw[0]) - pw[1]), stream)))\n\t\t\treturn rc;\n"
+	      "(size_t)(pw[0] - pw[1]), stream)))\n\t\t\treturn rc;\n"
 	      "\t\tfor (int i = 0; i < 5; i++)\n\t\t\targs[k++] = &pp[i];\n"
 	      "\t\tfor (int i = 0; i < 3; i++)\n\t\t\targs[k++] = &pw[i];\n"
 	      "\t\targs[k++] = &pmode;\n"
 	      "\t\tif (psk) {\n\t\t\targs[k++] = &pg[0];\n\t\t\targs[k++] = &pg[1];\n"
-	      "\t\t\targs[k++] = &pw[3];\n\t\t}\n\t}\n",
+	      "\t\t}\n\t}\n",
 	      o);
 }
 

@@ -10,8 +10,8 @@
 ** Each CTA first counts the tiles of every row (its stream's bounds, as the
 ** row's CTA would compute them: m_r tiles, at least 1, so that an empty row
 ** still has a part that writes its outputs) and their exclusive prefix S_r
-** (S_nrows = T, then P) into its own copy in the workspace (psk + CTA *
-** (nrows + 2) words). Of the launch's CTAs, the first P take tiles (the
+** (S_nrows = T, then P) in shared memory (KernelGen.sk_off: nrows + 2
+** words, every role reads them). Of the launch's CTAs, the first P take tiles (the
 ** rest return at once; gpu_streamk_choose: at most min(CTAs, T), fewer
 ** where rows are equal so that no share crosses a row's end): CTA c owns
 ** [A_c, A_(c+1)), A_c = floor(c T / P), at least one tile. It then walks its rows from the last r
@@ -34,45 +34,28 @@ PReg gpu_streamk_rows(KernelGen *g)
 	return gpu_u32(g, n);
 }
 
-/* The address of this CTA's S_r (b64), r u32. */
+/* The shared address of this CTA's S_r (u32), r u32. */
 PReg gpu_streamk_addr(KernelGen *g, PReg r)
 {
-	PReg base = gpu_part_param(g, GPU_PART_SK), c = gpu_special(g, "%ctaid.x"),
-	     n = gpu_reg(g, PC_B64), r64 = gpu_reg(g, PC_B64), i = gpu_reg(g, PC_B64),
-	     a = gpu_reg(g, PC_B64);
-	PReg rows = gpu_streamk_rows(g);
-	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(n), po_r(rows));
-	gpu_op3(g, PTX_ADD, ".s64", po_r(n), po_r(n), po_i(2));
-	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(r64), po_r(r));
-	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(i), po_r(c), po_r(n), po_r(r64));
-	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(i), po_i(4), po_r(base));
+	PReg a = gpu_reg(g, PC_B32);
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(r), po_i(4), po_r(g->sbase));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(a), po_r(a), po_i((int64_t)g->sk_off));
 	return a;
 }
 
 PReg gpu_streamk_load(KernelGen *g, PReg r)
 {
 	PReg v = gpu_reg(g, PC_B32);
-	gpu_op2(g, PTX_LD, ".global.u32", po_r(v), po_mem(gpu_streamk_addr(g, r), 0));
+	gpu_op2(g, PTX_LD, ".shared.u32", po_r(v), po_mem(gpu_streamk_addr(g, r), 0));
 	return v;
 }
 
-/* floor(num * mul / T) as u32 (num, mul u64 registers or values). */
-static PReg sk_scale(KernelGen *g, PReg num, PReg mul, PReg T)
-{
-	PReg p = gpu_reg(g, PC_B64), t = gpu_reg(g, PC_B64), q = gpu_reg(g, PC_B64);
-	gpu_op3(g, PTX_MUL, ".lo.u64", po_r(p), po_r(num), po_r(mul));
-	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(t), po_r(T));
-	gpu_op3(g, PTX_DIV, ".u64", po_r(q), po_r(p), po_r(t));
-	return gpu_u32(g, q);
-}
-
-/* P (b64), as the plan chose it (gpu_streamk_choose): the word after T. */
+/* P (u32), as the plan chose it (gpu_streamk_choose): the word after T. */
 PReg gpu_streamk_ctas(KernelGen *g)
 {
-	PReg rows = gpu_streamk_rows(g), at = gpu_reg(g, PC_B32), n = gpu_reg(g, PC_B64);
+	PReg rows = gpu_streamk_rows(g), at = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_ADD, ".u32", po_r(at), po_r(rows), po_i(1));
-	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(n), po_r(gpu_streamk_load(g, at)));
-	return n;
+	return gpu_streamk_load(g, at);
 }
 
 /* The CTAs that take tiles (u32; T, rows u32, equal a predicate: every row
@@ -92,6 +75,7 @@ PReg gpu_streamk_choose(KernelGen *g, PReg T, PReg rows, PReg equal)
 	     P = gpu_reg(g, PC_B32);
 	gpu_op2(g, PTX_MOV, ".u32", po_r(P0), po_sym("%nctaid.x"));
 	gpu_op3(g, PTX_MIN, ".u32", po_r(P0), po_r(P0), po_r(T));
+	gpu_op3(g, PTX_MIN, ".u32", po_r(P0), po_r(P0), po_i(GPU_SK_CTAS));
 	/* rows <= P0: s rows' parts each */
 	gpu_op3(g, PTX_DIV, ".u32", po_r(s), po_r(P0), po_r(rows));
 	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(Pa), po_r(s), po_r(rows));
@@ -109,30 +93,34 @@ PReg gpu_streamk_choose(KernelGen *g, PReg T, PReg rows, PReg equal)
 	return P;
 }
 
-/* A_c = floor(c T / P) for c = %ctaid.x + plus (u32); T u32. */
+/* A_c = floor(c T / P) for c = %ctaid.x + plus (u32; T u32): c q + floor(c r
+** / P) where T = q P + r, in 32 bits as c r < P^2 <= GPU_SK_CTAS^2. */
 static PReg sk_share(KernelGen *g, PReg T, int plus)
 {
-	PReg c = gpu_special(g, "%ctaid.x"), P = gpu_streamk_ctas(g), t = gpu_reg(g, PC_B64),
-	     p = gpu_reg(g, PC_B64), q = gpu_reg(g, PC_B64);
+	PReg c = gpu_reg(g, PC_B32), P = gpu_streamk_ctas(g), q = gpu_reg(g, PC_B32),
+	     r = gpu_reg(g, PC_B32), a = gpu_reg(g, PC_B32);
+	gpu_op2(g, PTX_MOV, ".u32", po_r(c), po_sym("%ctaid.x"));
 	if (plus)
-		gpu_op3(g, PTX_ADD, ".s64", po_r(c), po_r(c), po_i(plus));
-	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(t), po_r(T));
-	gpu_op3(g, PTX_MUL, ".lo.u64", po_r(p), po_r(c), po_r(t));
-	gpu_op3(g, PTX_DIV, ".u64", po_r(q), po_r(p), po_r(P));
-	return gpu_u32(g, q);
+		gpu_op3(g, PTX_ADD, ".u32", po_r(c), po_r(c), po_i(plus));
+	gpu_op3(g, PTX_DIV, ".u32", po_r(q), po_r(T), po_r(P));
+	gpu_op3(g, PTX_REM, ".u32", po_r(r), po_r(T), po_r(P));
+	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(r), po_r(r), po_r(c));
+	gpu_op3(g, PTX_DIV, ".u32", po_r(r), po_r(r), po_r(P));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(a), po_r(c), po_r(q), po_r(r));
+	return a;
 }
 
 /* owner(x) = floor(((x + 1) P - 1) / T), u32. */
 static PReg sk_owner(KernelGen *g, PReg x, PReg T)
 {
-	PReg P = gpu_streamk_ctas(g), x1 = gpu_reg(g, PC_B64), p = gpu_reg(g, PC_B64);
-	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(x1), po_r(x));
-	gpu_op3(g, PTX_ADD, ".s64", po_r(x1), po_r(x1), po_i(1));
-	gpu_op3(g, PTX_MUL, ".lo.u64", po_r(p), po_r(x1), po_r(P));
+	PReg P = gpu_streamk_ctas(g), x1 = gpu_reg(g, PC_B32), p = gpu_reg(g, PC_B64),
+	     t = gpu_reg(g, PC_B64), q = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_ADD, ".u32", po_r(x1), po_r(x), po_i(1));
+	gpu_op3(g, PTX_MUL, ".wide.u32", po_r(p), po_r(x1), po_r(P));
 	gpu_op3(g, PTX_SUB, ".s64", po_r(p), po_r(p), po_i(1));
-	PReg one = gpu_reg(g, PC_B64);
-	gpu_op2(g, PTX_MOV, ".b64", po_r(one), po_i(1));
-	return sk_scale(g, p, one, T);
+	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(t), po_r(T));
+	gpu_op3(g, PTX_DIV, ".u64", po_r(q), po_r(p), po_r(t));
+	return gpu_u32(g, q);
 }
 
 /* T = S_nrows (u32). */
@@ -180,7 +168,7 @@ void gpu_streamk_next(KernelGen *g, PReg more)
 	gpu_op3(g, PTX_ADD, ".u32", po_r(g->work), po_r(g->work), po_i(1));
 	gpu_op3(g, PTX_SETP, ".lt.u32", po_r(more), po_r(g->work), po_r(gpu_streamk_rows(g)));
 	/* S_nrows = T >= B: the load stays in the array */
-	gpu_op2(g, PTX_LD, ".global.u32", po_r(s), po_mem(gpu_streamk_addr(g, g->work), 0));
+	gpu_op2(g, PTX_LD, ".shared.u32", po_r(s), po_mem(gpu_streamk_addr(g, g->work), 0));
 	gpu_op3(g, PTX_SETP, ".lt.u32", po_r(in), po_r(s), po_r(B));
 	gpu_op3(g, PTX_AND, ".pred", po_r(more), po_r(more), po_r(in));
 }

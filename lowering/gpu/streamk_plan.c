@@ -3,9 +3,8 @@
 ** the schedule): every thread counts the key tiles of rows tid, tid +
 ** threads, ... of the plain grid, as each row's CTA would bound its stream
 ** (at least one: an empty row still writes its outputs), into the CTA's
-** copy of the counts in the workspace; warp 0 turns them into exclusive
-** prefix sums, T after them; a CTA whose share of the T tiles is empty
-** returns, before the roles part.
+** shared memory; warp 0 turns them into exclusive prefix sums, T and P
+** after them; a CTA that takes no tiles returns, before the roles part.
 */
 #include "gpu.h"
 
@@ -104,8 +103,8 @@ static void scan_counts(KernelGen *g, PReg tid32, PReg rows)
 	l = rows_begin(g, r, r0, r1, at);
 	{
 		PReg a = gpu_streamk_addr(g, r), m = gpu_reg(g, PC_B32);
-		gpu_op2(g, PTX_LD, ".global.u32", po_r(m), po_mem(a, 0));
-		gpu_op2(g, PTX_ST, ".global.u32", po_mem(a, 0), po_r(run));
+		gpu_op2(g, PTX_LD, ".shared.u32", po_r(m), po_mem(a, 0));
+		gpu_op2(g, PTX_ST, ".shared.u32", po_mem(a, 0), po_r(run));
 		gpu_op3(g, PTX_ADD, ".u32", po_r(run), po_r(run), po_r(m));
 	}
 	rows_end(g, r, l);
@@ -114,9 +113,9 @@ static void scan_counts(KernelGen *g, PReg tid32, PReg rows)
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(equal), po_r(least), po_r(most));
 	PReg P = gpu_streamk_choose(g, T, rows, equal), at_T = gpu_streamk_addr(g, rows);
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(last), po_r(tid32), po_i(31));
-	gpu_op2(g, PTX_ST, ".global.u32", po_mem(at_T, 0), po_r(T));
+	gpu_op2(g, PTX_ST, ".shared.u32", po_mem(at_T, 0), po_r(T));
 	ptx_guard(f, last, 0);
-	gpu_op2(g, PTX_ST, ".global.u32", po_mem(at_T, 4), po_r(P));
+	gpu_op2(g, PTX_ST, ".shared.u32", po_mem(at_T, 4), po_r(P));
 	ptx_guard(f, last, 0);
 	ptx_label(f, Lskip);
 }
@@ -141,7 +140,7 @@ void gpu_streamk_plan(KernelGen *g)
 	gpu_ranges_init(g);
 	gpu_load_params(g);
 	PReg m = row_tiles(g);
-	gpu_op2(g, PTX_ST, ".global.u32", po_mem(gpu_streamk_addr(g, g->work), 0), po_r(m));
+	gpu_op2(g, PTX_ST, ".shared.u32", po_mem(gpu_streamk_addr(g, g->work), 0), po_r(m));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(g->work), po_r(g->work), po_i(g->t->threads));
 	gpu_op1(g, PTX_BRA, "", po_label(Lrow));
 	ptx_label(f, Lend);
@@ -153,8 +152,9 @@ void gpu_streamk_plan(KernelGen *g)
 	scan_counts(g, tid32, rows);
 	gpu_op1(g, PTX_BAR, "", po_i(0));
 	/* CTAs past the first P have no tiles */
-	PReg P = gpu_streamk_ctas(g), c = gpu_special(g, "%ctaid.x"), none = gpu_reg(g, PC_PRED);
-	gpu_op3(g, PTX_SETP, ".ge.u64", po_r(none), po_r(c), po_r(P));
+	PReg P = gpu_streamk_ctas(g), c = gpu_reg(g, PC_B32), none = gpu_reg(g, PC_PRED);
+	gpu_op2(g, PTX_MOV, ".u32", po_r(c), po_sym("%ctaid.x"));
+	gpu_op3(g, PTX_SETP, ".ge.u32", po_r(none), po_r(c), po_r(P));
 	gpu_op0(g, PTX_RET, "");
 	ptx_guard(f, none, 0);
 }

@@ -666,14 +666,13 @@ static void decode_cases(void *stream)
 	pt = (attn_gpu_part){0, 0, 0, 0, 0, FIN, NULL, 0, NULL, 0};
 	CHECK(decode_part_bytes(&a, &pt, &sb, &wb) == ATTNRT_OK && sb == st && wb == want);
 	/* stream-K: as many CTAs as run at once, each part of every row's tiles;
-	** the workspace holds the counters, each CTA's prefix sums and the CTAs
-	** that take tiles (ncta + 2 words), then ncta + P parts' states */
+	** the workspace holds the counters, then ncta + P parts' states (the
+	** CTAs' counts of the rows' tiles are in their shared memory) */
 	long occ = 232448L / (SMEM + 1024), P;
 	if (occ > 2048L / THREADS)
 		occ = 2048L / THREADS;
 	P = 100 * occ;
-	size_t pre = ((size_t)P * (size_t)(ncta + 2) * 4 + 255) / 256 * 256;
-	size_t skb = 256 + pre + (size_t)(ncta + P) * CTA_BYTES;
+	size_t skb = 256 + (size_t)(ncta + P) * CTA_BYTES;
 	/* NAME_split_workspace_bytes: enough for split-KV's parts and stream-K */
 	CHECK(decode_split_workspace_bytes(&a, &whole) == ATTNRT_OK &&
 	      whole == (want > skb ? want : skb));
@@ -727,23 +726,21 @@ static void decode_cases(void *stream)
 	REFUSED(decode_launch_part(&a, &pt, stream), msg);
 	ws = buffer(skb);
 	pt.workspace = ws, pt.workspace_bytes = skb;
-	/* its three parameters after the mode: the grid's x and y, the sums */
-	for (int i = 9; i < 12; i++)
+	/* its two parameters after the mode: the grid's x and y */
+	for (int i = 9; i < 11; i++)
 		param_bytes(PART_SLOT + i, 8);
-	record(PART_SLOT + 12 + NTMAPS);
+	record(PART_SLOT + 11 + NTMAPS);
 	before = ncalls();
 	rc = decode_launch_part(&a, &pt, stream);
 	if (rc)
 		fprintf(stderr, "decode_launch_part (stream-K): %s\n", attnrt_last_error());
 	CHECK(rc == ATTNRT_OK && ncalls() == before + 2);
 	expect_memset(__LINE__, before, ws, 256, stream);
-	e = (Launch){(unsigned)P,   1, 1,  0, M, M, 0, 8, (uintptr_t)ws + 256 + pre,
-		     (uintptr_t)ws, 0, FIN};
+	e = (Launch){(unsigned)P, 1, 1, 0, M, M, 0, 8, (uintptr_t)ws + 256, (uintptr_t)ws, 0, FIN};
 	expect_launch(__LINE__, before + 1, "decode_fwd_streamk", stream, &e);
-	/* then the plain grid (2 x 4) and the prefix sums' place */
+	/* then the plain grid (2 x 4) */
 	const FakeCall *l = call(before + 1);
-	CHECK(l && l->param[PART_SLOT + 9] == 2 && l->param[PART_SLOT + 10] == B &&
-	      l->param[PART_SLOT + 11] == (uint64_t)(uintptr_t)ws + 256);
+	CHECK(l && l->param[PART_SLOT + 9] == 2 && l->param[PART_SLOT + 10] == B);
 	/* NAME_launch_split takes stream-K where the workspace holds it */
 	before = ncalls();
 	CHECK(decode_launch_split(&a, ws, skb, stream) == ATTNRT_OK && ncalls() == before + 2);
