@@ -254,6 +254,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	PReg buf = gpu_reg(g, PC_B32), any = gpu_reg(g, PC_PRED), all = gpu_reg(g, PC_PRED),
 	     anyn = gpu_reg(g, PC_PRED), alln = gpu_reg(g, PC_PRED);
 	PReg first_from = {0, 0};
+	int late_first = s->streamk || s->pack;
 	{
 		PReg start = gpu_reg(g, PC_B64);
 		first_from = start;
@@ -267,17 +268,18 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 			if (g->ids.after) /* not staged after all: Q now */
 				tg->load_q(g), g->ids.after = NULL;
 		}
-		/* a stream-K CTA's consumers read the producer's first entry
-		** after the stream's start, where a warpgroup without rows
-		** leaves: it reads no entry, which the producer rewrites later
-		** without waiting for that warpgroup */
-		if (!(s->streamk && tg->producer))
+		/* where a warpgroup may have no rows (packed query heads,
+		** stream-K) the consumers read the producer's first entry after
+		** the stream's start, where that warpgroup leaves: it reads no
+		** entry, which the producer rewrites later without waiting for
+		** it (racecheck's hazard, decode over more tiles than slots) */
+		if (!(late_first && tg->producer))
 			stream_tile(g, &sc, start, j0, any, all, 1);
 	}
 	gpu_op2(g, PTX_MOV, ".b32", po_r(buf), po_i(0));
 	/* the first tile's copies; Q in place */
 	tg->stream_start(g, j0, buf, any);
-	if (s->streamk && tg->producer)
+	if (late_first && tg->producer)
 		stream_tile(g, &sc, first_from, j0, any, all, 1);
 	ptx_label(f, Lloop);
 	PReg fin = gpu_reg(g, PC_PRED);
