@@ -34,8 +34,11 @@ uint32_t sm90_min_bytes(const KernelShape *s, int bn)
 }
 
 /* Keys per tile: 128 (GPU_MAXBN, FlashAttention-3's tile at head dims up
-** to 128) where the score tile's 64 accumulators fit beside the output's,
-** else GPU_BN, and where that spilled (the retry loop's SM90_TILING_BN64).
+** to 128) where the score tile's 64 accumulators fit beside the output's:
+** value head dims up to 128 and Q K^T head dims up to 192 (MLA's 192 / 128,
+** Q read from shared memory: 1.08-1.10x its 64-key tiles on an H200,
+** bench/RESULTS.md), else GPU_BN, and where that spilled (the retry loop's
+** SM90_TILING_BN64).
 ** Kernels of partial states keep GPU_BN, and so do the kernels beside them
 ** (KernelShape.with_parts: their tensor maps' boxes are shared, and the
 ** launcher cuts the keys at multiples of 64); gathered tiles too
@@ -50,7 +53,7 @@ int sm90_block_n(const KernelShape *s)
 	    s->DV > 128 || s->ecls2 >= 0 || sm90_min_bytes(s, GPU_MAXBN) > SM90_SMEM)
 		return GPU_BN;
 	for (int k = 0; k < s->nqk; k++)
-		if (s->qk[k].D > 128)
+		if (s->qk[k].D > 192)
 			return GPU_BN;
 	return GPU_MAXBN;
 }

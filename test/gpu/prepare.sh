@@ -37,7 +37,7 @@ mqa mqa B=2,H=4,N=150
 sink gpt_oss_sink B=2,H=3,N=140
 sigmoid sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1 B=1,H=2,N=300
 diff diff_attn B=2,H=2,N=120
-mla mla B=2,H=2,N=140 B=1,H=1,N=1
+mla mla B=2,H=2,N=140 B=1,H=1,N=1 B=1,H=2,N=400,ramp=4
 decode decode B=2,HKV=2,G=4,M=300 --int kv_len=0:300
 relpos_bias relpos_bias B=2,H=3,N=100,M=170
 softcap_alibi softcap_alibi B=2,H=2,N=150
@@ -103,7 +103,7 @@ relpos_bias relpos_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1
 sink gpt_oss_sink B=2,H=3,N=140 B=1,H=1,N=1
 sigmoid sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1
 diff diff_attn B=2,H=2,N=120 B=1,H=1,N=1 B=1,H=2,N=1,lam=0.9995 B=1,H=2,N=40,lam=0.9995
-mla mla B=2,H=2,N=140 B=1,H=1,N=1
+mla mla B=2,H=2,N=140 B=1,H=1,N=1 B=1,H=2,N=700,ramp=4
 decode decode B=2,HKV=2,G=4,M=300 B=1,HKV=2,G=8,M=900,ramp=8 B=1,HKV=3,G=8,M=1 B=3,HKV=1,G=1,M=70 B=1,HKV=2,G=80,M=130 --int kv_len=0:300
 multi gqa_groups B=2,HKV=2,G=4,N=130 B=1,HKV=1,G=8,N=1 B=1,HKV=3,G=1,N=65
 full_d64 full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=900,ramp=8
