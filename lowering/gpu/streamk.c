@@ -11,10 +11,11 @@
 ** row's CTA would compute them: m_r tiles, at least 1, so that an empty row
 ** still has a part that writes its outputs) and their exclusive prefix S_r
 ** (S_nrows = T, then P) in shared memory (KernelGen.sk_off: nrows + 2
-** words, every role reads them). Of the launch's CTAs, the first P take tiles (the
-** rest return at once; gpu_streamk_choose: at most min(CTAs, T), fewer
-** where rows are equal so that no share crosses a row's end): CTA c owns
-** [A_c, A_(c+1)), A_c = floor(c T / P), at least one tile. It then walks its rows from the last r
+** words, every role reads them). Of the launch's CTAs, the first P take
+** tiles (the rest return at once; gpu_streamk_choose: at most min(CTAs,
+** T), fewer where rows are equal so that no share crosses a row's end):
+** CTA c owns [A_c, A_(c+1)), A_c = floor(c T / P), at least one tile. It
+** then walks its rows from the last r
 ** with S_r <= A_c while S_r < A_(c+1); on each, the part [max(A_c, S_r),
 ** min(A_(c+1), S_(r+1))) - S_r of the row's tiles. The parts of row r are
 ** those of the CTAs owner(S_r) .. owner(S_(r+1) - 1), owner(x) = floor(((x +
