@@ -253,34 +253,30 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	TileScan sc = {.table = table, .sbase = g->sbase, .off = g->table_off};
 	PReg buf = gpu_reg(g, PC_B32), any = gpu_reg(g, PC_PRED), all = gpu_reg(g, PC_PRED),
 	     anyn = gpu_reg(g, PC_PRED), alln = gpu_reg(g, PC_PRED);
-	PReg first_from = {0, 0};
-	int late_first = s->streamk || s->pack;
-	{
-		PReg start = gpu_reg(g, PC_B64);
-		first_from = start;
-		g->send = gpu_reg(g, PC_B64);
-		gpu_stream_bounds(g, start, g->send);
-		if (sc.table) {
-			/* the ids' staging (the target's setup_loads set g->ids) */
-			g->ids.after = qlate ? tg->load_q : NULL;
-			gpu_table_first(g, sc.off, start);
-			g->ids.base = (PReg){0, 0};
-			if (g->ids.after) /* not staged after all: Q now */
-				tg->load_q(g), g->ids.after = NULL;
-		}
-		/* where a warpgroup may have no rows (packed query heads,
-		** stream-K) the consumers read the producer's first entry after
-		** the stream's start, where that warpgroup leaves: it reads no
-		** entry, which the producer rewrites later without waiting for
-		** it (racecheck's hazard, decode over more tiles than slots) */
-		if (!(late_first && tg->producer))
-			stream_tile(g, &sc, start, j0, any, all, 1);
+	/* where a warpgroup may have no rows (packed query heads, stream-K) the
+	** consumers read the producer's first entry after the stream's start,
+	** where that warpgroup leaves: it reads no entry, which the producer
+	** rewrites later without waiting for it (racecheck's hazard, decode
+	** over more tiles than slots) */
+	int late_first = (s->streamk || s->pack) && tg->producer;
+	PReg start = gpu_reg(g, PC_B64);
+	g->send = gpu_reg(g, PC_B64);
+	gpu_stream_bounds(g, start, g->send);
+	if (sc.table) {
+		/* the ids' staging (the target's setup_loads set g->ids) */
+		g->ids.after = qlate ? tg->load_q : NULL;
+		gpu_table_first(g, sc.off, start);
+		g->ids.base = (PReg){0, 0};
+		if (g->ids.after) /* not staged after all: Q now */
+			tg->load_q(g), g->ids.after = NULL;
 	}
+	if (!late_first)
+		stream_tile(g, &sc, start, j0, any, all, 1);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(buf), po_i(0));
 	/* the first tile's copies; Q in place */
 	tg->stream_start(g, j0, buf, any);
-	if (late_first && tg->producer)
-		stream_tile(g, &sc, first_from, j0, any, all, 1);
+	if (late_first)
+		stream_tile(g, &sc, start, j0, any, all, 1);
 	ptx_label(f, Lloop);
 	PReg fin = gpu_reg(g, PC_PRED);
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(fin), po_r(j0), po_r(g->send));

@@ -588,13 +588,6 @@ static void parts_bounds(KernelGen *g, PReg start, PReg end)
 	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(hi));
 }
 
-/* The CTA's key range [start, end): the union, over the nodes whose masks
-** the scan tests, of the key bounds their filters' conjuncts give over the
-** CTA's rows (causal: end = last row + 1; a window of W: start = first row
-** - W + 1), start rounded down to a tile. The stream then starts and stops
-** there instead of testing every tile from 0 to the end: up to N / 64
-** class tests per CTA, most of the stream's overhead under short windows.
-** start = 0 and end = sext where some node has no bound on that side. */
 /* A stream-K CTA's part of row work's tiles, [t0, t1) from the row's
 ** (aligned) start (streamk.c). */
 static void streamk_bounds(KernelGen *g, PReg start, PReg end)
@@ -610,7 +603,15 @@ static void streamk_bounds(KernelGen *g, PReg start, PReg end)
 	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(hi));
 }
 
-/* The bounds; narrowed to the CTA's part of the keys where `narrow`. */
+/* The CTA's key range [start, end): the union, over the nodes whose masks
+** the scan tests, of the key bounds their filters' conjuncts give over the
+** CTA's rows (causal: end = last row + 1; a window of W: start = first row
+** - W + 1), start rounded down to a tile. The stream then starts and stops
+** there instead of testing every tile from 0 to the end: up to N / 64
+** class tests per CTA, most of the stream's overhead under short windows.
+** start = 0 and end = sext where some node has no bound on that side.
+** Narrowed to the CTA's part of the keys where `narrow` (a stream-K
+** CTA's; not its count of a row's tiles). */
 static void bounds(KernelGen *g, PReg start, PReg end, int narrow)
 {
 	const KernelShape *s = g->s;

@@ -135,7 +135,8 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	k9->slots = (k9->sched + 8 * SM90_SCHED_SLOTS + 15u) & ~15u; /* 16-byte vectors */
 	k9->scan_words = k9->slots + 16 * SM90_SCHED_SLOTS;
 	k9->total = k9->scan_words + 16;
-	/* stream-K launches with NAME_fwd's bytes; it scans no words */
+	/* stream-K's producer scans no words (sm90_streamk_wanted): qempty
+	** takes their place */
 	if (s->streamk)
 		k9->qempty = k9->scan_words;
 	else if (s->persistent)
