@@ -72,49 +72,129 @@ static PReg slot_addr(KernelGen *g, PReg base, PReg slot)
 	return a;
 }
 
-/* Every state register to the slot at a. */
-static void store_states(KernelGen *g, PReg a)
+/* Every state register of the CTA's rows (rowok) to the slot at a. */
+static void store_states(KernelGen *g, PReg a, const PReg *rowok)
 {
-	int stride = gpu_warps(g->t) * 32 * 4, r = 0;
+	int stride = gpu_warps(g->t) * 32 * 4, r = 0, net = (int)(g->s->DV / 8);
 	for (int i = 0; i < g->c->nodes.n; i++)
-		for (int k = 0; k < node_regs(g, i); k++, r++)
+		for (int k = 0; k < node_regs(g, i); k++, r++) {
+			int h = g->s->node[i].kind == SN_GEMM2 ? gpu_acc_rs(net, k) : k;
 			gpu_op2(g, PTX_ST, ".global.f32", po_mem(a, r * stride),
 				po_r(*state_reg(g, i, k)));
+			ptx_guard(g->f, rowok[h], 0);
+		}
 }
 
-/* The states of the slot at a merged into the registers by the plan's
-** merge rule: maxes first (their old values kept for rho), references
-** built from maxes computed again from the merged ones, then every sum
-** rebased on references scaled from its own references and the loaded
-** ones to the merged ones and added. Accumulators are loaded one at a
-** time, so that no second set of them is live. */
-static void merge_states(KernelGen *g, TileState *t, PReg a)
+/* Slots a merge takes at once (merge_width): the loads of every slot
+** are issued before the first of them is used, so that the round costs one
+** trip to the L2, not one per slot and kind of state. As many slots as fit
+** beside the thread's own states in GPU_MERGE_REGS registers (a decode
+** kernel's 70 state registers: two; head dim 64's 38: four), at most
+** GPU_MERGE_SLOTS. */
+enum { GPU_MERGE_REGS = 224, GPU_MERGE_SLOTS = 4 };
+
+static int merge_width(const KernelGen *g)
 {
-	int n = g->c->nodes.n, nrs = 2 * g->row_blocks;
+	int regs = gpu_part_regs(g), u = regs ? (GPU_MERGE_REGS - regs) / regs : 1;
+	return u < 1 ? 1 : u > GPU_MERGE_SLOTS ? GPU_MERGE_SLOTS : u;
+}
+
+/* Load predicates of slot j's row slots: the slot is valid (where valid is
+** given) and the row is the CTA's (rowok): a warp's rows past the
+** launch's (decode's packed heads: four or eight of sixteen) are neither
+** stored nor loaded. */
+static PReg *slot_preds(KernelGen *g, const PReg *valid, int j, const PReg *rowok)
+{
+	int nrs = 2 * g->row_blocks;
+	PReg *ok = ARENA_ARRAY(g->a, PReg, GPU_MAXRS);
+	for (int h = 0; h < nrs; h++) {
+		ok[h] = rowok[h];
+		if (valid) {
+			ok[h] = gpu_reg(g, PC_PRED);
+			gpu_op3(g, PTX_AND, ".pred", po_r(ok[h]), po_r(rowok[h]), po_r(valid[j]));
+		}
+	}
+	return ok;
+}
+
+/* An accumulator of a slot at a + off, or zero where ok is false. */
+static PReg load_acc(KernelGen *g, PReg a, int off, PReg ok)
+{
+	PReg x = gpu_reg(g, PC_F32);
+	gpu_op2(g, PTX_MOV, ".f32", po_r(x), po_f(0.0f));
+	gpu_op2(g, PTX_LD, ".global.f32", po_r(x), po_mem(a, off));
+	ptx_guard(g->f, ok, 0);
+	return x;
+}
+
+/* The states of the u slots at a[j] merged into the registers by the
+** plan's merge rule: maxes first (their old values kept for rho),
+** references built from maxes computed again from the merged ones, then
+** every sum rebased on references scaled from its own references and the
+** loaded ones to the merged ones and added. Every slot's loads come first
+** (accumulators where they fit).
+** A slot that is not valid[j], and a row that is not rowok, loads nothing:
+** its references stay the thread's own (a max with itself, rho finite)
+** and its sums add zero. */
+static void merge_slots(KernelGen *g, TileState *t, const PReg *a, const PReg *valid, int u,
+			const PReg *rowok)
+{
+	int n = g->c->nodes.n, nrs = 2 * g->row_blocks, net = (int)(g->s->DV / 8);
 	int stride = gpu_warps(g->t) * 32 * 4;
-	PReg **old = ARENA_ARRAY(g->a, PReg *, n + 1), **in = ARENA_ARRAY(g->a, PReg *, n + 1);
+	PReg **old = ARENA_ARRAY(g->a, PReg *, n + 1);
+	PReg ***in = ARENA_ARRAY(g->a, PReg **, u), ***acc = ARENA_ARRAY(g->a, PReg **, u),
+	     **ok = ARENA_ARRAY(g->a, PReg *, u);
 	int *at = ARENA_ARRAY(g->a, int, n + 1);
-	int r = 0;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0, r = 0; i < n; i++) {
 		at[i] = r;
-		ShapeNodeKind k = g->s->node[i].kind;
-		if (k == SN_RMAX || k == SN_RSUM || k == SN_REF) {
-			in[i] = ARENA_ARRAY(g->a, PReg, GPU_MAXRS);
-			old[i] = ARENA_ARRAY(g->a, PReg, GPU_MAXRS);
+		r += node_regs(g, i);
+	}
+	for (int j = 0; j < u; j++) {
+		ok[j] = slot_preds(g, valid, j, rowok);
+		in[j] = ARENA_ARRAY(g->a, PReg *, n + 1);
+		acc[j] = ARENA_ARRAY(g->a, PReg *, n + 1);
+		for (int i = 0; i < n; i++) {
+			ShapeNodeKind k = g->s->node[i].kind;
+			if (k != SN_RMAX && k != SN_RSUM && k != SN_REF)
+				continue;
+			in[j][i] = ARENA_ARRAY(g->a, PReg, GPU_MAXRS);
 			for (int h = 0; h < nrs; h++) {
-				in[i][h] = gpu_reg(g, PC_F32), old[i][h] = gpu_reg(g, PC_F32);
-				gpu_op2(g, PTX_LD, ".global.f32", po_r(in[i][h]),
-					po_mem(a, (r + h) * stride));
-				gpu_op2(g, PTX_MOV, ".f32", po_r(old[i][h]), po_r(g->rowv[i][h]));
+				in[j][i][h] = gpu_reg(g, PC_F32);
+				gpu_op2(g, PTX_MOV, ".f32", po_r(in[j][i][h]), po_r(g->rowv[i][h]));
+				gpu_op2(g, PTX_LD, ".global.f32", po_r(in[j][i][h]),
+					po_mem(a[j], (at[i] + h) * stride));
+				ptx_guard(g->f, ok[j][h], 0);
 			}
 		}
-		r += node_regs(g, i);
+	}
+	/* the accumulators up front where they fit beside the thread's own,
+	** else each just before it is added (no second set of them live) */
+	int early = (u + 1) * gpu_part_regs(g) <= GPU_MERGE_REGS;
+	for (int j = 0; j < u; j++)
+		for (int i = 0; i < n; i++) {
+			if (g->s->node[i].kind != SN_GEMM2)
+				continue;
+			acc[j][i] = ARENA_ARRAY(g->a, PReg, node_regs(g, i));
+			for (int e = 0; e < node_regs(g, i) && early; e++)
+				acc[j][i][e] = load_acc(g, a[j], (at[i] + e) * stride,
+							ok[j][gpu_acc_rs(net, e)]);
+		}
+	for (int i = 0; i < n; i++) {
+		ShapeNodeKind k = g->s->node[i].kind;
+		if (k != SN_RMAX && k != SN_RSUM && k != SN_REF)
+			continue;
+		old[i] = ARENA_ARRAY(g->a, PReg, GPU_MAXRS);
+		for (int h = 0; h < nrs; h++) {
+			old[i][h] = gpu_reg(g, PC_F32);
+			gpu_op2(g, PTX_MOV, ".f32", po_r(old[i][h]), po_r(g->rowv[i][h]));
+		}
 	}
 	for (int i = 0; i < n; i++)
 		if (g->s->node[i].kind == SN_RMAX)
-			for (int h = 0; h < nrs; h++)
-				gpu_op3(g, PTX_MAX, ".f32", po_r(g->rowv[i][h]),
-					po_r(g->rowv[i][h]), po_r(in[i][h]));
+			for (int j = 0; j < u; j++)
+				for (int h = 0; h < nrs; h++)
+					gpu_op3(g, PTX_MAX, ".f32", po_r(g->rowv[i][h]),
+						po_r(g->rowv[i][h]), po_r(in[j][i][h]));
 	gpu_expr_forget(g, 1);
 	for (int i = 0; i < n; i++)
 		if (g->s->node[i].kind == SN_REF)
@@ -128,22 +208,28 @@ static void merge_states(KernelGen *g, TileState *t, PReg a)
 		if (k != SN_RSUM && k != SN_GEMM2)
 			continue;
 		const Running *run = &g->p->np[i].run;
-		PReg mine[GPU_MAXRS], theirs[GPU_MAXRS];
+		/* theirs[j * GPU_MAXRS + h]: slot j's factor for row slot h */
+		PReg mine[GPU_MAXRS], *theirs = ARENA_ARRAY(g->a, PReg, u * GPU_MAXRS);
 		for (int h = 0; h < nrs; h++) {
 			mine[h] = gpu_rho(g, run, old, g->rowv, h);
-			theirs[h] = gpu_rho(g, run, in, g->rowv, h);
+			for (int j = 0; j < u; j++)
+				theirs[j * GPU_MAXRS + h] = gpu_rho(g, run, in[j], g->rowv, h);
 		}
-		int net = (int)(g->s->DV / 8);
 		for (int e = 0; e < node_regs(g, i); e++) {
 			int h = k == SN_RSUM ? e : gpu_acc_rs(net, e);
-			PReg x = k == SN_RSUM ? in[i][e] : gpu_reg(g, PC_F32),
-			     *s = state_reg(g, i, e);
-			if (k == SN_GEMM2)
-				gpu_op2(g, PTX_LD, ".global.f32", po_r(x),
-					po_mem(a, (at[i] + e) * stride));
+			PReg *s = state_reg(g, i, e);
 			gpu_op3(g, PTX_MUL, ".f32", po_r(*s), po_r(*s), po_r(mine[h]));
-			gpu_op4(g, PTX_FMA, ".rn.f32", po_r(*s), po_r(x), po_r(theirs[h]),
-				po_r(*s));
+			for (int j = 0; j < u; j++) {
+				PReg x = k == SN_RSUM ? gpu_reg(g, PC_F32)
+					 : early
+					     ? acc[j][i][e]
+					     : load_acc(g, a[j], (at[i] + e) * stride, ok[j][h]);
+				if (k == SN_RSUM)
+					gpu_op4(g, PTX_SELP, ".f32", po_r(x), po_r(in[j][i][e]),
+						po_f(0.0f), po_r(ok[j][h]));
+				gpu_op4(g, PTX_FMA, ".rn.f32", po_r(*s), po_r(x),
+					po_r(theirs[j * GPU_MAXRS + h]), po_r(*s));
+			}
 		}
 	}
 	/* this code runs on some paths only: nothing it computed may be reused */
@@ -193,13 +279,13 @@ static Meet meet_of(KernelGen *g, PReg cta)
 
 /* The split's meeting, per warp: this part's states to the workspace, a
 ** ticket from the warp's counter, and for the last part's warp the others'
-** states merged in (the rest leave). */
-static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m)
+** states merged in, merge_width of them a round (the rest leave). */
+static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg *rowok)
 {
 	PReg nz = m.nz, z = m.z, ncta = m.stride, slot = gpu_reg(g, PC_B64);
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(slot), po_r(z), po_r(ncta), po_r(m.base));
 	PReg ws = gpu_part_param(g, GPU_PART_WS);
-	store_states(g, slot_addr(g, ws, slot));
+	store_states(g, slot_addr(g, ws, slot), rowok);
 	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
 	gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
 	/* lane 0 takes the ticket; every lane learns it */
@@ -223,23 +309,30 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m)
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(last), po_r(tka), po_r(nz1));
 	gpu_leave(g);
 	ptx_guard(g->f, last, 1);
-	/* the last: the others' states after its acquire */
+	/* the last: the others' states after its acquire, parts zz .. zz + u - 1
+	** a round (this part's own and those past nz not loaded) */
 	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
-	PReg zz = gpu_reg(g, PC_B64), fin = gpu_reg(g, PC_PRED), same = gpu_reg(g, PC_PRED);
-	int Lloop = ptx_new_label(g->f), Lnext = ptx_new_label(g->f), Lend = ptx_new_label(g->f);
+	int u = merge_width(g);
+	PReg zz = gpu_reg(g, PC_B64), fin = gpu_reg(g, PC_PRED);
+	PReg *addr = ARENA_ARRAY(g->a, PReg, u), *valid = ARENA_ARRAY(g->a, PReg, u);
+	int Lloop = ptx_new_label(g->f), Lend = ptx_new_label(g->f);
 	gpu_op2(g, PTX_MOV, ".b64", po_r(zz), po_i(0));
 	ptx_label(g->f, Lloop);
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(fin), po_r(zz), po_r(nz));
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lend));
 	ptx_guard(g->f, fin, 0);
-	gpu_op3(g, PTX_SETP, ".eq.s64", po_r(same), po_r(zz), po_r(z));
-	gpu_op1(g, PTX_BRA, ".uni", po_label(Lnext));
-	ptx_guard(g->f, same, 0);
-	PReg s2 = gpu_reg(g, PC_B64);
-	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(s2), po_r(zz), po_r(ncta), po_r(m.base));
-	merge_states(g, t, slot_addr(g, ws, s2));
-	ptx_label(g->f, Lnext);
-	gpu_op3(g, PTX_ADD, ".s64", po_r(zz), po_r(zz), po_i(1));
+	for (int j = 0; j < u; j++) {
+		PReg zj = gpu_reg(g, PC_B64), s2 = gpu_reg(g, PC_B64), other = gpu_reg(g, PC_PRED);
+		valid[j] = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_ADD, ".s64", po_r(zj), po_r(zz), po_i(j));
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(valid[j]), po_r(zj), po_r(nz));
+		gpu_op3(g, PTX_SETP, ".ne.s64", po_r(other), po_r(zj), po_r(z));
+		gpu_op3(g, PTX_AND, ".pred", po_r(valid[j]), po_r(valid[j]), po_r(other));
+		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(s2), po_r(zj), po_r(ncta), po_r(m.base));
+		addr[j] = slot_addr(g, ws, s2);
+	}
+	merge_slots(g, t, addr, valid, u, rowok);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(zz), po_r(zz), po_i(u));
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lloop));
 	ptx_label(g->f, Lend);
 }
@@ -274,6 +367,11 @@ void gpu_parts_finish(KernelGen *g, TileState *t)
 	if (!g->s->streamk)
 		leave_without_rows(g);
 	gpu_tile_rows(g, t);
+	PReg rowok[GPU_MAXRS];
+	for (int h = 0; h < 2 * g->row_blocks; h++) {
+		rowok[h] = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(rowok[h]), po_r(t->rows[h]), po_r(g->qext));
+	}
 	PReg cta = row_index(g), mode = gpu_part_param(g, GPU_PART_MODE);
 	Meet m = meet_of(g, cta);
 	PReg nz = m.nz, one = gpu_reg(g, PC_PRED), mi = gpu_reg(g, PC_PRED),
@@ -297,21 +395,21 @@ void gpu_parts_finish(KernelGen *g, TileState *t)
 	}
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lnosplit));
 	ptx_guard(g->f, one, 0);
-	split_meet(g, t, cta, m);
+	split_meet(g, t, cta, m, rowok);
 	ptx_label(g->f, Lnosplit);
 	PReg st = gpu_part_param(g, GPU_PART_ST), sa = slot_addr(g, st, cta);
 	gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(mode), po_i(GPU_PART_MERGE_IN));
 	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(mi), po_r(b), po_i(0));
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lnomerge));
 	ptx_guard(g->f, mi, 1);
-	merge_states(g, t, sa);
+	merge_slots(g, t, &sa, NULL, 1, rowok);
 	ptx_label(g->f, Lnomerge);
 	gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(mode), po_i(GPU_PART_FINALIZE));
 	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(fz), po_r(b), po_i(0));
 	int Lfinal = ptx_new_label(g->f);
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lfinal));
 	ptx_guard(g->f, fz, 0);
-	store_states(g, sa);
+	store_states(g, sa, rowok);
 	gpu_leave(g);
 	ptx_label(g->f, Lfinal);
 }
