@@ -62,14 +62,19 @@ static PReg *state_reg(KernelGen *g, int i, int k)
 /* The byte address of this thread's first state register in slot `slot`
 ** (z * ncta + cta) of the array at base; registers follow nthreads * 4
 ** bytes apart. */
-static PReg slot_addr(KernelGen *g, PReg base, PReg slot)
+static PReg slot_addr_at(KernelGen *g, PReg base, PReg slot, PReg tid)
 {
 	int nthr = gpu_warps(g->t) * 32;
 	PReg a = gpu_reg(g, PC_B64), t = gpu_reg(g, PC_B64);
 	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(t), po_r(slot), po_i((int64_t)gpu_part_regs(g) * nthr));
-	gpu_op3(g, PTX_ADD, ".s64", po_r(t), po_r(t), po_r(gpu_tid(g)));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(t), po_r(t), po_r(tid));
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(t), po_i(4), po_r(base));
 	return a;
+}
+
+static PReg slot_addr(KernelGen *g, PReg base, PReg slot)
+{
+	return slot_addr_at(g, base, slot, gpu_tid(g));
 }
 
 /* Every state register of the CTA's rows (rowok) to the slot at a. */
@@ -81,6 +86,20 @@ static void store_states(KernelGen *g, PReg a, const PReg *rowok)
 			int h = g->s->node[i].kind == SN_GEMM2 ? gpu_acc_rs(net, k) : k;
 			gpu_op2(g, PTX_ST, ".global.f32", po_mem(a, r * stride),
 				po_r(*state_reg(g, i, k)));
+			ptx_guard(g->f, rowok[h], 0);
+		}
+}
+
+/* Every state register of the rows rowok from the slot at a (the others
+** keep what they hold). */
+static void load_states(KernelGen *g, PReg a, const PReg *rowok)
+{
+	int stride = gpu_warps(g->t) * 32 * 4, r = 0, net = (int)(g->s->DV / 8);
+	for (int i = 0; i < g->c->nodes.n; i++)
+		for (int k = 0; k < node_regs(g, i); k++, r++) {
+			int h = g->s->node[i].kind == SN_GEMM2 ? gpu_acc_rs(net, k) : k;
+			gpu_op2(g, PTX_LD, ".global.f32", po_r(*state_reg(g, i, k)),
+				po_mem(a, r * stride));
 			ptx_guard(g->f, rowok[h], 0);
 		}
 }
@@ -277,10 +296,169 @@ static Meet meet_of(KernelGen *g, PReg cta)
 	return m;
 }
 
+/* Warps that help warp 0 merge, in a kernel of packed query heads: a
+** decode CTA holds its group's 4 or 8 rows in warp 0, and its other warps
+** hold none. Where the split's last part meets, the first warpgroup's
+** rowless warps (1 to 3; present at the meeting on every target) take
+** every R-th part each (R: they and warp 0), warp 0 the rest, and warp 0
+** merges their partial states: one warp's serial merge of 15 parts was
+** about 5 us of a 50 us decode at batch 1 on an H200. Warp 0 tells them
+** whether its part was the last by a barrier's count of its lanes (bar.red
+** at GpuTarget.meet_bar); each helper's partial state goes to the slot of
+** its first part, which it alone reads. on == 0: no helpers (other kernels,
+** stream-K, a target without the barrier: helpers_wanted). */
+typedef struct Help {
+	int on;
+	PReg n;     /* b64: the helpers, 0 to HELP_WARPS - 1 */
+	PReg R;     /* b64: n + 1, the warps that merge */
+	PReg count; /* b32: 32 R, the meeting barrier's threads */
+	PReg lead;  /* pred: this warp is warp 0 and has helpers */
+	PReg me;    /* pred: this warp helps */
+	PReg idx;   /* b64: a helper's index, 1 .. n */
+} Help;
+
+enum { HELP_WARPS = 4 };
+
+static int helpers_wanted(const KernelGen *g)
+{
+	return g->s->pack && !g->s->streamk && g->t->meet_bar;
+}
+
+static Help help_of(KernelGen *g, PReg nz)
+{
+	Help h = {0};
+	h.on = 1;
+	int rpw = 16 * g->row_blocks;
+	PReg rows = gpu_reg(g, PC_B64), nw = gpu_reg(g, PC_B64), any = gpu_reg(g, PC_PRED),
+	     split = gpu_reg(g, PC_PRED), some = gpu_reg(g, PC_PRED), a = gpu_reg(g, PC_PRED),
+	     c = gpu_reg(g, PC_PRED), t = gpu_reg(g, PC_B64);
+	/* nw: the warps with rows, ceil((qext - q0) / rpw) */
+	gpu_op3(g, PTX_SUB, ".s64", po_r(rows), po_r(g->qext), po_r(g->q0));
+	gpu_op3(g, PTX_MAX, ".s64", po_r(rows), po_r(rows), po_i(0));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(nw), po_r(rows), po_i(rpw - 1));
+	gpu_op3(g, PTX_SHR, ".u64", po_r(nw), po_r(nw), po_i(gpu_log2(rpw)));
+	h.n = gpu_reg(g, PC_B64), h.R = gpu_reg(g, PC_B64), h.count = gpu_reg(g, PC_B32);
+	gpu_op3(g, PTX_SUB, ".s64", po_r(h.n), po_i(HELP_WARPS), po_r(nw));
+	gpu_op3(g, PTX_MAX, ".s64", po_r(h.n), po_r(h.n), po_i(0));
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(any), po_r(nw), po_i(1));
+	gpu_op3(g, PTX_SETP, ".gt.s64", po_r(split), po_r(nz), po_i(1));
+	gpu_op3(g, PTX_AND, ".pred", po_r(any), po_r(any), po_r(split));
+	gpu_op4(g, PTX_SELP, ".b64", po_r(h.n), po_r(h.n), po_i(0), po_r(any));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(h.R), po_r(h.n), po_i(1));
+	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(t), po_r(h.R), po_i(32));
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(h.count), po_r(t));
+	gpu_op3(g, PTX_SETP, ".gt.s64", po_r(some), po_r(h.n), po_i(0));
+	h.lead = gpu_reg(g, PC_PRED), h.me = gpu_reg(g, PC_PRED), h.idx = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_SETP, ".eq.s64", po_r(a), po_r(g->warp), po_i(0));
+	gpu_op3(g, PTX_AND, ".pred", po_r(h.lead), po_r(a), po_r(some));
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(a), po_r(g->warp), po_r(nw));
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(c), po_r(g->warp), po_i(HELP_WARPS));
+	gpu_op3(g, PTX_AND, ".pred", po_r(h.me), po_r(a), po_r(c));
+	gpu_op3(g, PTX_AND, ".pred", po_r(h.me), po_r(h.me), po_r(some));
+	gpu_op3(g, PTX_SUB, ".s64", po_r(h.idx), po_r(g->warp), po_r(nw));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(h.idx), po_r(h.idx), po_i(1));
+	return h;
+}
+
+/* Parts first, first + step, ... below nz merged into the registers,
+** merge_width of them a round, part z (the registers' own) not loaded;
+** the slots at thread index tid. step {0, 0}: 1. */
+static void merge_parts(KernelGen *g, TileState *t, Meet m, PReg tid, PReg first, PReg step,
+			const PReg *rowok)
+{
+	int u = merge_width(g);
+	PReg ws = gpu_part_param(g, GPU_PART_WS), zz = gpu_reg(g, PC_B64),
+	     fin = gpu_reg(g, PC_PRED);
+	PReg *addr = ARENA_ARRAY(g->a, PReg, u), *valid = ARENA_ARRAY(g->a, PReg, u);
+	int Lloop = ptx_new_label(g->f), Lend = ptx_new_label(g->f);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(zz), po_r(first));
+	ptx_label(g->f, Lloop);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(fin), po_r(zz), po_r(m.nz));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lend));
+	ptx_guard(g->f, fin, 0);
+	for (int j = 0; j < u; j++) {
+		PReg zj = gpu_reg(g, PC_B64), s2 = gpu_reg(g, PC_B64), other = gpu_reg(g, PC_PRED);
+		valid[j] = gpu_reg(g, PC_PRED);
+		if (step.n)
+			gpu_op4(g, PTX_MAD, ".lo.s64", po_r(zj), po_r(step), po_i(j), po_r(zz));
+		else
+			gpu_op3(g, PTX_ADD, ".s64", po_r(zj), po_r(zz), po_i(j));
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(valid[j]), po_r(zj), po_r(m.nz));
+		gpu_op3(g, PTX_SETP, ".ne.s64", po_r(other), po_r(zj), po_r(m.z));
+		gpu_op3(g, PTX_AND, ".pred", po_r(valid[j]), po_r(valid[j]), po_r(other));
+		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(s2), po_r(zj), po_r(m.stride), po_r(m.base));
+		addr[j] = slot_addr_at(g, ws, s2, tid);
+	}
+	merge_slots(g, t, addr, valid, u, rowok);
+	if (step.n)
+		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(zz), po_r(step), po_i(u), po_r(zz));
+	else
+		gpu_op3(g, PTX_ADD, ".s64", po_r(zz), po_r(zz), po_i(u));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lloop));
+	ptx_label(g->f, Lend);
+}
+
+/* A helper's first part: its index r, or r + R where r is the last part
+** (z, warp 0's own); b64. */
+static PReg help_first(KernelGen *g, const Help *h, Meet m, PReg r)
+{
+	PReg f = gpu_reg(g, PC_B64), f2 = gpu_reg(g, PC_B64), isz = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_SETP, ".eq.s64", po_r(isz), po_r(r), po_r(m.z));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(f2), po_r(r), po_r(h->R));
+	gpu_op4(g, PTX_SELP, ".b64", po_r(f), po_r(f2), po_r(r), po_r(isz));
+	return f;
+}
+
+/* A helper's part of the merge: after warp 0's word, if its part was the
+** last, the helper's parts (from its first, every R-th) merged in warp 0's
+** thread layout and rows, and stored to its first part's slot; then the
+** barrier warp 0 waits at, and it leaves. */
+static void help_merge(KernelGen *g, Meet m, const Help *h)
+{
+	PReg nl = gpu_reg(g, PC_B32), none = gpu_reg(g, PC_PRED);
+	gpu_op4(g, PTX_BAR_RED, ".popc.u32", po_r(nl), po_i(g->t->meet_bar), po_r(h->count),
+		po_r(gpu_pconst(g, 0)));
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(none), po_r(nl), po_i(0));
+	gpu_leave(g);
+	ptx_guard(g->f, none, 0);
+	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
+	/* warp 0's rows and its lane's thread index */
+	TileState t0;
+	PReg warp = g->warp, row0[2] = {g->row0[0], g->row0[1]}, zero = gpu_reg(g, PC_B64),
+	     lane = gpu_reg(g, PC_B64), ok0[GPU_MAXRS];
+	gpu_op2(g, PTX_MOV, ".b64", po_r(zero), po_i(0));
+	g->warp = zero;
+	gpu_tile_rows(g, &t0);
+	g->warp = warp;
+	for (int i = 0; i < 2 * g->row_blocks; i++) {
+		ok0[i] = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(ok0[i]), po_r(t0.rows[i]), po_r(g->qext));
+	}
+	gpu_op3(g, PTX_AND, ".b64", po_r(lane), po_r(gpu_tid(g)), po_i(31));
+	PReg f = help_first(g, h, m, h->idx), has = gpu_reg(g, PC_PRED), slot = gpu_reg(g, PC_B64),
+	     next = gpu_reg(g, PC_B64);
+	int Lbar = ptx_new_label(g->f);
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(has), po_r(f), po_r(m.nz));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lbar));
+	ptx_guard(g->f, has, 1);
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(slot), po_r(f), po_r(m.stride), po_r(m.base));
+	PReg a = slot_addr_at(g, gpu_part_param(g, GPU_PART_WS), slot, lane);
+	load_states(g, a, ok0);
+	gpu_op3(g, PTX_ADD, ".s64", po_r(next), po_r(f), po_r(h->R));
+	merge_parts(g, &t0, m, lane, next, h->R, ok0);
+	store_states(g, a, ok0);
+	ptx_label(g->f, Lbar);
+	gpu_op2(g, PTX_BAR, "", po_i(g->t->meet_bar), po_r(h->count));
+	gpu_leave(g);
+	g->row0[0] = row0[0], g->row0[1] = row0[1];
+}
+
 /* The split's meeting, per warp: this part's states to the workspace, a
 ** ticket from the warp's counter, and for the last part's warp the others'
-** states merged in, merge_width of them a round (the rest leave). */
-static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg *rowok)
+** states merged in, merge_width of them a round (the rest leave); warp 0
+** with helpers (Help) merges every R-th part and then their partials. */
+static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg *rowok,
+		       const Help *h)
 {
 	PReg nz = m.nz, z = m.z, ncta = m.stride, slot = gpu_reg(g, PC_B64);
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(slot), po_r(z), po_r(ncta), po_r(m.base));
@@ -307,34 +485,51 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg 
 	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(nz1), po_r(nz));
 	gpu_op3(g, PTX_SUB, ".u32", po_r(nz1), po_r(nz1), po_i(1));
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(last), po_r(tka), po_r(nz1));
+	if (h->on) {
+		/* the helpers learn whether this part is the last */
+		PReg nl = gpu_reg(g, PC_B32);
+		gpu_op4(g, PTX_BAR_RED, ".popc.u32", po_r(nl), po_i(g->t->meet_bar), po_r(h->count),
+			po_r(last));
+		ptx_guard(g->f, h->lead, 0);
+	}
 	gpu_leave(g);
 	ptx_guard(g->f, last, 1);
-	/* the last: the others' states after its acquire, parts zz .. zz + u - 1
-	** a round (this part's own and those past nz not loaded) */
+	/* the last: the others' states after its acquire */
 	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
-	int u = merge_width(g);
-	PReg zz = gpu_reg(g, PC_B64), fin = gpu_reg(g, PC_PRED);
-	PReg *addr = ARENA_ARRAY(g->a, PReg, u), *valid = ARENA_ARRAY(g->a, PReg, u);
-	int Lloop = ptx_new_label(g->f), Lend = ptx_new_label(g->f);
-	gpu_op2(g, PTX_MOV, ".b64", po_r(zz), po_i(0));
-	ptx_label(g->f, Lloop);
-	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(fin), po_r(zz), po_r(nz));
-	gpu_op1(g, PTX_BRA, ".uni", po_label(Lend));
-	ptx_guard(g->f, fin, 0);
-	for (int j = 0; j < u; j++) {
-		PReg zj = gpu_reg(g, PC_B64), s2 = gpu_reg(g, PC_B64), other = gpu_reg(g, PC_PRED);
-		valid[j] = gpu_reg(g, PC_PRED);
-		gpu_op3(g, PTX_ADD, ".s64", po_r(zj), po_r(zz), po_i(j));
-		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(valid[j]), po_r(zj), po_r(nz));
-		gpu_op3(g, PTX_SETP, ".ne.s64", po_r(other), po_r(zj), po_r(z));
-		gpu_op3(g, PTX_AND, ".pred", po_r(valid[j]), po_r(valid[j]), po_r(other));
-		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(s2), po_r(zj), po_r(ncta), po_r(m.base));
-		addr[j] = slot_addr(g, ws, s2);
+	PReg zero = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(zero), po_i(0));
+	if (!h->on) {
+		merge_parts(g, t, m, tid, zero, (PReg){0, 0}, rowok);
+		return;
 	}
-	merge_slots(g, t, addr, valid, u, rowok);
-	gpu_op3(g, PTX_ADD, ".s64", po_r(zz), po_r(zz), po_i(u));
-	gpu_op1(g, PTX_BRA, ".uni", po_label(Lloop));
-	ptx_label(g->f, Lend);
+	int Lhelped = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lhelped));
+	ptx_guard(g->f, h->lead, 0);
+	merge_parts(g, t, m, tid, zero, (PReg){0, 0}, rowok);
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
+	ptx_label(g->f, Lhelped);
+	merge_parts(g, t, m, tid, zero, h->R, rowok);
+	gpu_op2(g, PTX_BAR, "", po_i(g->t->meet_bar), po_r(h->count));
+	/* the helpers' partial states, in their first parts' slots */
+	int u = merge_width(g);
+	for (int r0 = 1; r0 < HELP_WARPS; r0 += u) {
+		int nu = r0 + u <= HELP_WARPS ? u : HELP_WARPS - r0;
+		PReg *addr = ARENA_ARRAY(g->a, PReg, nu), *valid = ARENA_ARRAY(g->a, PReg, nu);
+		for (int j = 0; j < nu; j++) {
+			PReg r = gpu_reg(g, PC_B64), s2 = gpu_reg(g, PC_B64),
+			     in = gpu_reg(g, PC_PRED);
+			gpu_op2(g, PTX_MOV, ".b64", po_r(r), po_i(r0 + j));
+			PReg f = help_first(g, h, m, r);
+			valid[j] = gpu_reg(g, PC_PRED);
+			gpu_op3(g, PTX_SETP, ".le.s64", po_r(valid[j]), po_r(r), po_r(h->n));
+			gpu_op3(g, PTX_SETP, ".lt.s64", po_r(in), po_r(f), po_r(nz));
+			gpu_op3(g, PTX_AND, ".pred", po_r(valid[j]), po_r(valid[j]), po_r(in));
+			gpu_op4(g, PTX_MAD, ".lo.s64", po_r(s2), po_r(f), po_r(ncta), po_r(m.base));
+			addr[j] = slot_addr_at(g, ws, s2, tid);
+		}
+		merge_slots(g, t, addr, valid, nu, rowok);
+	}
+	ptx_label(g->f, Ldone);
 }
 
 /* A warp whose rows all lie past the CTA's (decode's packed query heads:
@@ -364,13 +559,24 @@ void gpu_parts_finish(KernelGen *g, TileState *t)
 	** index that stays in the loop made ptxas serialise a warpgroup's wgmma
 	** (C7520); such a warp's states are stored and merged, its outputs
 	** not (no rows) */
+	Help h = {0};
+	if (helpers_wanted(g)) {
+		/* rowless warps that help warp 0 (help_of) take their own path */
+		Meet hm = meet_of(g, row_index(g));
+		h = help_of(g, hm.nz);
+		int Lrows = ptx_new_label(g->f);
+		gpu_op1(g, PTX_BRA, ".uni", po_label(Lrows));
+		ptx_guard(g->f, h.me, 1);
+		help_merge(g, hm, &h);
+		ptx_label(g->f, Lrows);
+	}
 	if (!g->s->streamk)
 		leave_without_rows(g);
 	gpu_tile_rows(g, t);
 	PReg rowok[GPU_MAXRS];
-	for (int h = 0; h < 2 * g->row_blocks; h++) {
-		rowok[h] = gpu_reg(g, PC_PRED);
-		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(rowok[h]), po_r(t->rows[h]), po_r(g->qext));
+	for (int i = 0; i < 2 * g->row_blocks; i++) {
+		rowok[i] = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(rowok[i]), po_r(t->rows[i]), po_r(g->qext));
 	}
 	PReg cta = row_index(g), mode = gpu_part_param(g, GPU_PART_MODE);
 	Meet m = meet_of(g, cta);
@@ -395,7 +601,7 @@ void gpu_parts_finish(KernelGen *g, TileState *t)
 	}
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lnosplit));
 	ptx_guard(g->f, one, 0);
-	split_meet(g, t, cta, m, rowok);
+	split_meet(g, t, cta, m, rowok, &h);
 	ptx_label(g->f, Lnosplit);
 	PReg st = gpu_part_param(g, GPU_PART_ST), sa = slot_addr(g, st, cta);
 	gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(mode), po_i(GPU_PART_MERGE_IN));

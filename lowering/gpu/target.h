@@ -79,6 +79,9 @@ typedef struct GpuTarget {
 	** is the builder's threads alone and bar.sync id takes them all. */
 	int consumer_tid0;
 	int bar_base;
+	/* A named barrier id of the split's meeting (parts.c: warp 0 and the
+	** warps that help it merge), free of the target's own; 0: no helpers. */
+	int meet_bar;
 	/* The builder's warps (0: GPU_WARPS), each 16 query rows per row
 	** block: 8 are two consumer warpgroups of 64 rows each. */
 	int consumer_warps;

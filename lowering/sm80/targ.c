@@ -47,6 +47,7 @@ const GpuTarget T_sm80 = {
     .cubin_sms = {80, 90},
     .warps = GPU_WARPS,
     .threads = GPU_THREADS,
+    .meet_bar = 2, /* after bar.sync 0 and the builder's 1 */
     .warp_classes = 1,
     .smem_max = 163 * 1024, /* the A100's opt-in limit; not yet checked */
     .retune_rounds = 2,

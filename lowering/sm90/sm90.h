@@ -53,18 +53,17 @@ enum {
 /* Entries of the schedule the producer publishes (producer.c's publish):
 ** more than SM90_MAX_STAGES + 1, the most it runs ahead of the reads. */
 enum { SM90_SCHED_SLOTS = 8 };
-/* Shared memory a CTA may take (227 KB), less the barriers' kilobyte. */
-enum { SM90_SMEM = 226 * 1024, SM90_MAX_STAGES = 4 };
-/* The consumers' turn barriers: ids after the builder's (bar_base 1: ids 1
-** and 2). */
+enum { SM90_SMEM = 226 * 1024, SM90_MAX_STAGES = 4 }; /* 227 KB less the barriers' KB */
+/* The consumers' turn barriers: after the builder's ids 1 and 2 (bar_base). */
 enum { SM90_BAR_TURN = 3 };
 /* The producer warpgroup's barrier where its warps scan masks that read
 ** data together (gpu_scan_words): after the turns' ids 3 and 4. */
 enum { SM90_BAR_SCAN = SM90_BAR_TURN + 2 };
 /* The consumers' barrier before a sum over the CTA's rows reads every
 ** warp's part of X (cross.c), after the scan's id; then each consumer
-** warpgroup's (+ 1 + c) before its staged sums are reduced into memory. */
-enum { SM90_BAR_CROSS = SM90_BAR_SCAN + 1 };
+** warpgroup's (+ 1 + c) before its staged sums are reduced into memory;
+** then the split's meeting (GpuTarget.meet_bar, gpu/parts.c). */
+enum { SM90_BAR_CROSS = SM90_BAR_SCAN + 1, SM90_BAR_MEET = SM90_BAR_CROSS + 3 };
 /* The tile-size choices of the retry loop (KernelShape.tiling, targ.c). */
 enum { SM90_TILING_FIRST, SM90_TILING_BN64 };
 

@@ -84,6 +84,7 @@ const GpuTarget T_sm90 = {
     .threads = SM90_THREADS,
     .consumer_tid0 = GPU_THREADS,
     .bar_base = 1,
+    .meet_bar = SM90_BAR_MEET,
     .consumer_warps = SM90_CONSUMER_WARPS,
     .min_ctas_per_sm = 1,
     .warp_classes = 0,
