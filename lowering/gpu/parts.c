@@ -298,15 +298,15 @@ static Meet meet_of(KernelGen *g, PReg cta)
 
 /* Warps that help warp 0 merge, in a kernel of packed query heads: a
 ** decode CTA holds its group's 4 or 8 rows in warp 0, and its other warps
-** hold none. Where the split's last part meets, the first warpgroup's
-** rowless warps (1 to 3; present at the meeting on every target) take
-** every R-th part each (R: they and warp 0), warp 0 the rest, and warp 0
-** merges their partial states: one warp's serial merge of 15 parts was
-** about 5 us of a 50 us decode at batch 1 on an H200. Warp 0 tells them
-** whether its part was the last by a barrier's count of its lanes (bar.red
-** at GpuTarget.meet_bar); each helper's partial state goes to the slot of
-** its first part, which it alone reads. on == 0: no helpers (other kernels,
-** stream-K, a target without the barrier: helpers_wanted). */
+** hold none. Where the last of more than HELP_WARPS parts meets, the first
+** warpgroup's rowless warps (1 to 3; present at the meeting on every
+** target) take every R-th part each (R: they and warp 0), warp 0 the rest,
+** and warp 0 merges their partial states: one warp's serial merge of 15
+** parts was about 5 us of a 50 us decode at batch 1 on an H200. Warp 0
+** tells them whether its part was the last by a barrier's count of its
+** lanes (bar.red at GpuTarget.meet_bar); each helper's partial state goes
+** to the slot of its first part, which it alone reads. on == 0: no helpers
+** (other kernels, stream-K, a target without the barrier: helpers_wanted). */
 typedef struct Help {
 	int on;
 	PReg n;     /* b64: the helpers, 0 to HELP_WARPS - 1 */
@@ -341,7 +341,9 @@ static Help help_of(KernelGen *g, PReg nz)
 	gpu_op3(g, PTX_SUB, ".s64", po_r(h.n), po_i(HELP_WARPS), po_r(nw));
 	gpu_op3(g, PTX_MAX, ".s64", po_r(h.n), po_r(h.n), po_i(0));
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(any), po_r(nw), po_i(1));
-	gpu_op3(g, PTX_SETP, ".gt.s64", po_r(split), po_r(nz), po_i(1));
+	/* more parts than warps that would merge them: at 2 parts (8 x 8k) a
+	** helper's partial cost warp 0 a second round trip (+1 us) */
+	gpu_op3(g, PTX_SETP, ".gt.s64", po_r(split), po_r(nz), po_i(HELP_WARPS));
 	gpu_op3(g, PTX_AND, ".pred", po_r(any), po_r(any), po_r(split));
 	gpu_op4(g, PTX_SELP, ".b64", po_r(h.n), po_r(h.n), po_i(0), po_r(any));
 	gpu_op3(g, PTX_ADD, ".s64", po_r(h.R), po_r(h.n), po_i(1));
