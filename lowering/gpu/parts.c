@@ -303,8 +303,8 @@ static Meet meet_of(KernelGen *g, PReg cta)
 ** target) take every R-th part each (R: they and warp 0), warp 0 the rest,
 ** and warp 0 merges their partial states: one warp's serial merge of 15
 ** parts was about 5 us of a 50 us decode at batch 1 on an H200. Warp 0
-** tells them whether its part was the last by a barrier's count of its
-** lanes (bar.red at GpuTarget.meet_bar); each helper's partial state goes
+** tells them whether its part was the last by a word it writes before a
+** barrier (GpuTarget.meet_bar: help_word); each helper's partial state goes
 ** to the slot of its first part, which it alone reads. on == 0: no helpers
 ** (other kernels, stream-K, a target without the barrier: helpers_wanted). */
 typedef struct Help {
@@ -400,6 +400,19 @@ static void merge_parts(KernelGen *g, TileState *t, Meet m, PReg tid, PReg first
 	ptx_label(g->f, Lend);
 }
 
+/* The word where the last part's warp 0 leaves z + 1 for its helpers
+** (b64 address): the counter of warp HELP_WARPS - 1, which takes no ticket
+** where there are helpers (it has no rows); zeroed with the counters. */
+static PReg help_word(KernelGen *g, Meet m)
+{
+	PReg a = gpu_reg(g, PC_B64);
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(m.base), po_i(gpu_warps(g->t)),
+		po_i(HELP_WARPS - 1));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(a), po_i(4),
+		po_r(gpu_part_param(g, GPU_PART_CNT)));
+	return a;
+}
+
 /* A helper's first part: its index r, or r + R where r is the last part
 ** (z, warp 0's own); b64. */
 static PReg help_first(KernelGen *g, const Help *h, Meet m, PReg r)
@@ -417,10 +430,12 @@ static PReg help_first(KernelGen *g, const Help *h, Meet m, PReg r)
 ** barrier warp 0 waits at, and it leaves. */
 static void help_merge(KernelGen *g, Meet m, const Help *h)
 {
-	PReg nl = gpu_reg(g, PC_B32), none = gpu_reg(g, PC_PRED);
-	gpu_op4(g, PTX_BAR_RED, ".popc.u32", po_r(nl), po_i(g->t->meet_bar), po_r(h->count),
-		po_r(gpu_pconst(g, 0)));
-	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(none), po_r(nl), po_i(0));
+	PReg v = gpu_reg(g, PC_B32), z1 = gpu_reg(g, PC_B32), none = gpu_reg(g, PC_PRED);
+	gpu_op2(g, PTX_BAR, "", po_i(g->t->meet_bar), po_r(h->count));
+	gpu_op2(g, PTX_LD, ".relaxed.gpu.global.u32", po_r(v), po_mem(help_word(g, m), 0));
+	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(z1), po_r(m.z));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(z1), po_r(z1), po_i(1));
+	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(none), po_r(v), po_r(z1));
 	gpu_leave(g);
 	ptx_guard(g->f, none, 0);
 	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
@@ -488,10 +503,16 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg 
 	gpu_op3(g, PTX_SUB, ".u32", po_r(nz1), po_r(nz1), po_i(1));
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(last), po_r(tka), po_r(nz1));
 	if (h->on) {
-		/* the helpers learn whether this part is the last */
-		PReg nl = gpu_reg(g, PC_B32);
-		gpu_op4(g, PTX_BAR_RED, ".popc.u32", po_r(nl), po_i(g->t->meet_bar), po_r(h->count),
-			po_r(last));
+		/* the helpers learn whether this part is the last: its z + 1 in
+		** their word (help_word) before the barrier */
+		PReg z1 = gpu_reg(g, PC_B32), say = gpu_reg(g, PC_PRED);
+		gpu_op2(g, PTX_CVT, ".u32.u64", po_r(z1), po_r(z));
+		gpu_op3(g, PTX_ADD, ".u32", po_r(z1), po_r(z1), po_i(1));
+		gpu_op3(g, PTX_AND, ".pred", po_r(say), po_r(last), po_r(lead));
+		gpu_op3(g, PTX_AND, ".pred", po_r(say), po_r(say), po_r(h->lead));
+		gpu_op2(g, PTX_ST, ".relaxed.gpu.global.u32", po_mem(help_word(g, m), 0), po_r(z1));
+		ptx_guard(g->f, say, 0);
+		gpu_op2(g, PTX_BAR, "", po_i(g->t->meet_bar), po_r(h->count));
 		ptx_guard(g->f, h->lead, 0);
 	}
 	gpu_leave(g);
