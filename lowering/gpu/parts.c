@@ -319,9 +319,12 @@ typedef struct Help {
 
 enum { HELP_WARPS = 4 };
 
+/* Not where K and V rows are gathered (paged decode): with the helpers'
+** paths, a warp-specialised target's consumers, which keep fewer
+** registers beside a gathering producer, spilled one. */
 static int helpers_wanted(const KernelGen *g)
 {
-	return g->s->pack && !g->s->streamk && g->t->meet_bar;
+	return g->s->pack && !g->s->streamk && !g->s->gathers && g->t->meet_bar;
 }
 
 static Help help_of(KernelGen *g, PReg nz)
@@ -424,21 +427,11 @@ static PReg help_first(KernelGen *g, const Help *h, Meet m, PReg r)
 	return f;
 }
 
-/* A helper's part of the merge: after warp 0's word, if its part was the
-** last, the helper's parts (from its first, every R-th) merged in warp 0's
-** thread layout and rows, and stored to its first part's slot; then the
-** barrier warp 0 waits at, and it leaves. */
+/* A helper's share of the merge (after the meeting's first barrier, its
+** part the last): its parts, from its first, every R-th, merged in warp
+** 0's thread layout and rows and stored to its first part's slot. */
 static void help_merge(KernelGen *g, Meet m, const Help *h)
 {
-	PReg v = gpu_reg(g, PC_B32), z1 = gpu_reg(g, PC_B32), none = gpu_reg(g, PC_PRED);
-	gpu_op2(g, PTX_BAR, "", po_i(g->t->meet_bar), po_r(h->count));
-	gpu_op2(g, PTX_LD, ".relaxed.gpu.global.u32", po_r(v), po_mem(help_word(g, m), 0));
-	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(z1), po_r(m.z));
-	gpu_op3(g, PTX_ADD, ".u32", po_r(z1), po_r(z1), po_i(1));
-	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(none), po_r(v), po_r(z1));
-	gpu_leave(g);
-	ptx_guard(g->f, none, 0);
-	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
 	/* warp 0's rows and its lane's thread index */
 	TileState t0;
 	PReg warp = g->warp, row0[2] = {g->row0[0], g->row0[1]}, zero = gpu_reg(g, PC_B64),
@@ -454,9 +447,9 @@ static void help_merge(KernelGen *g, Meet m, const Help *h)
 	gpu_op3(g, PTX_AND, ".b64", po_r(lane), po_r(gpu_tid(g)), po_i(31));
 	PReg f = help_first(g, h, m, h->idx), has = gpu_reg(g, PC_PRED), slot = gpu_reg(g, PC_B64),
 	     next = gpu_reg(g, PC_B64);
-	int Lbar = ptx_new_label(g->f);
+	int Lnone = ptx_new_label(g->f);
 	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(has), po_r(f), po_r(m.nz));
-	gpu_op1(g, PTX_BRA, ".uni", po_label(Lbar));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lnone));
 	ptx_guard(g->f, has, 1);
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(slot), po_r(f), po_r(m.stride), po_r(m.base));
 	PReg a = slot_addr_at(g, gpu_part_param(g, GPU_PART_WS), slot, lane);
@@ -464,22 +457,30 @@ static void help_merge(KernelGen *g, Meet m, const Help *h)
 	gpu_op3(g, PTX_ADD, ".s64", po_r(next), po_r(f), po_r(h->R));
 	merge_parts(g, &t0, m, lane, next, h->R, ok0);
 	store_states(g, a, ok0);
-	ptx_label(g->f, Lbar);
-	gpu_op2(g, PTX_BAR, "", po_i(g->t->meet_bar), po_r(h->count));
-	gpu_leave(g);
+	ptx_label(g->f, Lnone);
 	g->row0[0] = row0[0], g->row0[1] = row0[1];
 }
 
 /* The split's meeting, per warp: this part's states to the workspace, a
 ** ticket from the warp's counter, and for the last part's warp the others'
-** states merged in, merge_width of them a round (the rest leave); warp 0
-** with helpers (Help) merges every R-th part and then their partials. */
+** states merged in, merge_width of them a round (the rest leave). With
+** helpers (Help), warp 0 and they meet at two barriers, each one
+** instruction that all of them execute (compute-sanitizer's synccheck
+** rejects the same barrier reached from two places): the first after warp
+** 0's word, the second after their shares; warp 0 then merges theirs. */
 static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg *rowok,
 		       const Help *h)
 {
 	PReg nz = m.nz, z = m.z, ncta = m.stride, slot = gpu_reg(g, PC_B64);
+	PReg ws = gpu_part_param(g, GPU_PART_WS), last = gpu_reg(g, PC_PRED);
+	int Lticket = ptx_new_label(g->f);
+	if (h->on) {
+		/* a helper has no part of its own to store or count */
+		gpu_op2(g, PTX_MOV, ".pred", po_r(last), po_r(gpu_pconst(g, 0)));
+		gpu_op1(g, PTX_BRA, ".uni", po_label(Lticket));
+		ptx_guard(g->f, h->me, 0);
+	}
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(slot), po_r(z), po_r(ncta), po_r(m.base));
-	PReg ws = gpu_part_param(g, GPU_PART_WS);
 	store_states(g, slot_addr(g, ws, slot), rowok);
 	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
 	gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
@@ -497,14 +498,13 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg 
 	gpu_op3(g, PTX_SETP, ".eq.s64", po_r(lead), po_r(lane), po_i(0));
 	gpu_op3(g, PTX_ATOM, ".acq_rel.gpu.global.add.u32", po_r(tk), po_mem(ca, 0), po_i(1));
 	ptx_guard(g->f, lead, 0);
-	PReg tka = gpu_reg(g, PC_B32), last = gpu_reg(g, PC_PRED), nz1 = gpu_reg(g, PC_B32);
+	PReg tka = gpu_reg(g, PC_B32), nz1 = gpu_reg(g, PC_B32);
 	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(tka), po_r(tk), po_i(0), po_i(31), po_i(-1));
 	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(nz1), po_r(nz));
 	gpu_op3(g, PTX_SUB, ".u32", po_r(nz1), po_r(nz1), po_i(1));
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(last), po_r(tka), po_r(nz1));
 	if (h->on) {
-		/* the helpers learn whether this part is the last: its z + 1 in
-		** their word (help_word) before the barrier */
+		/* warp 0's word to its helpers: z + 1 where its part is the last */
 		PReg z1 = gpu_reg(g, PC_B32), say = gpu_reg(g, PC_PRED);
 		gpu_op2(g, PTX_CVT, ".u32.u64", po_r(z1), po_r(z));
 		gpu_op3(g, PTX_ADD, ".u32", po_r(z1), po_r(z1), po_i(1));
@@ -512,8 +512,24 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg 
 		gpu_op3(g, PTX_AND, ".pred", po_r(say), po_r(say), po_r(h->lead));
 		gpu_op2(g, PTX_ST, ".relaxed.gpu.global.u32", po_mem(help_word(g, m), 0), po_r(z1));
 		ptx_guard(g->f, say, 0);
+	}
+	ptx_label(g->f, Lticket);
+	PReg meets = {0, 0};
+	if (h->on) {
+		meets = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_OR, ".pred", po_r(meets), po_r(h->lead), po_r(h->me));
 		gpu_op2(g, PTX_BAR, "", po_i(g->t->meet_bar), po_r(h->count));
-		ptx_guard(g->f, h->lead, 0);
+		ptx_guard(g->f, meets, 0);
+		/* a helper reads the word: its part is the last if it holds z + 1 */
+		PReg v = gpu_reg(g, PC_B32), z1 = gpu_reg(g, PC_B32), mine = gpu_reg(g, PC_PRED);
+		gpu_op2(g, PTX_MOV, ".b32", po_r(v), po_i(0));
+		gpu_op2(g, PTX_LD, ".relaxed.gpu.global.u32", po_r(v), po_mem(help_word(g, m), 0));
+		ptx_guard(g->f, h->me, 0);
+		gpu_op2(g, PTX_CVT, ".u32.u64", po_r(z1), po_r(z));
+		gpu_op3(g, PTX_ADD, ".u32", po_r(z1), po_r(z1), po_i(1));
+		gpu_op3(g, PTX_SETP, ".eq.u32", po_r(mine), po_r(v), po_r(z1));
+		gpu_op3(g, PTX_AND, ".pred", po_r(mine), po_r(mine), po_r(h->me));
+		gpu_op3(g, PTX_OR, ".pred", po_r(last), po_r(last), po_r(mine));
 	}
 	gpu_leave(g);
 	ptx_guard(g->f, last, 1);
@@ -525,15 +541,24 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg 
 		merge_parts(g, t, m, tid, zero, (PReg){0, 0}, rowok);
 		return;
 	}
-	int Lhelped = ptx_new_label(g->f), Ldone = ptx_new_label(g->f);
-	gpu_op1(g, PTX_BRA, ".uni", po_label(Lhelped));
+	int Lhelp = ptx_new_label(g->f), Llead = ptx_new_label(g->f), Lsecond = ptx_new_label(g->f),
+	    Ldone = ptx_new_label(g->f);
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lhelp));
+	ptx_guard(g->f, h->me, 0);
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Llead));
 	ptx_guard(g->f, h->lead, 0);
 	merge_parts(g, t, m, tid, zero, (PReg){0, 0}, rowok);
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
-	ptx_label(g->f, Lhelped);
+	ptx_label(g->f, Lhelp);
+	help_merge(g, m, h);
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lsecond));
+	ptx_label(g->f, Llead);
 	merge_parts(g, t, m, tid, zero, h->R, rowok);
+	ptx_label(g->f, Lsecond);
 	gpu_op2(g, PTX_BAR, "", po_i(g->t->meet_bar), po_r(h->count));
-	/* the helpers' partial states, in their first parts' slots */
+	gpu_leave(g);
+	ptx_guard(g->f, h->me, 0);
+	/* warp 0: the helpers' partial states, in their first parts' slots */
 	int u = merge_width(g);
 	for (int r0 = 1; r0 < HELP_WARPS; r0 += u) {
 		int nu = r0 + u <= HELP_WARPS ? u : HELP_WARPS - r0;
@@ -559,12 +584,17 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg 
 ** 4 or 8 rows of 64 or 128) has no states to keep, merge or store: it
 ** returns, so that no part stores or loads them. The parts meet per warp
 ** (split_meet), and the same warps leave in every part. */
-static void leave_without_rows(KernelGen *g)
+static void leave_without_rows(KernelGen *g, const Help *h)
 {
 	PReg first = gpu_reg(g, PC_B64), none = gpu_reg(g, PC_PRED);
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(first), po_r(g->warp), po_i(16 * g->row_blocks),
 		po_r(g->q0));
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(none), po_r(first), po_r(g->qext));
+	if (h->on) {
+		PReg stay = gpu_reg(g, PC_PRED);
+		gpu_op2(g, PTX_NOT, ".pred", po_r(stay), po_r(h->me));
+		gpu_op3(g, PTX_AND, ".pred", po_r(none), po_r(none), po_r(stay));
+	}
 	gpu_leave(g);
 	ptx_guard(g->f, none, 0);
 }
@@ -584,17 +614,12 @@ void gpu_parts_finish(KernelGen *g, TileState *t)
 	** not (no rows) */
 	Help h = {0};
 	if (helpers_wanted(g)) {
-		/* rowless warps that help warp 0 (help_of) take their own path */
+		/* rowless warps that help warp 0 (help_of) stay */
 		Meet hm = meet_of(g, row_index(g));
 		h = help_of(g, hm.nz);
-		int Lrows = ptx_new_label(g->f);
-		gpu_op1(g, PTX_BRA, ".uni", po_label(Lrows));
-		ptx_guard(g->f, h.me, 1);
-		help_merge(g, hm, &h);
-		ptx_label(g->f, Lrows);
 	}
 	if (!g->s->streamk)
-		leave_without_rows(g);
+		leave_without_rows(g, &h);
 	gpu_tile_rows(g, t);
 	PReg rowok[GPU_MAXRS];
 	for (int i = 0; i < 2 * g->row_blocks; i++) {
