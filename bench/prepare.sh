@@ -104,7 +104,7 @@ for f in "$DIR"/attn/*_d128.attn "$DIR"/attn/*_d64.attn; do
 		rm -f "$g"
 	done
 done
-cp bench/anchors.py bench/bwd_kernels.py bench/decode.py bench/neighborhood.py bench/table.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
+cp bench/anchors.py bench/bwd_kernels.py bench/decode.py bench/decode_prof.py bench/neighborhood.py bench/table.py bench/bench.c bench/build-bench.sh bench/device.sh "$DIR/"
 cp -r runtime "$DIR/runtime"
 cat "$ct/compile-time.txt"
 echo "compile time in $ct"
