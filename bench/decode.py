@@ -111,6 +111,23 @@ def shapes():
             ("balanced16", 16, 8, 4, mean, [mean] * 16)]
 
 
+def step_args(B, HKV, G, M, lens):
+    """One decode step's tensors (random q, K and V; kv_len; empty o and lse)
+    and the launch's pointer, dimension and parameter arrays, for scripts
+    that run the kernel alone (decode_prof.py, trace/decode_trace.py)."""
+    H = HKV * G
+    a = dict(q=torch.randn(B, H, D, device="cuda", dtype=torch.bfloat16),
+             K=torch.randn(B, HKV, M, D, device="cuda", dtype=torch.bfloat16),
+             V=torch.randn(B, HKV, M, D, device="cuda", dtype=torch.bfloat16),
+             kv=torch.tensor(lens, dtype=torch.int32, device="cuda"),
+             o=torch.empty(B, H, D, device="cuda", dtype=torch.bfloat16),
+             lse=torch.empty(B, H, device="cuda", dtype=torch.float32))
+    a["ptrs"] = (ctypes.c_void_p * 8)(*[a[k].data_ptr() for k in ("q", "K", "V", "kv", "o", "lse")])
+    a["dims"] = (ctypes.c_long * 5)(B, HKV, G, M, D)
+    a["params"] = (ctypes.c_double * 1)(D ** -0.5)
+    return a
+
+
 def paged_pool(lens, M, P, HKV, K, V):
     """K and V (B, HKV, M, D) moved into a paged cache of P slots a page: each
     sequence gets ceil(kv_len / P) pages of a random permutation of the pool

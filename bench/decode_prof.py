@@ -44,17 +44,8 @@ flush = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
 for label, B, HKV, G, M, lens in d.shapes():
     if label not in os.environ.get("PROF_ONLY", "1x32k_g8,1x128k,8x8k").split(","):
         continue
-    H = HKV * G
-    q = torch.randn(B, H, d.D, device="cuda", dtype=torch.bfloat16)
-    K = torch.randn(B, HKV, M, d.D, device="cuda", dtype=torch.bfloat16)
-    V = torch.randn(B, HKV, M, d.D, device="cuda", dtype=torch.bfloat16)
-    kv = torch.tensor(lens, dtype=torch.int32, device="cuda")
-    o = torch.empty(B, H, d.D, device="cuda", dtype=torch.bfloat16)
-    lse = torch.empty(B, H, device="cuda", dtype=torch.float32)
-    ptrs = (ctypes.c_void_p * 8)(*[t.data_ptr() for t in (q, K, V, kv, o, lse)])
-    dims = (ctypes.c_long * 5)(B, HKV, G, M, d.D)
-    D = d.D
-    params = (ctypes.c_double * 1)(D ** -0.5)
+    a = d.step_args(B, HKV, G, M, lens)
+    q, K, V, ptrs, dims, params = a["q"], a["K"], a["V"], a["ptrs"], a["dims"], a["params"]
     for flags in (2, 6):
         pn = d.Part(0, 0, 0, 0, 0, flags, ws.data_ptr(), ws_bytes, None, 0)
         def run(pn=pn):

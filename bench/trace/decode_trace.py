@@ -15,16 +15,8 @@ names = ["start", "prod first K/V", "prod last K/V", "cons start", "Q in", "firs
 for label, B, HKV, G, M, lens in d.shapes():
     if label not in ("1x32k_g8", "1x128k", "8x8k"):
         continue
-    H = HKV * G
-    q = torch.randn(B, H, d.D, device="cuda", dtype=torch.bfloat16)
-    K = torch.randn(B, HKV, M, d.D, device="cuda", dtype=torch.bfloat16)
-    V = torch.randn(B, HKV, M, d.D, device="cuda", dtype=torch.bfloat16)
-    kv = torch.tensor(lens, dtype=torch.int32, device="cuda")
-    o = torch.empty(B, H, d.D, device="cuda", dtype=torch.bfloat16)
-    lse = torch.empty(B, H, device="cuda", dtype=torch.float32)
-    ptrs = (ctypes.c_void_p * 8)(*[t.data_ptr() for t in (q, K, V, kv, o, lse)])
-    dims = (ctypes.c_long * 5)(B, HKV, G, M, d.D)
-    params = (ctypes.c_double * 1)(d.D ** -0.5)
+    a = d.step_args(B, HKV, G, M, lens)
+    ptrs, dims, params = a["ptrs"], a["dims"], a["params"]
     pn = d.Part(0, 0, 0, 0, 0, 2, ws.data_ptr(), ws_bytes, None, 0)
     tr = ws[128 << 20:(128 << 20) + 8 * 16 * 4096].view(torch.int64)
     for rep in range(6):
