@@ -18,7 +18,9 @@
 ** fences, and takes a ticket from its own counter (cnt[c * nwarps + w],
 ** u32, zeroed by the launcher before each launch); the warp that takes the
 ** last one merges the others' states and goes on; the others return. No CTA
-** barrier is involved, so the epilogue (which has none) runs per warp.
+** barrier is involved, so the epilogue (which has none) runs per warp;
+** except that where query heads are packed (decode) the rowless warps of
+** the first warpgroup help warp 0 merge, at a named barrier (Help).
 ** Parameters, after the magic ones (before any tensor map):
 **   kr0, kr1, kchunk (s64): the launch's keys, and keys per part (z);
 **                           kr0 and kchunk multiples of GPU_BN
