@@ -508,8 +508,8 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			    d, c->loc,
 			    "cannot generate an %s kernel for '%s': its stream-K entry needs "
 			    "%u bytes of shared memory a CTA, more than any GPU gives one "
-			    "(232448)",
-			    t->name, c->name, sk_smem);
+			    "(%u)",
+			    t->name, c->name, sk_smem, 227u * 1024u);
 			rc = 1;
 		}
 		if (info) {

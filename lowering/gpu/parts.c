@@ -79,29 +79,20 @@ static PReg slot_addr(KernelGen *g, PReg base, PReg slot)
 	return slot_addr_at(g, base, slot, gpu_tid(g));
 }
 
-/* Every state register of the CTA's rows (rowok) to the slot at a. */
-static void store_states(KernelGen *g, PReg a, const PReg *rowok)
+/* Every state register of the rows rowok to the slot at a (store), or
+** from it (the others keep what they hold). */
+static void move_states(KernelGen *g, PReg a, const PReg *rowok, int store)
 {
 	int stride = gpu_warps(g->t) * 32 * 4, r = 0, net = (int)(g->s->DV / 8);
 	for (int i = 0; i < g->c->nodes.n; i++)
 		for (int k = 0; k < node_regs(g, i); k++, r++) {
 			int h = g->s->node[i].kind == SN_GEMM2 ? gpu_acc_rs(net, k) : k;
-			gpu_op2(g, PTX_ST, ".global.f32", po_mem(a, r * stride),
-				po_r(*state_reg(g, i, k)));
-			ptx_guard(g->f, rowok[h], 0);
-		}
-}
-
-/* Every state register of the rows rowok from the slot at a (the others
-** keep what they hold). */
-static void load_states(KernelGen *g, PReg a, const PReg *rowok)
-{
-	int stride = gpu_warps(g->t) * 32 * 4, r = 0, net = (int)(g->s->DV / 8);
-	for (int i = 0; i < g->c->nodes.n; i++)
-		for (int k = 0; k < node_regs(g, i); k++, r++) {
-			int h = g->s->node[i].kind == SN_GEMM2 ? gpu_acc_rs(net, k) : k;
-			gpu_op2(g, PTX_LD, ".global.f32", po_r(*state_reg(g, i, k)),
-				po_mem(a, r * stride));
+			if (store)
+				gpu_op2(g, PTX_ST, ".global.f32", po_mem(a, r * stride),
+					po_r(*state_reg(g, i, k)));
+			else
+				gpu_op2(g, PTX_LD, ".global.f32", po_r(*state_reg(g, i, k)),
+					po_mem(a, r * stride));
 			ptx_guard(g->f, rowok[h], 0);
 		}
 }
@@ -455,10 +446,10 @@ static void help_merge(KernelGen *g, Meet m, const Help *h)
 	ptx_guard(g->f, has, 1);
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(slot), po_r(f), po_r(m.stride), po_r(m.base));
 	PReg a = slot_addr_at(g, gpu_part_param(g, GPU_PART_WS), slot, lane);
-	load_states(g, a, ok0);
+	move_states(g, a, ok0, 0);
 	gpu_op3(g, PTX_ADD, ".s64", po_r(next), po_r(f), po_r(h->R));
 	merge_parts(g, &t0, m, lane, next, h->R, ok0);
-	store_states(g, a, ok0);
+	move_states(g, a, ok0, 1);
 	ptx_label(g->f, Lnone);
 	g->row0[0] = row0[0], g->row0[1] = row0[1];
 }
@@ -483,7 +474,7 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg 
 		ptx_guard(g->f, h->me, 0);
 	}
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(slot), po_r(z), po_r(ncta), po_r(m.base));
-	store_states(g, slot_addr(g, ws, slot), rowok);
+	move_states(g, slot_addr(g, ws, slot), rowok, 1);
 	gpu_op0(g, PTX_FENCE, ".acq_rel.gpu");
 	gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
 	/* lane 0 takes the ticket; every lane learns it */
@@ -585,7 +576,8 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg 
 /* A warp whose rows all lie past the CTA's (decode's packed query heads:
 ** 4 or 8 rows of 64 or 128) has no states to keep, merge or store: it
 ** returns, so that no part stores or loads them. The parts meet per warp
-** (split_meet), and the same warps leave in every part. */
+** (split_meet), and the same warps leave in every part; warps that help
+** warp 0 merge (Help) stay. */
 static void leave_without_rows(KernelGen *g, const Help *h)
 {
 	PReg first = gpu_reg(g, PC_B64), none = gpu_reg(g, PC_PRED);
@@ -615,10 +607,12 @@ void gpu_parts_finish(KernelGen *g, TileState *t)
 	** (C7520); such a warp's states are stored and merged, its outputs
 	** not (no rows) */
 	Help h = {0};
+	PReg cta = {0, 0};
+	Meet m;
 	if (helpers_wanted(g)) {
 		/* rowless warps that help warp 0 (help_of) stay */
-		Meet hm = meet_of(g, row_index(g));
-		h = help_of(g, hm.nz);
+		cta = row_index(g), m = meet_of(g, cta);
+		h = help_of(g, m.nz);
 	}
 	if (!g->s->streamk)
 		leave_without_rows(g, &h);
@@ -628,8 +622,12 @@ void gpu_parts_finish(KernelGen *g, TileState *t)
 		rowok[i] = gpu_reg(g, PC_PRED);
 		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(rowok[i]), po_r(t->rows[i]), po_r(g->qext));
 	}
-	PReg cta = row_index(g), mode = gpu_part_param(g, GPU_PART_MODE);
-	Meet m = meet_of(g, cta);
+	/* without helpers, in the order these kernels were measured in */
+	if (!h.on)
+		cta = row_index(g);
+	PReg mode = gpu_part_param(g, GPU_PART_MODE);
+	if (!h.on)
+		m = meet_of(g, cta);
 	PReg nz = m.nz, one = gpu_reg(g, PC_PRED), mi = gpu_reg(g, PC_PRED),
 	     fz = gpu_reg(g, PC_PRED), b = gpu_reg(g, PC_B32);
 	int Lnosplit = ptx_new_label(g->f), Lnomerge = ptx_new_label(g->f);
@@ -665,7 +663,7 @@ void gpu_parts_finish(KernelGen *g, TileState *t)
 	int Lfinal = ptx_new_label(g->f);
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lfinal));
 	ptx_guard(g->f, fz, 0);
-	store_states(g, sa, rowok);
+	move_states(g, sa, rowok, 1);
 	gpu_leave(g);
 	ptx_label(g->f, Lfinal);
 }
