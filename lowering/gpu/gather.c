@@ -169,3 +169,42 @@ void gpu_gather_take(KernelGen *g, const GatherLanes *gl, int it, PReg *off, PRe
 	PReg got[2] = {l, h};
 	gpu_op2(g, PTX_MOV, ".b64", po_r(*off), po_vec(got, 2));
 }
+
+/* x mentions the key (class along) only inside x / div: the page. */
+static int only_pages(const Plan *p, int node, const Expr *x, IndexKind along, const Expr *div)
+{
+	if (x->kind == EX_BINOP && x->op == OP_DIV && x->args[0]->kind == EX_INDEX &&
+	    expr_equal(x->args[1], div))
+		return 1;
+	if (x->kind == EX_INDEX)
+		return plan_index_kind(p, node, x->var) != along;
+	for (int k = 0; k < x->nargs; k++)
+		if (!only_pages(p, node, x->args[k], along, div))
+			return 0;
+	return 1;
+}
+
+/* The dimension of read e's slot where its rows lie in pages (pages.c):
+** one subscript j % X over a dimension of extent X, every other one that
+** follows the key reading it as j / X; else -1. */
+int gpu_pages_slot(const Plan *p, int node, const Expr *e, IndexKind along)
+{
+	int slot = -1;
+	for (int k = 0; k < e->nargs - 1; k++) {
+		const Expr *x = e->args[k];
+		if (x->kind == EX_BINOP && x->op == OP_MOD && x->args[0]->kind == EX_INDEX &&
+		    plan_index_kind(p, node, x->args[0]->var) == along &&
+		    expr_equal(x->args[1], e->tensor->shape[k])) {
+			if (slot >= 0)
+				return -1;
+			slot = k;
+		}
+	}
+	if (slot < 0 || e->nargs > GPU_TMAP_MAX_RANK)
+		return -1;
+	const Expr *div = e->tensor->shape[slot];
+	for (int k = 0; k < e->nargs; k++)
+		if (k != slot && !only_pages(p, node, e->args[k], along, div))
+			return -1;
+	return slot;
+}

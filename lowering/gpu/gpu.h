@@ -481,6 +481,8 @@ PReg gpu_gather_base(KernelGen *g, int node, const Expr *e, IndexKind along);
 ** gathered index inside its dimension (else zero-fill the row). */
 PReg gpu_gather_row(KernelGen *g, int node, const Expr *e, IndexKind along, PReg j, PReg ext,
 		    PReg *ok);
+/* The dimension of the read's slot where its rows lie in pages (j % X), or -1. */
+int gpu_pages_slot(const Plan *p, int node, const Expr *e, IndexKind along);
 /* A tile's rows evaluated one per lane of the 128 copying threads, for
 ** their chunks to take by shuffles (where cpr divides 32; gather.c). */
 typedef struct GatherLanes {
@@ -647,6 +649,22 @@ enum { GPU_SUM_BOX_ROWS = 64 };
 void gpu_tma_store_sums_t(KernelGen *g, const PReg *acc, PReg at0);
 int gpu_cross_rowdim(const Plan *p, const KernelShape *s, int i);
 int gpu_cross_mappable(const Plan *p, const KernelShape *s);
+/* gather_stage.c: gathered K and V tiles copied into a TMA ring's stage
+** by the 128 threads of the copying warpgroup, row by row (cp.async) or,
+** where the rows lie in pages (gpu_pages_slot), a page's run at a time by
+** TMA: the reads (K's, then V's), their maps' parameter names and the
+** stage's bytes, which the caller sets; each thread's column chunk and its
+** fixed address per read, which the setup does. */
+typedef struct GatherStage {
+	const TmaRead *rd[2 * GPU_MAXG];
+	int n;
+	const char *const *names;
+	uint32_t tx;
+	PReg colbase[2 * GPU_MAXG], col[2 * GPU_MAXG];
+} GatherStage;
+void gpu_gather_stage_setup(KernelGen *g, GatherStage *gs, PReg tid32);
+void gpu_gather_stage_copy(KernelGen *g, const GatherStage *gs, PReg tid32, PReg j0, PReg sa,
+			   PReg fb);
 
 /* ---- the tile body (tile.c, online.c, maskonce.c) ------------------------ */
 

@@ -147,7 +147,7 @@ static int tmap_ok(const Cascade *c, const GpuKernelInfo *info, int k)
 ** check block where its pointer, shape and strides (s: the caller's, else
 ** contiguous) are at hand, after the check, whose message names the
 ** dimensions and so comes first. The box is the lowering's, in tensor
-** order. */
+** order; a paged read's is cut to its page (GpuTmap.clip). */
 static void tmap_encode(FILE *o, const Cascade *c, const GpuKernelInfo *info, int ntmaps, int i)
 {
 	const Tensor *t = c->tensors.v[i];
@@ -155,10 +155,17 @@ static void tmap_encode(FILE *o, const Cascade *c, const GpuKernelInfo *info, in
 		const GpuTmap *m = &info->tmap[k];
 		if (m->tensor != i || !tmap_ok(c, info, k))
 			continue;
-		fprintf(o, "\t\tstatic const uint32_t box%d[%d] = {", k, m->rank);
+		fprintf(o, "\t\t%suint32_t box%d[%d] = {", m->clip ? "" : "static const ", k,
+			m->rank);
 		for (int d = 0; d < m->rank; d++)
 			fprintf(o, "%s%uu", d ? ", " : "", m->box[d]);
 		fputs("};\n", o);
+		if (m->clip) /* a page's box: no more rows than the page has */
+			fprintf(o,
+				"\t\tif (shape[%d] >= 1 && shape[%d] < box%d[%d]) box%d[%d] = "
+				"(uint32_t)shape[%d];\n",
+				m->clip - 1, m->clip - 1, k, m->clip - 1, k, m->clip - 1,
+				m->clip - 1);
 		fprintf(o,
 			"\t\tif ((rc = attnrt_tensor_map(tmaps[%d], ptrs[%d], %d, shape, s, %d, "
 			"box%d))) return rc;\n",

@@ -66,22 +66,24 @@ static int row_dim(KernelGen *g, int node, const Expr *e, int cls)
 /* Read e of node's variables as TMA copies it: a tensor map whose box is
 ** GPU_TMAP_INNER elements along the last dimension, box_rows along the
 ** dimension of class cls (the query rows or the keys), 1 elsewhere. A
-** gathered read (gathered: the target copies it with cp.async) has no
-** map. */
+** gathered read (gathered) has a map only where its rows lie in pages
+** (pages.c): box_rows along the slot's dimension, cut to the page; the
+** target copies other gathered reads with cp.async. */
 void gpu_tma_add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls, uint32_t rows,
 		     uint32_t box_rows, long inner, int gathered)
 {
 	KernelShape *s = g->s;
 	r->e = e, r->node = node, r->rows = rows;
-	r->rowdim = row_dim(g, node, e, cls);
+	r->rowdim = gathered ? gpu_pages_slot(g->p, node, e, IDX_KEY) : row_dim(g, node, e, cls);
 	r->panels = (int)(inner / GPU_TMAP_INNER);
-	if (gathered) {
+	if (gathered && r->rowdim < 0) {
 		r->map = -1;
 		return;
 	}
 	r->map = s->ntmaps++;
 	GpuTmap *m = &s->tmap[r->map];
-	m->tensor = e->tensor->id, m->rank = e->tensor->rank;
+	m->tensor = e->tensor->id, m->rank = e->tensor->rank,
+	m->clip = gathered ? r->rowdim + 1 : 0;
 	for (int d = 0; d < m->rank; d++)
 		m->box[d] = 1;
 	m->box[m->rank - 1] = GPU_TMAP_INNER;

@@ -117,9 +117,9 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	sm90_cross_maps(g);
 	k9->stage_bytes = st;
 	k9->stage_tx = 0;
-	for (int k = 0; k < s->nqk && !sm90_gathered(s); k++)
+	for (int k = 0; k < s->nqk; k++)
 		k9->stage_tx += (uint32_t)g->bn * (uint32_t)s->qk[k].D * 2;
-	for (int v = 0; v < s->nvreads && !sm90_gathered(s); v++)
+	for (int v = 0; v < s->nvreads; v++)
 		if (s->vk[v] < 0)
 			k9->stage_tx += (uint32_t)g->bn * (uint32_t)s->DV * 2;
 	k9->stage0 = off;

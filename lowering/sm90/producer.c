@@ -117,7 +117,8 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 	const KernelShape *s = g->s;
 	int gathered = sm90_gathered(s);
 	PReg fk[GPU_MAXG][GPU_TMAP_MAX_RANK], fv[GPU_MAXG][GPU_TMAP_MAX_RANK];
-	PReg tid32 = {0}, colbase[2 * GPU_MAXG], col[2 * GPU_MAXG], lead = {0, 0};
+	PReg tid32 = {0}, lead = {0, 0};
+	GatherStage gs;
 	if (lanes) {
 		tid32 = gpu_reg(g, PC_B32), lead = gpu_reg(g, PC_PRED);
 		gpu_op2(g, PTX_MOV, ".u32", po_r(tid32), po_sym("%tid.x"));
@@ -125,7 +126,7 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 		gpu_lane_ids(g);
 	}
 	if (gathered)
-		sm90_gather_setup(g, tid32, colbase, col);
+		sm90_gather_setup(g, tid32, &gs);
 	for (int k = 0; k < s->nqk && !gathered; k++)
 		gpu_tma_fixed_coords(g, &k9->k[k], fk[k]);
 	for (int v = 0; v < s->nvreads && !gathered; v++)
@@ -176,7 +177,7 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 		po_r(g->sbase));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(sa), po_r(sa), po_i(k9->stage0));
 	if (gathered)
-		sm90_gather_copy(g, tid32, colbase, col, j0, sa, fb);
+		gpu_gather_stage_copy(g, &gs, tid32, j0, sa, fb);
 	PReg j32 = gpu_u32(g, j0);
 	for (int k = 0; k < s->nqk && !gathered; k++)
 		for (int p = 0; p < k9->k[k].panels; p++)

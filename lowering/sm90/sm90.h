@@ -21,7 +21,7 @@
 **   layout.c    shared memory (1024-byte aligned swizzled tiles, stages,
 **               barriers) and the tensor maps
 **   producer.c  the role split, barrier set-up and the producer's loop
-**   gather.c    the producer's cp.async copies of gathered K and V rows
+**   gather.c    the producer's copies of gathered K and V rows
 **   mma.c       wgmma descriptors and the two contractions
 **   cross.c     a sum over the CTA's rows (a backward's dQ += dS K) on
 **               wgmma, added to global memory by atomics
@@ -176,9 +176,7 @@ void sm90_contract_cross(KernelGen *g, int node);
 
 /* gather.c */
 int sm90_gathered(const KernelShape *s);
-void sm90_gather_setup(KernelGen *g, PReg tid32, PReg *colbase, PReg *col);
-void sm90_gather_copy(KernelGen *g, PReg tid32, const PReg *colbase, const PReg *col, PReg j0,
-		      PReg sa, PReg fb);
+void sm90_gather_setup(KernelGen *g, PReg tid32, GatherStage *gs);
 
 /* consumer.c */
 int sm90_persistent_wanted(KernelGen *g);

@@ -138,8 +138,8 @@ int main(int argc, char **argv)
 	memset(info, 0, sizeof info);
 	info[0] = (GpuKernelInfo){.smem = 100000, .threads = 384, .block_m = 128, .block_n = 64};
 	info[0].ntmaps = 2;
-	info[0].tmap[0] = (GpuTmap){k, 4, {1, 1, GPU_BN, GPU_TMAP_INNER}};
-	info[0].tmap[1] = (GpuTmap){q, 4, {1, 1, 128, GPU_TMAP_INNER}};
+	info[0].tmap[0] = (GpuTmap){k, 4, {1, 1, GPU_BN, GPU_TMAP_INNER}, 0};
+	info[0].tmap[1] = (GpuTmap){q, 4, {1, 1, 128, GPU_TMAP_INNER}, 0};
 
 	/* the header and the source, with maps and without */
 	snprintf(path, sizeof path, "%s/gqa.h", scratch);

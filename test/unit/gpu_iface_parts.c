@@ -229,8 +229,8 @@ int main(int argc, char **argv)
 	info[0] = (GpuKernelInfo){.smem = 180000, .threads = 384, .block_m = 128, .block_n = 64};
 	info[0].parts = 1, info[0].part_cta_bytes = 69632;
 	info[0].ntmaps = 2;
-	info[0].tmap[0] = (GpuTmap){k, 4, {1, 1, GPU_BN, GPU_TMAP_INNER}};
-	info[0].tmap[1] = (GpuTmap){q, 4, {1, 1, 128, GPU_TMAP_INNER}};
+	info[0].tmap[0] = (GpuTmap){k, 4, {1, 1, GPU_BN, GPU_TMAP_INNER}, 0};
+	info[0].tmap[1] = (GpuTmap){q, 4, {1, 1, 128, GPU_TMAP_INNER}, 0};
 	snprintf(dir, sizeof dir, "%s/causal", scratch);
 	CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST);
 	CHECK(write_files(dir, "causal", p, info) == 0);

@@ -1,0 +1,217 @@
+/*
+** lowering/gpu/gather_stage.c: gathered K and V tiles (gather.c: a paged
+** cache's page table) copied into a stage of a TMA ring, laid out as TMA
+** lays a tile (the 128-byte swizzle: chunk c of row r of a panel at
+** (c ^ r % 8) * 16), by the 128 threads of the copying warpgroup, whose
+** every thread arrives on the stage's full barrier.
+**
+** Row by row: a TMA box takes rows one stride apart, so each thread
+** copies its 16-byte chunks with cp.async, each lane evaluating one row's
+** gather for its warp's chunks (gpu_gather_lanes), and arrives when they
+** complete (cp.async.mbarrier.arrive.noinc); the consumers order those
+** generic-proxy writes before their wgmma reads with a proxy fence.
+**
+** Page by page, where the read's rows lie in pages (gpu_pages_slot:
+** Kc[block[b, j / P], j % P, h, d]; the subscript j % X of the slot over a
+** dimension of extent X, every other one that follows the key reading it
+** as j / X): keys j0 .. j0 + R - 1 of a run that starts at a multiple of
+** R = min(X, BN) lie at consecutive slots of one page, and one TMA box of
+** R rows along the slot's dimension, at the coordinates the subscripts
+** give at the run's first key, copies them. The tensor map's box is BN
+** rows there, cut to X by the launcher (GpuTmap.clip). At run time X must
+** be a multiple of 8, so that every run starts at a multiple of the
+** swizzle's 1024 bytes in the stage, and divide BN or be a multiple of it;
+** elsewhere the kernel copies row by row.
+*/
+#include "gpu.h"
+
+/* The reads of gs whose rows lie in pages have maps (gpu_tma_add_map);
+** whether all do and their runs fit warp 0's lanes (pages_copy). */
+static int by_pages(const KernelGen *g, const GatherStage *gs)
+{
+	int maps = 1;
+	for (int r = 0; r < gs->n; r++)
+		maps &= gs->rd[r]->map >= 0;
+	return maps && gs->n * (g->bn / 8) <= 32;
+}
+
+/* Per read: the thread's column chunk c = tid % cpr and its fixed part's
+** address plus 16 c, computed once before the stream (a packed head takes
+** the CTA's first row, as gpu_tma_fixed_coords does). */
+void gpu_gather_stage_setup(KernelGen *g, GatherStage *gs, PReg tid32)
+{
+	PReg zero = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(zero), po_i(0));
+	for (int r = 0; r < gs->n; r++) {
+		const TmaRead *t = gs->rd[r];
+		long cpr = (long)t->panels * GPU_TMAP_INNER / 8;
+		g->node = t->node, g->row = g->q0, g->col = zero;
+		PReg base = gpu_gather_base(g, t->node, t->e, IDX_KEY), c64 = gpu_reg(g, PC_B64);
+		gs->col[r] = gpu_reg(g, PC_B32), gs->colbase[r] = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_REM, ".u32", po_r(gs->col[r]), po_r(tid32), po_i(cpr));
+		gpu_op2(g, PTX_CVT, ".u64.u32", po_r(c64), po_r(gs->col[r]));
+		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(gs->colbase[r]), po_r(c64), po_i(16),
+			po_r(base));
+	}
+}
+
+/* Read t's tile from key j0 row by row into the stage at sa. */
+static void rows_copy(KernelGen *g, const TmaRead *t, PReg tid32, PReg colbase, PReg col, PReg j0,
+		      PReg sa)
+{
+	long cpr = (long)t->panels * GPU_TMAP_INNER / 8;
+	int n = (int)(g->bn * cpr / GPU_THREADS), step = (int)(GPU_THREADS / cpr);
+	GatherLanes gl;
+	gpu_gather_lanes(g, t->node, t->e, IDX_KEY, tid32, cpr, n, step, j0, g->sext, &gl);
+	/* the chunk's place in the swizzled panel: row0 = tid / cpr, panel
+	** c / 8, (c % 8) ^ (row % 8) */
+	PReg row0 = gpu_reg(g, PC_B32), pan = gpu_reg(g, PC_B32), cc = gpu_reg(g, PC_B32),
+	     dst0 = gpu_reg(g, PC_B32), p = gpu_reg(g, PC_B64), tp = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_DIV, ".u32", po_r(row0), po_r(tid32), po_i(cpr));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(pan), po_r(col), po_i(3));
+	gpu_op3(g, PTX_AND, ".b32", po_r(cc), po_r(col), po_i(7));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(dst0), po_r(pan), po_i(g->bn * GPU_TMAP_ROW), po_r(sa));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(dst0), po_r(dst0), po_i(t->off));
+	gpu_op2(g, PTX_LD, ".param.u64", po_r(p), po_memsym(g->par.ptr_names[t->e->tensor->id], 0));
+	gpu_op2(g, PTX_CVTA, ".to.global.u64", po_r(tp), po_r(p));
+	for (int it = 0; it < n; it++) {
+		PReg o, bytes, a = gpu_reg(g, PC_B64), in = gpu_reg(g, PC_PRED),
+			       row = gpu_reg(g, PC_B32), sw = gpu_reg(g, PC_B32),
+			       d = gpu_reg(g, PC_B32);
+		gpu_gather_take(g, &gl, it, &o, &bytes);
+		gpu_op3(g, PTX_ADD, ".s64", po_r(a), po_r(colbase), po_r(o));
+		gpu_op3(g, PTX_SETP, ".ne.u32", po_r(in), po_r(bytes), po_i(0));
+		gpu_op4(g, PTX_SELP, ".b64", po_r(a), po_r(a), po_r(tp), po_r(in));
+		gpu_op3(g, PTX_ADD, ".u32", po_r(row), po_r(row0), po_i(it * step));
+		gpu_op3(g, PTX_AND, ".b32", po_r(sw), po_r(row), po_i(7));
+		gpu_op3(g, PTX_XOR, ".b32", po_r(sw), po_r(sw), po_r(cc));
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(row), po_i(GPU_TMAP_ROW), po_r(dst0));
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(sw), po_i(16), po_r(d));
+		gpu_op4(g, PTX_CP_ASYNC, ".cg.shared.global", po_mem(d, 0), po_mem(a, 0), po_i(16),
+			po_r(bytes));
+	}
+}
+/* Whether every read of r's pages can be copied by boxes at run time
+** (see the header): X a positive multiple of 8 that divides BN or that BN
+** divides, for BN a power of two X >= 8 that is a power of two itself or
+** a multiple of BN. In 32 bits (dims lie below 2^31) and evaluated where
+** it is used: a predicate held across the copying loop spilled there. */
+static PReg pages_ok(KernelGen *g, const TmaRead *const *r, int n)
+{
+	PReg ok = gpu_pconst(g, 1);
+	for (int i = 0; i < n; i++) {
+		PReg x = gpu_u32(g, gpu_expr(g, r[i]->e->tensor->shape[r[i]->rowdim])),
+		     t = gpu_reg(g, PC_B32), pow2 = gpu_reg(g, PC_PRED), o = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_SUB, ".u32", po_r(t), po_r(x), po_i(1));
+		gpu_op3(g, PTX_AND, ".b32", po_r(t), po_r(t), po_r(x));
+		gpu_op3(g, PTX_SETP, ".eq.u32", po_r(pow2), po_r(t), po_i(0));
+		gpu_op3(g, PTX_AND, ".b32", po_r(t), po_r(x), po_i(g->bn - 1));
+		gpu_op4(g, PTX_SETP, ".eq.or.u32", po_r(o), po_r(t), po_i(0), po_r(pow2));
+		gpu_op4(g, PTX_SETP, ".ge.and.u32", po_r(o), po_r(x), po_i(8), po_r(o));
+		gpu_op3(g, PTX_AND, ".pred", po_r(o), po_r(o), po_r(ok));
+		ok = o;
+	}
+	return ok;
+}
+
+/* The boxes of read r's run `lane` (b64) of the tile at key j0, by the
+** threads where mine is true (lane * R < BN): its coordinates, the
+** subscripts evaluated at the run's first key (held inside the key
+** extent, so that the table is read inside its own), the slot moved past
+** its dimension where the key is past the extent (TMA fills a box outside
+** the tensor with zeros, as gather.c zero-fills such rows, and one whose
+** page lies outside the pool the same way), then a box per panel into the
+** stage at sa (u32), R rows a run, completing on barrier bar. */
+static void run_copy(KernelGen *g, const TmaRead *r, PReg map, PReg lane, PReg j0, PReg sa,
+		     PReg bar)
+{
+	const Expr *e = r->e;
+	PReg j = gpu_reg(g, PC_B64), jc = gpu_reg(g, PC_B64), last = gpu_reg(g, PC_B64),
+	     run = gpu_reg(g, PC_B64), past = gpu_reg(g, PC_PRED), mine = gpu_reg(g, PC_PRED),
+	     d = gpu_reg(g, PC_B32), c[GPU_TMAP_MAX_RANK];
+	PReg x = gpu_expr(g, e->tensor->shape[r->rowdim]);
+	gpu_op3(g, PTX_MIN, ".s64", po_r(run), po_r(x), po_i(g->bn));
+	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(j), po_r(lane), po_r(run));
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(mine), po_r(j), po_i(g->bn));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(j), po_r(j), po_r(j0));
+	gpu_op3(g, PTX_SUB, ".s64", po_r(last), po_r(g->sext), po_i(1));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(jc), po_r(j), po_r(last));
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(past), po_r(j), po_r(g->sext));
+	int snode = g->node, selem = g->elem;
+	PReg scol = g->col, srow = g->row;
+	g->node = r->node, g->elem = -1, g->row = g->q0, g->col = jc;
+	for (int k = 0; k < e->nargs - 1; k++)
+		c[k] = gpu_u32(g, gpu_expr(g, e->args[k]));
+	g->node = snode, g->col = scol, g->row = srow, g->elem = selem;
+	gpu_op4(g, PTX_SELP, ".b32", po_r(c[r->rowdim]), po_r(gpu_u32(g, x)), po_r(c[r->rowdim]),
+		po_r(past));
+	/* the run's rows: sa + off + 128 lane R */
+	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(d), po_r(gpu_u32(g, lane)), po_r(gpu_u32(g, run)));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(d), po_i(GPU_TMAP_ROW), po_r(sa));
+	for (int p = 0; p < r->panels; p++)
+		gpu_tma_copy(g, r, map, c, c[r->rowdim], p,
+			     gpu_saddr(g, d, r->off + (uint32_t)p * (uint32_t)g->bn * GPU_TMAP_ROW),
+			     bar, mine);
+}
+
+/* A stage's tiles of the n reads r (their maps the parameters names) from
+** key j0 into the stage at sa, by the 128 threads of the copying
+** warpgroup (tid32: 0 to 127) whose full barrier bar counts each of them:
+** thread 0 arms it with the stage's tx bytes as it arrives, the others
+** arrive, and lanes BN / 8 i + l of warp 0 copy run l of read i (at most
+** BN / 8 runs of 8 keys or more a tile; n BN / 8 <= 32, as
+** gpu_gather_stage_setup made sure).
+** A branch per read keeps one read's evaluation in a lane's registers,
+** which are few (paged_prefill's copying threads spilled when ptxas
+** interleaved two reads), and the reads' tables are read at once. The
+** maps' addresses are taken here, not held across the loop, for the
+** same reason. */
+static void pages_copy(KernelGen *g, const TmaRead *const *r, int n, const char *const *names,
+		       PReg tid32, PReg j0, PReg sa, PReg bar, uint32_t tx)
+{
+	PReg lead = gpu_reg(g, PC_PRED), w0 = gpu_reg(g, PC_PRED);
+	int Lend = ptx_new_label(g->f), per = (int)(g->bn / 8);
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(lead), po_r(tid32), po_i(0));
+	gpu_op3(g, PTX_MBAR_ARRIVE, ".expect_tx.shared::cta.b64", po_sym("_"), po_mem(bar, 0),
+		po_i(tx));
+	ptx_guard(g->f, lead, 0);
+	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(bar, 0));
+	ptx_guard(g->f, lead, 1);
+	gpu_op3(g, PTX_SETP, ".lt.u32", po_r(w0), po_r(tid32), po_i(32));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(Lend));
+	ptx_guard(g->f, w0, 1);
+	for (int i = 0; i < n; i++) {
+		PReg l = gpu_reg(g, PC_B32), mine = gpu_reg(g, PC_PRED), lane = gpu_reg(g, PC_B64);
+		int Lnext = ptx_new_label(g->f);
+		gpu_op3(g, PTX_SUB, ".u32", po_r(l), po_r(tid32), po_i(per * i));
+		gpu_op3(g, PTX_SETP, ".lt.u32", po_r(mine), po_r(l), po_i(per));
+		gpu_op1(g, PTX_BRA, "", po_label(Lnext));
+		ptx_guard(g->f, mine, 1);
+		gpu_op2(g, PTX_CVT, ".u64.u32", po_r(lane), po_r(l));
+		run_copy(g, r[i], gpu_tma_map_addr(g, names[r[i]->map]), lane, j0, sa, bar);
+		ptx_label(g->f, Lnext);
+	}
+	ptx_label(g->f, Lend);
+}
+
+/* The stage's tiles from key j0 (stage address sa): page by page where
+** the pages allow it at run time, else row by row, every thread arriving
+** on the full barrier fb. */
+void gpu_gather_stage_copy(KernelGen *g, const GatherStage *gs, PReg tid32, PReg j0, PReg sa,
+			   PReg fb)
+{
+	int Lrows = 0, Lend = 0, pages = by_pages(g, gs);
+	if (pages) {
+		Lrows = ptx_new_label(g->f), Lend = ptx_new_label(g->f);
+		gpu_op1(g, PTX_BRA, ".uni", po_label(Lrows));
+		ptx_guard(g->f, pages_ok(g, gs->rd, gs->n), 1);
+		pages_copy(g, gs->rd, gs->n, gs->names, tid32, j0, sa, fb, gs->tx);
+		gpu_op1(g, PTX_BRA, ".uni", po_label(Lend));
+		ptx_label(g->f, Lrows);
+	}
+	for (int r = 0; r < gs->n; r++)
+		rows_copy(g, gs->rd[r], tid32, gs->colbase[r], gs->col[r], j0, sa);
+	gpu_op1(g, PTX_CP_ASYNC, ".mbarrier.arrive.noinc.shared::cta.b64", po_mem(fb, 0));
+	if (pages)
+		ptx_label(g->f, Lend);
+}
