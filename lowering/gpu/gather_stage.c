@@ -194,6 +194,18 @@ static void pages_copy(KernelGen *g, const TmaRead *const *r, int n, const char 
 	ptx_label(g->f, Lend);
 }
 
+/* Whether the stage was copied row by row (pred): by cp.async, the
+** generic proxy, whose writes a proxy fence must order before the
+** consumers' wgmma reads; TMA's boxes need none. */
+PReg gpu_gather_stage_by_rows(KernelGen *g, const GatherStage *gs)
+{
+	PReg rows = gpu_reg(g, PC_PRED);
+	if (!by_pages(g, gs))
+		return gpu_pconst(g, 1);
+	gpu_op2(g, PTX_NOT, ".pred", po_r(rows), po_r(pages_ok(g, gs->rd, gs->n)));
+	return rows;
+}
+
 /* The stage's tiles from key j0 (stage address sa): page by page where
 ** the pages allow it at run time, else row by row, every thread arriving
 ** on the full barrier fb. */
