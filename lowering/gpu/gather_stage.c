@@ -25,10 +25,6 @@
 */
 #include "gpu.h"
 
-/* Keys ahead of a run whose table entries its lane prefetches: 8 tiles,
-** a 128-byte line of a table of pages of 16. */
-enum { GPU_PAGES_AHEAD = 512 };
-
 /* The reads of gs whose rows lie in pages have maps (gpu_tma_add_map);
 ** whether all do and their runs fit warp 0's lanes (pages_copy). */
 static int by_pages(const KernelGen *g, const GatherStage *gs)
@@ -118,19 +114,6 @@ static PReg pages_ok(KernelGen *g, const TmaRead *const *r, int n)
 	return ok;
 }
 
-/* Every table that x reads (a page table's i32 entries) at the key in
-** scope, brought into L2: one DRAM round trip less in the copying lane's
-** chain of a table read and its boxes, tiles later. */
-static void prefetch_tables(KernelGen *g, const Expr *x)
-{
-	if (x->kind == EX_ACCESS && !x->tensor->def) {
-		gpu_op1(g, PTX_PREFETCH, ".global.L2", po_mem(gpu_addr(g, x->tensor, x->args), 0));
-		return;
-	}
-	for (int k = 0; k < x->nargs; k++)
-		prefetch_tables(g, x->args[k]);
-}
-
 /* The boxes of read r's run `lane` (b64) of the tile at key j0, by the
 ** threads where mine is true (lane * R < BN): its coordinates, the
 ** subscripts evaluated at the run's first key (held inside the key
@@ -159,14 +142,6 @@ static void run_copy(KernelGen *g, const TmaRead *r, PReg map, PReg lane, PReg j
 	g->node = r->node, g->elem = -1, g->row = g->q0, g->col = jc;
 	for (int k = 0; k < e->nargs - 1; k++)
 		c[k] = gpu_u32(g, gpu_expr(g, e->args[k]));
-	/* the tables of the run GPU_PAGES_AHEAD keys on */
-	PReg jf = gpu_reg(g, PC_B64);
-	gpu_op3(g, PTX_ADD, ".s64", po_r(jf), po_r(jc), po_i(GPU_PAGES_AHEAD));
-	gpu_op3(g, PTX_MIN, ".s64", po_r(jf), po_r(jf), po_r(last));
-	g->col = jf;
-	for (int k = 0; k < e->nargs - 1; k++)
-		if (k != r->rowdim)
-			prefetch_tables(g, e->args[k]);
 	g->node = snode, g->col = scol, g->row = srow, g->elem = selem;
 	gpu_op4(g, PTX_SELP, ".b32", po_r(c[r->rowdim]), po_r(gpu_u32(g, x)), po_r(c[r->rowdim]),
 		po_r(past));
@@ -217,18 +192,6 @@ static void pages_copy(KernelGen *g, const TmaRead *const *r, int n, const char 
 		ptx_label(g->f, Lnext);
 	}
 	ptx_label(g->f, Lend);
-}
-
-/* Whether the stage was copied row by row (pred): by cp.async, the
-** generic proxy, whose writes a proxy fence must order before the
-** consumers' wgmma reads; TMA's boxes need none. */
-PReg gpu_gather_stage_by_rows(KernelGen *g, const GatherStage *gs)
-{
-	PReg rows = gpu_reg(g, PC_PRED);
-	if (!by_pages(g, gs))
-		return gpu_pconst(g, 1);
-	gpu_op2(g, PTX_NOT, ".pred", po_r(rows), po_r(pages_ok(g, gs->rd, gs->n)));
-	return rows;
 }
 
 /* The stage's tiles from key j0 (stage address sa): page by page where

@@ -665,7 +665,6 @@ typedef struct GatherStage {
 void gpu_gather_stage_setup(KernelGen *g, GatherStage *gs, PReg tid32);
 void gpu_gather_stage_copy(KernelGen *g, const GatherStage *gs, PReg tid32, PReg j0, PReg sa,
 			   PReg fb);
-PReg gpu_gather_stage_by_rows(KernelGen *g, const GatherStage *gs);
 
 /* ---- the tile body (tile.c, online.c, maskonce.c) ------------------------ */
 

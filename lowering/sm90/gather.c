@@ -15,12 +15,14 @@ int sm90_gathered(const KernelShape *s)
 	return s->nqk > 0 && s->qk[0].bgather;
 }
 
-/* The stage's gathered reads, K's then V's, their maps and bytes. */
-void sm90_gather_reads(KernelGen *g, GatherStage *gs)
+/* The stage's gathered reads, K's then V's, their maps and bytes, and the
+** copying thread's place in them, computed once before the stream. */
+void sm90_gather_setup(KernelGen *g, PReg tid32, GatherStage *gs)
 {
 	Sm90Kernel *k9 = sm90_of(g);
 	const KernelShape *s = g->s;
 	gs->n = s->nqk + s->nvreads, gs->names = k9->map_names, gs->tx = k9->stage_tx;
 	for (int r = 0; r < gs->n; r++)
 		gs->rd[r] = r < s->nqk ? &k9->k[r] : &k9->v[r - s->nqk];
+	gpu_gather_stage_setup(g, gs, tid32);
 }

@@ -126,7 +126,7 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 		gpu_lane_ids(g);
 	}
 	if (gathered)
-		sm90_gather_reads(g, &gs), gpu_gather_stage_setup(g, &gs, tid32);
+		sm90_gather_setup(g, tid32, &gs);
 	for (int k = 0; k < s->nqk && !gathered; k++)
 		gpu_tma_fixed_coords(g, &k9->k[k], fk[k]);
 	for (int v = 0; v < s->nvreads && !gathered; v++)

@@ -32,9 +32,8 @@ int sm90_next_tile(KernelGen *g, PReg out, PReg all, int first)
 }
 
 /* The stage's address, then the wait for its full barrier. Gathered K and
-** V tiles copied row by row were written by the producer's cp.async, the
-** generic proxy: a proxy fence orders them before this warpgroup's wgmma
-** reads. */
+** V tiles were written by the producer's cp.async, the generic proxy: a
+** proxy fence orders them before this warpgroup's wgmma reads. */
 void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 {
 	(void)buf, (void)keeps_true_max;
@@ -43,13 +42,8 @@ void sm90_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(k9->stage_addr), po_r(k9->stage), po_i(k9->stage_bytes),
 		po_r(g->sbase));
 	gpu_mbar_wait(g, gpu_ring_bar(g, k9->stage, k9->full), k9->phase);
-	if (sm90_gathered(g->s)) {
-		GatherStage gs;
-		sm90_gather_reads(g, &gs);
-		PReg rows = gpu_gather_stage_by_rows(g, &gs);
+	if (sm90_gathered(g->s))
 		gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
-		ptx_guard(g->f, rows, 0);
-	}
 	if (k9->turns) {
 		gpu_op2(g, PTX_BAR, "", po_r(k9->turn_mine), po_i(gpu_warps(g->t) * 32));
 		if (k9->both.n)

@@ -176,7 +176,7 @@ void sm90_contract_cross(KernelGen *g, int node);
 
 /* gather.c */
 int sm90_gathered(const KernelShape *s);
-void sm90_gather_reads(KernelGen *g, GatherStage *gs);
+void sm90_gather_setup(KernelGen *g, PReg tid32, GatherStage *gs);
 
 /* consumer.c */
 int sm90_persistent_wanted(KernelGen *g);
