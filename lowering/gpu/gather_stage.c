@@ -202,9 +202,10 @@ void gpu_gather_stage_copy(KernelGen *g, const GatherStage *gs, PReg tid32, PReg
 {
 	int Lrows = 0, Lend = 0, pages = by_pages(g, gs);
 	if (pages) {
+		PReg ok = pages_ok(g, gs->rd, gs->n);
 		Lrows = ptx_new_label(g->f), Lend = ptx_new_label(g->f);
 		gpu_op1(g, PTX_BRA, ".uni", po_label(Lrows));
-		ptx_guard(g->f, pages_ok(g, gs->rd, gs->n), 1);
+		ptx_guard(g->f, ok, 1);
 		pages_copy(g, gs->rd, gs->n, gs->names, tid32, j0, sa, fb, gs->tx);
 		gpu_op1(g, PTX_BRA, ".uni", po_label(Lend));
 		ptx_label(g->f, Lrows);

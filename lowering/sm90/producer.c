@@ -236,11 +236,13 @@ static void work_tiles(KernelGen *g, Sm90Kernel *k9, const PReg *maps, ProducerR
 ** 16 id loads in flight a lane where it scans), more for it (ptxas spilled
 ** a gathering copy loop at 24 and 40), fewer for the consumers, the CTA's
 ** total unchanged; rows wider than 128 elements (16 chunks a thread and
-** tensor) need 72. */
+** tensor) need 72, and so do gathered tiles, whose copying lanes may
+** evaluate a page's coordinates beside the row copy's state (48 bytes
+** spilled at 56). */
 void sm90_role_regs(KernelGen *g, int *producer, int *consumer)
 {
 	const KernelShape *s = g->s;
-	int wide = s->DV > 128;
+	int wide = s->DV > 128 || sm90_gathered(s);
 	for (int k = 0; k < s->nqk; k++)
 		wide |= s->qk[k].D > 128;
 	if (!sm90_producer_lanes(g))

@@ -44,7 +44,8 @@ enum {
 	/* a producer that gathers (gather.c) evaluates page tables and copies
 	** with 128 threads, or scans masks that read data with its four warps'
 	** lanes (sm90_producer_lanes, sm90_role_regs): 56 + 2 * 224 = 3 * 168, or 72 + 2 * 216 where a
-	** row is wider than 128 elements (16 chunks a thread and tensor) */
+	** row is wider than 128 elements (16 chunks a thread and tensor) or K
+	** and V are gathered (the pages' boxes beside the rows' chunks) */
 	SM90_PRODUCER_REGS_LANES = 56,
 	SM90_CONSUMER_REGS_LANES = 224,
 	SM90_PRODUCER_REGS_WIDE = 72,
