@@ -17,7 +17,9 @@ Every attnc output is checked against SDPA's (rel L2 below 1e-2).
 Paged rows (gen/paged_decode.c: examples/paged_decode.attn with --parts, and
 gen/paged_decode80.c, sm_80's kernel alone, where present): the
 same sequences and kv lengths in a paged cache of P = 16 and 64 slots a page,
-Kc[NP, P, HKV, D] (FlashInfer's NHD layout), each sequence's pages a random
+Kc[NP, P, HKV, D] (FlashInfer's NHD layout; gen/paged_decode_hnd.c, where
+present, the same pages head-major, Kc[NP, HKV, P, D]: vLLM's and
+FlashInfer's HND), each sequence's pages a random
 permutation of the pool, shared by none; attnc's plain and split launches
 read K and V through the page table. The anchor is FlashInfer's
 BatchDecodeWithPagedKVCacheWrapper on the same pages where flashinfer is
@@ -185,23 +187,28 @@ def paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nby
     """The paged rows of one shape: attnc plain and split, and the anchor."""
     H = HKV * G
     for P in (16, 64):
-        Kc, Vc, block, indptr, indices, last = paged_pool(lens, M, P, HKV, K, V)
+        Kn, Vn, block, indptr, indices, last = paged_pool(lens, M, P, HKV, K, V)
+        # each page's slots head-major (paged_decode_hnd): the same pages
+        pools = {"nhd": (Kn, Vn)}
+        if any(lay == "hnd" for _, _, _, lay in plibs):
+            pools["hnd"] = (Kn.transpose(1, 2).contiguous(), Vn.transpose(1, 2).contiguous())
+        Kc, Vc = Kn, Vn
         NP, MAXP = Kc.shape[0], block.shape[1]
         kv = torch.tensor(lens, dtype=torch.int32, device="cuda")
         o = torch.empty(B, H, D, device="cuda", dtype=torch.bfloat16)
         lse = torch.empty(B, H, device="cuda", dtype=torch.float32)
-        ptrs = (ctypes.c_void_p * 8)(*[t.data_ptr() for t in (q, Kc, Vc, block, kv, o, lse)])
         dims = (ctypes.c_long * 7)(B, HKV, G, NP, P, MAXP, D)
         params = (ctypes.c_double * 1)(D ** -0.5)
         part = Part(0, 0, 0, 0, 0, 2, ws.data_ptr(), ws_bytes, None, 0)
         shape = "%s_p%d" % (label, P)
         skpart = Part(0, 0, 0, 0, 0, 2 | 4, ws.data_ptr(), ws_bytes, None, 0)
-        for tag, lib in plibs:
+        for tag, lib, casc, lay in plibs:
+            ptrs = (ctypes.c_void_p * 8)(*[t.data_ptr() for t in (q, *pools[lay], block, kv, o, lse)])
             for split in (0, 1, 2):
-                def run(lib=lib, split=split):
+                def run(lib=lib, split=split, ptrs=ptrs, casc=casc):
                     pt = ctypes.byref(skpart if split == 2 else part)
-                    rc = (lib.paged_decode_launch_part_generic(ptrs, None, dims, params, pt, stream())
-                          if split else lib.paged_decode_launch_generic(ptrs, None, dims, params, stream()))
+                    rc = (getattr(lib, casc + "_launch_part_generic")(ptrs, None, dims, params, pt, stream())
+                          if split else getattr(lib, casc + "_launch_generic")(ptrs, None, dims, params, stream()))
                     if rc:
                         raise RuntimeError(lib.attnrt_last_error().decode())
                 o.fill_(float("nan"))
@@ -235,7 +242,7 @@ def paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nby
                 t = bench(lambda: F.scaled_dot_product_attention(qs, K, V, enable_gqa=True))
             rec(kind="paged", sys="sdpa_gathered", shape=shape, page=P, B=B, HKV=HKV, G=G, M=M,
                 kv_tokens=sum(lens), ms=t, tbps=nbytes / t / 1e9)
-        del Kc, Vc, block, o, lse
+        del Kc, Vc, Kn, Vn, pools, block, o, lse
         torch.cuda.empty_cache()
 
 
@@ -255,9 +262,12 @@ def main():
     # the paged cache (gen/paged_decode.c), where prepared
     plibs = []
     if os.path.exists(os.path.join(HERE, "gen", "paged_decode.c")):
-        plibs.append(("attnc_paged", library("paged_decode", "paged_decode")))
+        plibs.append(("attnc_paged", library("paged_decode", "paged_decode"), "paged_decode", "nhd"))
     if os.path.exists(os.path.join(HERE, "gen", "paged_decode80.c")):
-        plibs.append(("attnc_paged_sm80", library("paged_decode80", "paged_decode")))
+        plibs.append(("attnc_paged_sm80", library("paged_decode80", "paged_decode"), "paged_decode", "nhd"))
+    if os.path.exists(os.path.join(HERE, "gen", "paged_decode_hnd.c")):
+        plibs.append(("attnc_paged_hnd", library("paged_decode_hnd", "paged_decode_hnd"), "paged_decode_hnd",
+                      "hnd"))
     stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     big = torch.empty(1 << 30, dtype=torch.int16, device="cuda")
     dst = torch.empty_like(big)
@@ -364,23 +374,26 @@ def main():
     if plibs:
         pg = {(r.get("shape"), r["sys"]): r for r in rows if r.get("kind") == "paged" and "tbps" in r}
         lines.append("")
-        lines.append("%-15s %8s %8s %8s %8s %9s %8s %10s %6s" % ("paged shape", "attnc", "split", "split80",
-                                                                "anchor", "anchor_is", "/contig", "split/anch",
-                                                                "ok"))
+        lines.append("%-15s %8s %8s %8s %8s %8s %8s %9s %8s %8s %10s %6s" % (
+            "paged shape", "attnc", "split", "hnd", "hnd_spl", "split80", "anchor", "anchor_is", "/contig",
+            "hnd/ctg", "split/anch", "ok"))
         for label, *_ in shapes():
             for P in (16, 64):
                 sh = "%s_p%d" % (label, P)
                 g = lambda s: pg.get((sh, s), {}).get("tbps")
                 an = "flashinfer" if g("flashinfer") else "sdpa_gathered"
                 s, a, c = g("attnc_paged_split"), g(an), by.get((label, "attnc_split"), {}).get("tbps")
+                hs = g("attnc_paged_hnd_split")
+                ok = [pg.get((sh, t), {}).get("ok") for t in ("attnc_paged_split", "attnc_paged_hnd_split")]
                 fmt = lambda x: "%8.2f" % x if x else "%8s" % "-"
-                lines.append("%-15s %s %s %s %s %9s %8s %10s %6s" % (
-                    sh, fmt(g("attnc_paged")), fmt(s), fmt(g("attnc_paged_sm80_split")), fmt(a), an if a else "-",
-                    "%.2f" % (s / c) if s and c else "-", "%.2f" % (s / a) if s and a else "-",
-                    pg.get((sh, "attnc_paged_split"), {}).get("ok")))
-        lines.append("paged: TB/s of the same K+V bytes (copy ceiling %.2f TB/s); /contig: split over the "
-                     "contiguous split; anchor: FlashInfer's paged decode, else SDPA FA2 on the contiguous "
-                     "tensors" % copy_tbps)
+                lines.append("%-15s %s %s %s %s %s %s %9s %8s %8s %10s %6s" % (
+                    sh, fmt(g("attnc_paged")), fmt(s), fmt(g("attnc_paged_hnd")), fmt(hs),
+                    fmt(g("attnc_paged_sm80_split")), fmt(a), an if a else "-",
+                    "%.2f" % (s / c) if s and c else "-", "%.2f" % (hs / c) if hs and c else "-",
+                    "%.2f" % (s / a) if s and a else "-", all(x is not False for x in ok)))
+        lines.append("paged: TB/s of the same K+V bytes (copy ceiling %.2f TB/s); hnd: each page head-major "
+                     "(paged_decode_hnd); /contig, hnd/ctg: split over the contiguous split; anchor: "
+                     "FlashInfer's paged decode, else SDPA FA2 on the contiguous tensors" % copy_tbps)
     open(os.path.join(run, "decode.txt"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -72,6 +72,9 @@ done
 "$ATTNC" --target=$TARGET --parts examples/paged_decode.attn -o "$DIR/gen/paged_decode" 2> /dev/null ||
 	"$ATTNC" --target=sm_80 --parts examples/paged_decode.attn -o "$DIR/gen/paged_decode"
 "$ATTNC" --target=sm_80 --parts examples/paged_decode.attn -o "$DIR/gen/paged_decode80"
+# the same pages head-major (paged_decode_hnd.attn: vLLM's and FlashInfer's HND)
+"$ATTNC" --target=$TARGET --parts examples/paged_decode_hnd.attn -o "$DIR/gen/paged_decode_hnd" 2> /dev/null ||
+	"$ATTNC" --target=sm_80 --parts examples/paged_decode_hnd.attn -o "$DIR/gen/paged_decode_hnd"
 # neighbourhood attention (bench/neighborhood.py): the 2-D and 3-D examples
 # (and as NAME80, sm_80 alone: the other image on a Hopper device)
 for n in neighborhood2d neighborhood3d; do

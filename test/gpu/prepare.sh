@@ -123,6 +123,8 @@ paged_decode paged_decode B=3,HKV=2,G=4,NP=80,P=16,MAXP=20 B=2,HKV=2,G=8,NP=20,P
 decode_long decode B=16,HKV=2,G=4,M=5000 B=3,HKV=3,G=8,M=9000,ramp=8 B=40,HKV=2,G=1,M=300 B=2,HKV=1,G=80,M=700 --int kv_len=0:9000
 decode_equal decode B=8,HKV=2,G=4,M=1000 B=100,HKV=3,G=4,M=1000 B=67,HKV=2,G=8,M=1000 B=7,HKV=1,G=1,M=1000 B=1,HKV=1,G=4,M=1000 --int kv_len=900:900
 paged_decode_long paged_decode B=2,HKV=2,G=4,NP=1200,P=16,MAXP=570 B=1,HKV=1,G=8,NP=200,P=64,MAXP=150 B=2,HKV=2,G=4,NP=1000,P=24,MAXP=400 --int block=perm:NP --int kv_len=3000:9000
+paged_decode_hnd paged_decode_hnd B=3,HKV=2,G=4,NP=80,P=16,MAXP=20 B=2,HKV=2,G=8,NP=20,P=64,MAXP=5 B=2,HKV=1,G=8,NP=100,P=7,MAXP=45 B=2,HKV=2,G=4,NP=120,P=8,MAXP=50 B=3,HKV=3,G=1,NP=10,P=128,MAXP=3 B=1,HKV=2,G=8,NP=40,P=32,MAXP=30,ramp=8 --int block=perm:NP --int kv_len=0:300
+paged_decode_hnd_long paged_decode_hnd B=2,HKV=2,G=4,NP=1200,P=16,MAXP=570 B=1,HKV=1,G=8,NP=200,P=64,MAXP=150 B=2,HKV=2,G=4,NP=2400,P=8,MAXP=1130 B=2,HKV=2,G=4,NP=1000,P=24,MAXP=400 --int block=perm:NP --int kv_len=3000:9000
 paged_prefill paged_prefill B=2,HKV=2,G=2,N=100,NP=50,P=16,MAXP=20 B=2,HKV=1,G=1,N=300,NP=12,P=64,MAXP=5 B=1,HKV=2,G=4,N=1,NP=30,P=16,MAXP=20 B=3,HKV=1,G=2,N=70,NP=200,P=7,MAXP=45 B=1,HKV=2,G=2,N=200,NP=20,P=32,MAXP=10,ramp=8 --int block=perm:NP --int kv_len=0:300
 gather_q gather_q B=2,H=3,N=200 B=1,H=2,N=64 B=2,H=1,N=130 --int perm=0:63
 paged_prefill_d64 paged_prefill B=2,HKV=2,G=2,N=100,NP=50,P=16,MAXP=20 B=1,HKV=1,G=4,N=250,NP=10,P=64,MAXP=5 --int block=perm:NP --int kv_len=0:300

@@ -52,9 +52,12 @@ struct Naive {
 	const double *Q, *K, *V, *Q2, *K2;
 	const double *slope, *bias, *sink, *lam, *kv_len, *prefix_len, *doc, *bucket_bias;
 	/* a paged cache (paged_decode.attn): K[NP, P, HKV, D], key j of sequence
-	** b in page block[b, j / P] at slot j % P; NULL: contiguous */
+	** b in page block[b, j / P] at slot j % P; NULL: contiguous; heads_first:
+	** the pages hold each head's slots together, K[NP, HKV, P, D]
+	** (paged_decode_hnd.attn) */
 	const double *block;
 	long NP, P, MAXP;
+	int heads_first;
 	/* neighbourhood attention: tokens are the pixels of T frames of IH x IW
 	** (T = 1 for an image), row-major */
 	long T, IH, IW;
@@ -84,6 +87,8 @@ static const double *kv_row(const Naive *a, const double *X, long width, long b,
 	long hk = h / (a->H / a->HKV);
 	if (a->block) {
 		long page = (long)a->block[b * a->MAXP + j / a->P];
+		if (a->heads_first)
+			return X + ((page * a->HKV + hk) * a->P + j % a->P) * width;
 		return X + ((page * a->P + j % a->P) * a->HKV + hk) * width;
 	}
 	return X + ((b * a->HKV + hk) * a->M + j) * width;
@@ -722,6 +727,25 @@ static Spec specs[] = {
      0,
      0,
      0.0},
+    {"paged_decode_hnd.attn",
+     "paged_decode_hnd",
+     F_SOFTMAX,
+     HEADS_GQA,
+     vis_kv_len,
+     NULL,
+     128,
+     128,
+     0,
+     "q",
+     "Kc",
+     "Vc",
+     "o",
+     "lse",
+     {"B=2 HKV=3 G=4 NP=13 P=5 MAXP=6", "B=3 HKV=2 G=2 NP=16 P=4 MAXP=5",
+      "B=1 HKV=2 G=3 NP=7 P=16 MAXP=4"},
+     0,
+     0,
+     0.0},
     {"paged_prefill.attn",
      "paged_prefill",
      F_SOFTMAX,
@@ -1022,6 +1046,9 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->lam = opt_buf(b, "lam"), a->kv_len = opt_buf(b, "kv_len");
 	a->prefix_len = opt_buf(b, "prefix_len"), a->doc = opt_buf(b, "doc");
 	a->block = opt_buf(b, "block"), a->bucket_bias = opt_buf(b, "bucket_bias");
+	const Tensor *tk = cascade_tensor(b->c, sp->k);
+	a->heads_first = a->block && tk && tk->rank == 4 && tk->shape[1]->kind == EX_DIM &&
+			 !strcmp(tk->shape[1]->dim->name, "HKV");
 	a->O = O, a->L = sp->l ? L : NULL;
 	a->scale = param_value(b, "scale", sp->scale ? sp->scale : 1.0 / sqrt((double)sp->d), what);
 	a->cap = param_value(b, "cap", 50.0, what);
