@@ -14,25 +14,24 @@
 ** Page by page, where the read's rows lie in pages (gpu_pages_slot:
 ** Kc[block[b, j / P], j % P, h, d]; the subscript j % X of the slot over a
 ** dimension of extent X, every other one that follows the key reading it
-** as j / X): keys j0 .. j0 + R - 1 of a run that starts at a multiple of
-** R = min(X, BN) lie at consecutive slots of one page, and one TMA box of
-** R rows along the slot's dimension, at the coordinates the subscripts
-** give at the run's first key, copies them. The tensor map's box is BN
-** rows there, cut to X by the launcher (GpuTmap.clip). At run time X must
-** be a multiple of 8, so that every run starts at a multiple of the
-** swizzle's 1024 bytes in the stage, and divide BN or be a multiple of it;
-** elsewhere the kernel copies row by row.
+** as j / X) and X is a multiple of BN: a tile's keys then lie at
+** consecutive slots of one page, and one TMA box of BN rows along the
+** slot's dimension, at the coordinates the subscripts give at the tile's
+** first key, copies each panel. Smaller pages go row by row, chosen at run
+** time: boxes of a page's 16 rows (2 KB a panel) ran slower than cp.async
+** (1 x 128k: 3.14 against 3.45 TB/s on an H200, where pages of 64 went
+** from 3.59 to 3.70; bench/RESULTS.md).
 */
 #include "gpu.h"
 
-/* The reads of gs whose rows lie in pages have maps (gpu_tma_add_map);
-** whether all do and their runs fit warp 0's lanes (pages_copy). */
-static int by_pages(const KernelGen *g, const GatherStage *gs)
+/* The reads of gs whose rows lie in pages have maps (gpu_tma_add_map):
+** whether all do (pages_copy then gives each a lane of warp 0). */
+static int by_pages(const GatherStage *gs)
 {
-	int maps = 1;
+	int maps = gs->n <= 32;
 	for (int r = 0; r < gs->n; r++)
 		maps &= gs->rd[r]->map >= 0;
-	return maps && gs->n * (g->bn / 8) <= 32;
+	return maps;
 }
 
 /* Per read: the thread's column chunk c = tid % cpr and its fixed part's
@@ -91,105 +90,80 @@ static void rows_copy(KernelGen *g, const TmaRead *t, PReg tid32, PReg colbase, 
 			po_r(bytes));
 	}
 }
-/* Whether every read of r's pages can be copied by boxes at run time
-** (see the header): X a positive multiple of 8 that divides BN or that BN
-** divides, for BN a power of two X >= 8 that is a power of two itself or
-** a multiple of BN. In 32 bits (dims lie below 2^31) and evaluated where
-** it is used: a predicate held across the copying loop spilled there. */
+/* Whether every read of r's page holds a whole number of tiles, at run
+** time (pred): X a positive multiple of BN. */
 static PReg pages_ok(KernelGen *g, const TmaRead *const *r, int n)
 {
 	PReg ok = gpu_pconst(g, 1);
 	for (int i = 0; i < n; i++) {
 		PReg x = gpu_u32(g, gpu_expr(g, r[i]->e->tensor->shape[r[i]->rowdim])),
-		     t = gpu_reg(g, PC_B32), pow2 = gpu_reg(g, PC_PRED), o = gpu_reg(g, PC_PRED);
-		gpu_op3(g, PTX_SUB, ".u32", po_r(t), po_r(x), po_i(1));
-		gpu_op3(g, PTX_AND, ".b32", po_r(t), po_r(t), po_r(x));
-		gpu_op3(g, PTX_SETP, ".eq.u32", po_r(pow2), po_r(t), po_i(0));
+		     t = gpu_reg(g, PC_B32), o = gpu_reg(g, PC_PRED);
 		gpu_op3(g, PTX_AND, ".b32", po_r(t), po_r(x), po_i(g->bn - 1));
-		gpu_op4(g, PTX_SETP, ".eq.or.u32", po_r(o), po_r(t), po_i(0), po_r(pow2));
-		gpu_op4(g, PTX_SETP, ".ge.and.u32", po_r(o), po_r(x), po_i(8), po_r(o));
-		gpu_op3(g, PTX_AND, ".pred", po_r(o), po_r(o), po_r(ok));
+		gpu_op4(g, PTX_SETP, ".eq.and.u32", po_r(o), po_r(t), po_i(0), po_r(ok));
+		gpu_op4(g, PTX_SETP, ".ge.and.u32", po_r(o), po_r(x), po_i(g->bn), po_r(o));
 		ok = o;
 	}
 	return ok;
 }
 
-/* The boxes of read r's run `lane` (b64) of the tile at key j0, by the
-** threads where mine is true (lane * R < BN): its coordinates, the
-** subscripts evaluated at the run's first key (held inside the key
-** extent, so that the table is read inside its own), the slot moved past
-** its dimension where the key is past the extent (TMA fills a box outside
-** the tensor with zeros, as gather.c zero-fills such rows, and one whose
-** page lies outside the pool the same way), then a box per panel into the
-** stage at sa (u32), R rows a run, completing on barrier bar. */
-static void run_copy(KernelGen *g, const TmaRead *r, PReg map, PReg lane, PReg j0, PReg sa,
-		     PReg bar)
+/* Read r's tile at key j0 by boxes: its coordinates, the subscripts
+** evaluated at the tile's first key (held inside the key extent, so that
+** the table is read inside its own), the slot moved past its dimension
+** where the key is past the extent (TMA fills a box outside the tensor
+** with zeros, as gather.c zero-fills such rows, and one whose page lies
+** outside the pool the same way), then a box per panel into the stage at
+** sa (u32), completing on barrier bar. */
+static void tile_copy(KernelGen *g, const TmaRead *r, PReg map, PReg j0, PReg sa, PReg bar)
 {
 	const Expr *e = r->e;
-	PReg j = gpu_reg(g, PC_B64), jc = gpu_reg(g, PC_B64), last = gpu_reg(g, PC_B64),
-	     run = gpu_reg(g, PC_B64), past = gpu_reg(g, PC_PRED), mine = gpu_reg(g, PC_PRED),
-	     d = gpu_reg(g, PC_B32), c[GPU_TMAP_MAX_RANK];
-	PReg x = gpu_expr(g, e->tensor->shape[r->rowdim]);
-	gpu_op3(g, PTX_MIN, ".s64", po_r(run), po_r(x), po_i(g->bn));
-	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(j), po_r(lane), po_r(run));
-	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(mine), po_r(j), po_i(g->bn));
-	gpu_op3(g, PTX_ADD, ".s64", po_r(j), po_r(j), po_r(j0));
+	PReg jc = gpu_reg(g, PC_B64), last = gpu_reg(g, PC_B64), past = gpu_reg(g, PC_PRED),
+	     c[GPU_TMAP_MAX_RANK];
 	gpu_op3(g, PTX_SUB, ".s64", po_r(last), po_r(g->sext), po_i(1));
-	gpu_op3(g, PTX_MIN, ".s64", po_r(jc), po_r(j), po_r(last));
-	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(past), po_r(j), po_r(g->sext));
+	gpu_op3(g, PTX_MIN, ".s64", po_r(jc), po_r(j0), po_r(last));
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(past), po_r(j0), po_r(g->sext));
 	int snode = g->node, selem = g->elem;
 	PReg scol = g->col, srow = g->row;
 	g->node = r->node, g->elem = -1, g->row = g->q0, g->col = jc;
 	for (int k = 0; k < e->nargs - 1; k++)
 		c[k] = gpu_u32(g, gpu_expr(g, e->args[k]));
 	g->node = snode, g->col = scol, g->row = srow, g->elem = selem;
-	gpu_op4(g, PTX_SELP, ".b32", po_r(c[r->rowdim]), po_r(gpu_u32(g, x)), po_r(c[r->rowdim]),
-		po_r(past));
-	/* the run's rows: sa + off + 128 lane R */
-	gpu_op3(g, PTX_MUL, ".lo.u32", po_r(d), po_r(gpu_u32(g, lane)), po_r(gpu_u32(g, run)));
-	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(d), po_i(GPU_TMAP_ROW), po_r(sa));
+	PReg x = gpu_u32(g, gpu_expr(g, e->tensor->shape[r->rowdim]));
+	gpu_op4(g, PTX_SELP, ".b32", po_r(c[r->rowdim]), po_r(x), po_r(c[r->rowdim]), po_r(past));
 	for (int p = 0; p < r->panels; p++)
-		gpu_tma_copy(g, r, map, c, c[r->rowdim], p,
-			     gpu_saddr(g, d, r->off + (uint32_t)p * (uint32_t)g->bn * GPU_TMAP_ROW),
-			     bar, mine);
+		gpu_tma_copy(
+		    g, r, map, c, c[r->rowdim], p,
+		    gpu_saddr(g, sa, r->off + (uint32_t)p * (uint32_t)g->bn * GPU_TMAP_ROW), bar,
+		    (PReg){0, 0});
 }
 
 /* A stage's tiles of the n reads r (their maps the parameters names) from
 ** key j0 into the stage at sa, by the 128 threads of the copying
 ** warpgroup (tid32: 0 to 127) whose full barrier bar counts each of them:
 ** thread 0 arms it with the stage's tx bytes as it arrives, the others
-** arrive, and lanes BN / 8 i + l of warp 0 copy run l of read i (at most
-** BN / 8 runs of 8 keys or more a tile; n BN / 8 <= 32, as
-** gpu_gather_stage_setup made sure).
-** A branch per read keeps one read's evaluation in a lane's registers,
-** which are few (paged_prefill's copying threads spilled when ptxas
-** interleaved two reads), and the reads' tables are read at once. The
-** maps' addresses are taken here, not held across the loop, for the
-** same reason. */
+** arrive, and lane i of warp 0 copies read i. A branch per read keeps one
+** read's evaluation in a lane's registers, and the reads' tables are read
+** at once. The maps' addresses are taken here, not held across the loop:
+** the copying threads' registers are few. */
 static void pages_copy(KernelGen *g, const TmaRead *const *r, int n, const char *const *names,
 		       PReg tid32, PReg j0, PReg sa, PReg bar, uint32_t tx)
 {
-	PReg lead = gpu_reg(g, PC_PRED), w0 = gpu_reg(g, PC_PRED);
-	int Lend = ptx_new_label(g->f), per = (int)(g->bn / 8);
+	PReg lead = gpu_reg(g, PC_PRED);
+	int Lend = ptx_new_label(g->f);
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(lead), po_r(tid32), po_i(0));
 	gpu_op3(g, PTX_MBAR_ARRIVE, ".expect_tx.shared::cta.b64", po_sym("_"), po_mem(bar, 0),
 		po_i(tx));
 	ptx_guard(g->f, lead, 0);
 	gpu_op2(g, PTX_MBAR_ARRIVE, ".shared::cta.b64", po_sym("_"), po_mem(bar, 0));
 	ptx_guard(g->f, lead, 1);
-	gpu_op3(g, PTX_SETP, ".lt.u32", po_r(w0), po_r(tid32), po_i(32));
-	gpu_op1(g, PTX_BRA, ".uni", po_label(Lend));
-	ptx_guard(g->f, w0, 1);
 	for (int i = 0; i < n; i++) {
-		PReg l = gpu_reg(g, PC_B32), mine = gpu_reg(g, PC_PRED), lane = gpu_reg(g, PC_B64);
-		int Lnext = ptx_new_label(g->f);
-		gpu_op3(g, PTX_SUB, ".u32", po_r(l), po_r(tid32), po_i(per * i));
-		gpu_op3(g, PTX_SETP, ".lt.u32", po_r(mine), po_r(l), po_i(per));
+		PReg mine = gpu_reg(g, PC_PRED);
+		int Lnext = i + 1 < n ? ptx_new_label(g->f) : Lend;
+		gpu_op3(g, PTX_SETP, ".ne.u32", po_r(mine), po_r(tid32), po_i(i));
 		gpu_op1(g, PTX_BRA, "", po_label(Lnext));
-		ptx_guard(g->f, mine, 1);
-		gpu_op2(g, PTX_CVT, ".u64.u32", po_r(lane), po_r(l));
-		run_copy(g, r[i], gpu_tma_map_addr(g, names[r[i]->map]), lane, j0, sa, bar);
-		ptx_label(g->f, Lnext);
+		ptx_guard(g->f, mine, 0);
+		tile_copy(g, r[i], gpu_tma_map_addr(g, names[r[i]->map]), j0, sa, bar);
+		if (Lnext != Lend)
+			ptx_label(g->f, Lnext);
 	}
 	ptx_label(g->f, Lend);
 }
@@ -200,7 +174,7 @@ static void pages_copy(KernelGen *g, const TmaRead *const *r, int n, const char 
 void gpu_gather_stage_copy(KernelGen *g, const GatherStage *gs, PReg tid32, PReg j0, PReg sa,
 			   PReg fb)
 {
-	int Lrows = 0, Lend = 0, pages = by_pages(g, gs);
+	int Lrows = 0, Lend = 0, pages = by_pages(gs);
 	if (pages) {
 		PReg ok = pages_ok(g, gs->rd, gs->n);
 		Lrows = ptx_new_label(g->f), Lend = ptx_new_label(g->f);

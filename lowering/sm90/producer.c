@@ -237,7 +237,7 @@ static void work_tiles(KernelGen *g, Sm90Kernel *k9, const PReg *maps, ProducerR
 ** a gathering copy loop at 24 and 40), fewer for the consumers, the CTA's
 ** total unchanged; rows wider than 128 elements (16 chunks a thread and
 ** tensor) need 72, and so do gathered tiles, whose copying lanes may
-** evaluate a page's coordinates beside the row copy's state (48 bytes
+** evaluate a page's coordinates beside the row copy's state (paged_prefill
 ** spilled at 56). */
 void sm90_role_regs(KernelGen *g, int *producer, int *consumer)
 {
