@@ -184,7 +184,7 @@ static int only_pages(const Plan *p, int node, const Expr *x, IndexKind along, c
 	return 1;
 }
 
-/* The dimension of read e's slot where its rows lie in pages (pages.c):
+/* The dimension of read e's slot where its rows lie in pages (gather_stage.c):
 ** one subscript j % X over a dimension of extent X, every other one that
 ** follows the key reading it as j / X; else -1. */
 int gpu_pages_slot(const Plan *p, int node, const Expr *e, IndexKind along)

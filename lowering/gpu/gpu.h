@@ -651,8 +651,8 @@ int gpu_cross_rowdim(const Plan *p, const KernelShape *s, int i);
 int gpu_cross_mappable(const Plan *p, const KernelShape *s);
 /* gather_stage.c: gathered K and V tiles copied into a TMA ring's stage
 ** by the 128 threads of the copying warpgroup, row by row (cp.async) or,
-** where the rows lie in pages (gpu_pages_slot), a page's run at a time by
-** TMA: the reads (K's, then V's), their maps' parameter names and the
+** where the rows lie in pages (gpu_pages_slot) of whole tiles, a box a
+** panel by TMA: the reads (K's, then V's), their maps' parameter names and the
 ** stage's bytes, which the caller sets; each thread's column chunk and its
 ** fixed address per read, which the setup does. */
 typedef struct GatherStage {

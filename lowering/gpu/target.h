@@ -31,7 +31,7 @@ typedef struct GpuTmap {
 	int tensor;
 	int rank;
 	unsigned box[GPU_TMAP_MAX_RANK];
-	/* a paged read's map (gpu/pages.c): the launcher cuts the box along
+	/* a paged read's map (gpu/gather_stage.c): the launcher cuts the box along
 	** dimension clip - 1 to that dimension's extent, a page; 0: none */
 	int clip;
 } GpuTmap;

@@ -67,7 +67,7 @@ static int row_dim(KernelGen *g, int node, const Expr *e, int cls)
 ** GPU_TMAP_INNER elements along the last dimension, box_rows along the
 ** dimension of class cls (the query rows or the keys), 1 elsewhere. A
 ** gathered read (gathered) has a map only where its rows lie in pages
-** (pages.c): box_rows along the slot's dimension, cut to the page; the
+** (gather_stage.c): box_rows along the slot's dimension, cut to the page; the
 ** target copies other gathered reads with cp.async. */
 void gpu_tma_add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls, uint32_t rows,
 		     uint32_t box_rows, long inner, int gathered)

@@ -2,8 +2,8 @@
 ** lowering/sm90/gather.c: the producer's copies of K and V rows placed
 ** through a gather (a paged cache's page table, gpu/gather.c): the
 ** producer warpgroup's 128 threads fill each stage as TMA would have laid
-** it out (gpu/gather_stage.c: row by row with cp.async, or a page's run
-** at a time by TMA), and each arrives on the stage's full barrier; the
+** it out (gpu/gather_stage.c: row by row with cp.async, or by TMA boxes
+** where a page holds whole tiles), and each arrives on the stage's full barrier; the
 ** consumers order cp.async's generic-proxy writes before their wgmma
 ** reads with a proxy fence after the wait (ring.c).
 */
