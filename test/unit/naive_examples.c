@@ -741,7 +741,7 @@ static Spec specs[] = {
      "Vc",
      "o",
      "lse",
-     {"B=2 HKV=3 G=4 NP=13 P=5 MAXP=6", "B=3 HKV=2 G=2 NP=16 P=4 MAXP=5",
+     {"B=2 HKV=3 G=4 NP=13 P=5 MAXP=6", "B=3 HKV=2 G=4 NP=19 P=5 MAXP=6",
       "B=1 HKV=2 G=3 NP=7 P=16 MAXP=4"},
      0,
      0,
