@@ -18,9 +18,8 @@
 ** consecutive slots of one page, and one TMA box of BN rows along the
 ** slot's dimension, at the coordinates the subscripts give at the tile's
 ** first key, copies each panel. Smaller pages go row by row, chosen at run
-** time: boxes of a page's 16 rows (2 KB a panel) ran slower than cp.async
-** (1 x 128k: 3.14 against 3.45 TB/s on an H200, where pages of 64 went
-** from 3.59 to 3.70; bench/RESULTS.md).
+** time: four boxes of a page's 16 rows a panel (2 KB each) ran slower than
+** the row copy, where pages of 64 ran faster (bench/RESULTS.md).
 */
 #include "gpu.h"
 
