@@ -23,11 +23,14 @@
 */
 #include "gpu.h"
 
+/* pages_copy gives each read a lane of warp 0. */
+_Static_assert(2 * GPU_MAXG <= 32, "a lane of warp 0 a gathered read");
+
 /* The reads of gs whose rows lie in pages have maps (gpu_tma_add_map):
-** whether all do (pages_copy then gives each a lane of warp 0). */
+** whether all do. */
 static int by_pages(const GatherStage *gs)
 {
-	int maps = gs->n <= 32;
+	int maps = 1;
 	for (int r = 0; r < gs->n; r++)
 		maps &= gs->rd[r]->map >= 0;
 	return maps;

@@ -474,15 +474,14 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		s.with_parts = parts && !rows;
 		unsigned smem = 0;
 		rc = build_entry(&a, t, p, &s, &main[i], &align, &smem);
-		/* no GPU gives a CTA more (the H100's and H200's opt-in limit, for
-		** every target's image that runs there): such a kernel would fail
-		** only at launch */
-		if (!rc && smem > 227u * 1024u) {
+		/* no GPU gives a CTA more (for every target's image that runs
+		** there): such a kernel would fail only at launch */
+		if (!rc && smem > GPU_CTA_SMEM_MAX) {
 			diag_error(
 			    d, c->loc,
 			    "cannot generate an %s kernel for '%s': its tiles need %u bytes of "
-			    "shared memory a CTA, more than any GPU gives one (232448)",
-			    t->name, c->name, smem);
+			    "shared memory a CTA, more than any GPU gives one (%u)",
+			    t->name, c->name, smem, (unsigned)GPU_CTA_SMEM_MAX);
 			rc = 1;
 		}
 		/* the same kernel without the table's refill (KernelShape.one_window) */
@@ -503,13 +502,13 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		if (parts && !rc && !rows && gpu_data_masks(p))
 			rc = variant_entry(&a, t, p, &s, 0, 2, &skw[i], &align, &v, &sk_smem);
 		/* every entry launches with the larger shared memory */
-		if (!rc && sk_smem > 227u * 1024u) {
+		if (!rc && sk_smem > GPU_CTA_SMEM_MAX) {
 			diag_error(
 			    d, c->loc,
 			    "cannot generate an %s kernel for '%s': its stream-K entry needs "
 			    "%u bytes of shared memory a CTA, more than any GPU gives one "
 			    "(%u)",
-			    t->name, c->name, sk_smem, 227u * 1024u);
+			    t->name, c->name, sk_smem, (unsigned)GPU_CTA_SMEM_MAX);
 			rc = 1;
 		}
 		if (info) {

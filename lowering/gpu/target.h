@@ -60,6 +60,11 @@ typedef struct GpuKernelInfo {
 
 enum { GPU_MAX_CUBINS = 4 };
 
+/* The most shared memory any GPU gives one CTA (the H100's and H200's
+** opt-in limit, 227 KiB): a kernel that needs more would fail at every
+** launch, so gpu_emit_program refuses it. */
+enum { GPU_CTA_SMEM_MAX = 227 * 1024 };
+
 struct KernelGen;   /* gpu.h */
 struct KernelShape; /* gpu.h */
 
