@@ -202,11 +202,13 @@ def paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nby
         part = Part(0, 0, 0, 0, 0, 2, ws.data_ptr(), ws_bytes, None, 0)
         shape = "%s_p%d" % (label, P)
         skpart = Part(0, 0, 0, 0, 0, 2 | 4, ws.data_ptr(), ws_bytes, None, 0)
+        # ATTN_PART_ZEROED: counters the last launch left zero, no memset
+        zpart = Part(0, 0, 0, 0, 0, 2 | 8, ws.data_ptr(), ws_bytes, None, 0)
         for tag, lib, casc, lay in plibs:
             ptrs = (ctypes.c_void_p * 8)(*[t.data_ptr() for t in (q, *pools[lay], block, kv, o, lse)])
-            for split in (0, 1, 2):
+            for split in (0, 1, 2, 3):
                 def run(lib=lib, split=split, ptrs=ptrs, casc=casc):
-                    pt = ctypes.byref(skpart if split == 2 else part)
+                    pt = ctypes.byref((part, part, skpart, zpart)[split])
                     rc = (getattr(lib, casc + "_launch_part_generic")(ptrs, None, dims, params, pt, stream())
                           if split else getattr(lib, casc + "_launch_generic")(ptrs, None, dims, params, stream()))
                     if rc:
@@ -222,7 +224,7 @@ def paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nby
                 torch.cuda.synchronize()
                 err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
                 t = bench(run)
-                rec(kind="paged", sys=tag + ("", "_split", "_streamk")[split], shape=shape, page=P, B=B, HKV=HKV,
+                rec(kind="paged", sys=tag + ("", "_split", "_streamk", "_split_z")[split], shape=shape, page=P, B=B, HKV=HKV,
                     G=G, M=M, kv_tokens=sum(lens), ms=t, tbps=nbytes / t / 1e9, rel_l2=err, ok=bool(err < 1e-2))
         fi = flashinfer_decode(q, Kc, Vc, indptr, indices, last, HKV, P)
         if isinstance(fi, str):
@@ -314,8 +316,11 @@ def main():
             ref[b] = F.scaled_dot_product_attention(qb, kb, vb, enable_gqa=True)[0, :, 0]
         runs = []
         for tag, lib in libs:
+            # _z: ATTN_PART_ZEROED, the counters as the last launch left them (no memset)
             runs += [(tag, plain_of(lib)), (tag + "_split", split_of(lib)),
-                     (tag + "_streamk", split_of(lib, 0, 2 | 4))]
+                     (tag + "_streamk", split_of(lib, 0, 2 | 4)),
+                     (tag + "_split_z", split_of(lib, 0, 2 | 8)),
+                     (tag + "_streamk_z", split_of(lib, 0, 2 | 4 | 8))]
         sweep = [int(x) for x in os.environ.get("DECODE_SPLITS", "").split(",") if x]
         runs += [("attnc_split_s%d" % n, split_of(libs[0][1], n)) for n in sweep if n <= (M + 255) // 256]
         for name, fn in runs:
@@ -323,7 +328,7 @@ def main():
             try:
                 fn()
             except RuntimeError as e:
-                if not name.startswith("attnc_split_s") and not name.endswith("_streamk"):
+                if not name.startswith("attnc_split_s") and "_streamk" not in name:
                     raise
                 rec(kind="decode", sys=name, shape=label, error=str(e)[:200])
                 continue
@@ -349,19 +354,22 @@ def main():
         torch.cuda.empty_cache()
     json.dump(rows, open(os.path.join(run, "decode.json"), "w"), indent=1)
     by = {(r.get("shape"), r["sys"]): r for r in rows if r.get("kind") == "decode" and "tbps" in r}
-    lines = ["%-11s %8s %8s %8s %8s %8s %8s %8s %9s %9s %6s" % (
-        "shape", "attnc", "split", "streamk", "split80", "sk80", "fa2", "cudnn", "split/fa2", "split/cud", "ok")]
+    lines = ["%-11s %8s %8s %8s %8s %8s %8s %8s %8s %9s %9s %7s %6s" % (
+        "shape", "attnc", "split", "streamk", "split_z", "sk_z", "split80", "fa2", "cudnn", "split/fa2",
+        "split/cud", "z/cud", "ok")]
     for label, *_ in shapes():
         g = lambda s: by.get((label, s), {}).get("tbps")
         s, f2, cu = g("attnc_split"), g("sdpa_flash2"), g("sdpa_cudnn")
         fmt = lambda x: "%8.2f" % x if x else "%8s" % "-"
         oks = [r.get("ok") for (sh, n), r in by.items() if sh == label and n.startswith("attnc")]
-        lines.append("%-11s %s %s %s %s %s %s %s %9s %9s %6s" % (
-            label, fmt(g("attnc")), fmt(s), fmt(g("attnc_streamk")), fmt(g("attnc_sm80_split")),
-            fmt(g("attnc_sm80_streamk")), fmt(f2), fmt(cu),
+        z = g("attnc_split_z")
+        lines.append("%-11s %s %s %s %s %s %s %s %s %9s %9s %7s %6s" % (
+            label, fmt(g("attnc")), fmt(s), fmt(g("attnc_streamk")), fmt(z), fmt(g("attnc_streamk_z")),
+            fmt(g("attnc_sm80_split")), fmt(f2), fmt(cu),
             "%.2f" % (s / f2) if s and f2 else "-", "%.2f" % (s / cu) if s and cu else "-",
-            all(oks) if oks else "-"))
-    lines.append("TB/s of K+V read; copy ceiling %.2f TB/s; %s %s %s %s" % (
+            "%.2f" % (z / cu) if z and cu else "-", all(oks) if oks else "-"))
+    lines.append("TB/s of K+V read; _z: ATTN_PART_ZEROED (no memset of the counters); copy ceiling "
+                 "%.2f TB/s; %s %s %s %s" % (
         copy_tbps, meta.get("target"), meta.get("device"), meta.get("commit"), meta.get("date")))
     sweep = sorted({int(r["sys"][len("attnc_split_s"):]) for r in rows
                     if r.get("kind") == "decode" and r["sys"].startswith("attnc_split_s") and "tbps" in r})
@@ -374,9 +382,9 @@ def main():
     if plibs:
         pg = {(r.get("shape"), r["sys"]): r for r in rows if r.get("kind") == "paged" and "tbps" in r}
         lines.append("")
-        lines.append("%-15s %8s %8s %8s %8s %8s %8s %9s %8s %8s %10s %6s" % (
-            "paged shape", "attnc", "split", "hnd", "hnd_spl", "split80", "anchor", "anchor_is", "/contig",
-            "hnd/ctg", "split/anch", "ok"))
+        lines.append("%-15s %8s %8s %8s %8s %8s %8s %8s %9s %8s %8s %8s %10s %6s" % (
+            "paged shape", "attnc", "split", "split_z", "hnd", "hnd_spl", "split80", "anchor", "anchor_is",
+            "/contig", "z/ctg_z", "hnd/ctg", "split/anch", "ok"))
         for label, *_ in shapes():
             for P in (16, 64):
                 sh = "%s_p%d" % (label, P)
@@ -384,12 +392,14 @@ def main():
                 an = "flashinfer" if g("flashinfer") else "sdpa_gathered"
                 s, a, c = g("attnc_paged_split"), g(an), by.get((label, "attnc_split"), {}).get("tbps")
                 hs = g("attnc_paged_hnd_split")
+                z, cz = g("attnc_paged_split_z"), by.get((label, "attnc_split_z"), {}).get("tbps")
                 ok = [pg.get((sh, t), {}).get("ok") for t in ("attnc_paged_split", "attnc_paged_hnd_split")]
                 fmt = lambda x: "%8.2f" % x if x else "%8s" % "-"
-                lines.append("%-15s %s %s %s %s %s %s %9s %8s %8s %10s %6s" % (
-                    sh, fmt(g("attnc_paged")), fmt(s), fmt(g("attnc_paged_hnd")), fmt(hs),
+                lines.append("%-15s %s %s %s %s %s %s %s %9s %8s %8s %8s %10s %6s" % (
+                    sh, fmt(g("attnc_paged")), fmt(s), fmt(z), fmt(g("attnc_paged_hnd")), fmt(hs),
                     fmt(g("attnc_paged_sm80_split")), fmt(a), an if a else "-",
-                    "%.2f" % (s / c) if s and c else "-", "%.2f" % (hs / c) if hs and c else "-",
+                    "%.2f" % (s / c) if s and c else "-", "%.2f" % (z / cz) if z and cz else "-",
+                    "%.2f" % (hs / c) if hs and c else "-",
                     "%.2f" % (s / a) if s and a else "-", all(x is not False for x in ok)))
         lines.append("paged: TB/s of the same K+V bytes (copy ceiling %.2f TB/s); hnd: each page head-major "
                      "(paged_decode_hnd); /contig, hnd/ctg: split over the contiguous split; anchor: "

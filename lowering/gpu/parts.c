@@ -496,6 +496,13 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg 
 	gpu_op2(g, PTX_CVT, ".u32.u64", po_r(nz1), po_r(nz));
 	gpu_op3(g, PTX_SUB, ".u32", po_r(nz1), po_r(nz1), po_i(1));
 	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(last), po_r(tka), po_r(nz1));
+	/* the last ticket's lane 0 puts the counter back to zero: every part
+	** has counted, so that the next launch finds it zeroed */
+	PReg clear = gpu_reg(g, PC_PRED), zero32 = gpu_reg(g, PC_B32);
+	gpu_op3(g, PTX_AND, ".pred", po_r(clear), po_r(last), po_r(lead));
+	gpu_op2(g, PTX_MOV, ".b32", po_r(zero32), po_i(0));
+	gpu_op2(g, PTX_ST, ".relaxed.gpu.global.u32", po_mem(ca, 0), po_r(zero32));
+	ptx_guard(g->f, clear, 0);
 	if (h->on) {
 		/* warp 0's word to its helpers: z + 1 where its part is the last */
 		PReg z1 = gpu_reg(g, PC_B32), say = gpu_reg(g, PC_PRED);
@@ -551,6 +558,10 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg 
 	gpu_op2(g, PTX_BAR, "", po_i(g->t->meet_bar), po_r(h->count));
 	gpu_leave(g);
 	ptx_guard(g->f, h->me, 0);
+	/* warp 0's word back to zero, now that its helpers have read it (a
+	** helper of another part that reads it late sees 0, not its z + 1) */
+	gpu_op2(g, PTX_ST, ".relaxed.gpu.global.u32", po_mem(help_word(g, m), 0), po_r(zero32));
+	ptx_guard(g->f, lead, 0);
 	/* warp 0: the helpers' partial states, in their first parts' slots */
 	int u = merge_width(g);
 	for (int r0 = 1; r0 < HELP_WARPS; r0 += u) {

@@ -213,6 +213,29 @@ static int check_parts(int nt, const int *kind, const int *dt, const char *const
 		check(attnrt_synchronize(), "kernel part");
 		fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f, how[r]);
 	}
+	/* counters the caller zeroed once (ATTN_PART_ZEROED: no memset on the
+	** launch path): each launch must leave them zero for the next, split
+	** and stream-K alike, or a later launch's outputs stay poisoned, its
+	** parts merge too early, or its helpers wait at a barrier alone */
+	check(attnrt_memset(ws, 0, big), "memset");
+	static const int zsplits[5] = {3, 0, 0, 0, 0};
+	static const char *const zhow[5] = {"/zeroed_split3", "/zeroed_auto", "/zeroed_auto2",
+					    "/zeroed_streamk", "/zeroed_streamk2"};
+	for (int r = 0; r < 5; r++) {
+		int flags =
+		    ATTN_PART_FINALIZE | ATTN_PART_ZEROED | (r >= 3 ? ATTN_PART_STREAM_K : 0);
+		attn_gpu_part pt = {0, 0, 0, 0, zsplits[r], flags, ws, big, NULL, 0};
+		poison(nt, kind, dt, numel, dev, hraw);
+		int rc = F(_launch_part_generic)(dev, NULL, dims, params, &pt, NULL);
+		if (rc) { /* stream-K only: a kernel without the entry */
+			if (r < 3)
+				check(rc, "launch zeroed");
+			printf("%s skipped: %s\n", zhow[r], attnrt_last_error());
+			break;
+		}
+		check(attnrt_synchronize(), "kernel zeroed");
+		fail |= compare(nt, kind, dt, name, numel, dev, hraw, host_f, zhow[r]);
+	}
 	/* keys in three launches: [0, a), [a, b), [b, end), each non-empty
 	** where the keys allow (k_end 0 would mean all of them) */
 	long kext = F(_part_keys)(dims);

@@ -154,7 +154,8 @@ static void expect_decls(const char *what, const char *h, const char *n)
 	expect_text(what, h, want);
 	expect_text(
 	    what, h,
-	    "enum { ATTN_PART_MERGE_IN = 1, ATTN_PART_FINALIZE = 2, ATTN_PART_STREAM_K = 4 };\n"
+	    "enum { ATTN_PART_MERGE_IN = 1, ATTN_PART_FINALIZE = 2, ATTN_PART_STREAM_K = 4,\n"
+	    "       ATTN_PART_ZEROED = 8 };\n"
 	    "typedef struct attn_gpu_part {\n\tlong q_begin, q_end;\n\tlong k_begin, k_end;\n"
 	    "\tint splits;\n\tint flags;\n\tvoid *workspace;\n\tsize_t workspace_bytes;\n"
 	    "\tvoid *state;\n\tsize_t state_bytes;\n} attn_gpu_part;\n");

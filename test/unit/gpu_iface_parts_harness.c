@@ -291,8 +291,8 @@ static void causal_cases(void *stream)
 		"causal: the image that runs has no stream-K entry (attnc emits one where masks "
 		"read lengths on the device and K and V are not gathered into a producer's "
 		"stages)");
-	pt.flags = MERGE | FIN | 8;
-	REFUSED(causal_launch_part(&a, &pt, stream), "causal: unknown flags 0xb");
+	pt.flags = MERGE | FIN | 16;
+	REFUSED(causal_launch_part(&a, &pt, stream), "causal: unknown flags 0x13");
 
 	/* sizes: rows [128, 512) are 3 CTAs of 128 rows per head */
 	long ncta = 3 * GY;
@@ -374,6 +374,16 @@ static void causal_cases(void *stream)
 		     (uintptr_t)state,
 		     MERGE | FIN};
 	expect_launch(__LINE__, before + 1, "causal_fwd_part", stream, &e);
+	/* the same launch with counters the caller says are zero: no memset,
+	** and the kernel's mode without the flag */
+	pt.flags |= ATTN_PART_ZEROED;
+	memset(ws, 0xab, 768);
+	before = ncalls();
+	rc = causal_launch_part(&a, &pt, stream);
+	if (rc)
+		fprintf(stderr, "causal_launch_part: %s\n", attnrt_last_error());
+	CHECK(rc == ATTNRT_OK && ncalls() == before + 1 && ws[0] == 0xab);
+	expect_launch(__LINE__, before, "causal_fwd_part", stream, &e);
 	/* an empty key range anywhere: a tile boundary, one tile's chunk */
 	pt = (attn_gpu_part){0, 128, 100, 100, 1, MERGE, NULL, 0, state, st};
 	before = ncalls();
