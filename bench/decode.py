@@ -30,7 +30,9 @@ same K and V bytes count for the bandwidth.
 With DECODE_SPLITS=1,2,4,... the bundle's split launch also runs with each
 of those split counts (rows attnc_split_sN, the rest of the run as ever): the
 data a split heuristic is chosen from. DECODE_SHAPES=1x128k,8x8k,... runs
-those shapes alone.
+those shapes alone, DECODE_PAGES=16 the paged rows of that page size alone.
+Rows whose name ends in _z launch with ATTN_PART_ZEROED: the counters as the
+last launch left them (zero), with no memset before the kernel.
 
 usage: python3 decode.py     writes DATE-COMMIT-decode/{meta,decode}.json and
 decode.txt under $OUT (bench/rundir.sh, bench/results/README.md)
@@ -186,7 +188,7 @@ def flashinfer_decode(q, Kc, Vc, indptr, indices, last, HKV, P):
 def paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nbytes, stream):
     """The paged rows of one shape: attnc plain and split, and the anchor."""
     H = HKV * G
-    for P in (16, 64):
+    for P in [int(x) for x in os.environ.get("DECODE_PAGES", "16,64").split(",")]:
         Kn, Vn, block, indptr, indices, last = paged_pool(lens, M, P, HKV, K, V)
         # each page's slots head-major (paged_decode_hnd): the same pages
         pools = {"nhd": (Kn, Vn)}
@@ -382,9 +384,9 @@ def main():
     if plibs:
         pg = {(r.get("shape"), r["sys"]): r for r in rows if r.get("kind") == "paged" and "tbps" in r}
         lines.append("")
-        lines.append("%-15s %8s %8s %8s %8s %8s %8s %8s %9s %8s %8s %8s %10s %6s" % (
-            "paged shape", "attnc", "split", "split_z", "hnd", "hnd_spl", "split80", "anchor", "anchor_is",
-            "/contig", "z/ctg_z", "hnd/ctg", "split/anch", "ok"))
+        lines.append("%-15s %8s %8s %8s %8s %8s %8s %8s %8s %9s %8s %8s %8s %8s %10s %6s" % (
+            "paged shape", "attnc", "split", "split_z", "sk", "hnd", "hnd_spl", "split80", "anchor",
+            "anchor_is", "/contig", "z/ctg_z", "sk/ctg_sk", "hnd/ctg", "split/anch", "ok"))
         for label, *_ in shapes():
             for P in (16, 64):
                 sh = "%s_p%d" % (label, P)
@@ -393,16 +395,19 @@ def main():
                 s, a, c = g("attnc_paged_split"), g(an), by.get((label, "attnc_split"), {}).get("tbps")
                 hs = g("attnc_paged_hnd_split")
                 z, cz = g("attnc_paged_split_z"), by.get((label, "attnc_split_z"), {}).get("tbps")
+                sk, csk = g("attnc_paged_streamk"), by.get((label, "attnc_streamk"), {}).get("tbps")
                 ok = [pg.get((sh, t), {}).get("ok") for t in ("attnc_paged_split", "attnc_paged_hnd_split")]
                 fmt = lambda x: "%8.2f" % x if x else "%8s" % "-"
-                lines.append("%-15s %s %s %s %s %s %s %s %9s %8s %8s %8s %10s %6s" % (
-                    sh, fmt(g("attnc_paged")), fmt(s), fmt(z), fmt(g("attnc_paged_hnd")), fmt(hs),
+                lines.append("%-15s %s %s %s %s %s %s %s %s %9s %8s %8s %8s %8s %10s %6s" % (
+                    sh, fmt(g("attnc_paged")), fmt(s), fmt(z), fmt(sk), fmt(g("attnc_paged_hnd")), fmt(hs),
                     fmt(g("attnc_paged_sm80_split")), fmt(a), an if a else "-",
                     "%.2f" % (s / c) if s and c else "-", "%.2f" % (z / cz) if z and cz else "-",
+                    "%.2f" % (sk / csk) if sk and csk else "-",
                     "%.2f" % (hs / c) if hs and c else "-",
                     "%.2f" % (s / a) if s and a else "-", all(x is not False for x in ok)))
         lines.append("paged: TB/s of the same K+V bytes (copy ceiling %.2f TB/s); hnd: each page head-major "
-                     "(paged_decode_hnd); /contig, hnd/ctg: split over the contiguous split; anchor: "
+                     "(paged_decode_hnd); /contig, hnd/ctg: split over the contiguous split; z/ctg_z, "
+                     "sk/ctg_sk: the same with ATTN_PART_ZEROED, with stream-K; anchor: "
                      "FlashInfer's paged decode, else SDPA FA2 on the contiguous tensors" % copy_tbps)
     open(os.path.join(run, "decode.txt"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -1,7 +1,8 @@
 """bench/decode_prof.py: device time per kernel of a decode launch, beside
 bench/decode.py in a folder bench/prepare.sh filled (it imports decode.py).
 For 1x32k_g8, 1x128k and 8x8k (PROF_ONLY=a,b to choose): attnc's split launch
-(flags 2) and stream-K (6), SDPA's cuDNN and FlashAttention-2 backends on the
+(flags 2), stream-K (6) and the split on counters left zero (10: no memset;
+PROF_FLAGS=a,b to choose), SDPA's cuDNN and FlashAttention-2 backends on the
 same tensors; prints each one's median event time over 30 calls and, from
 torch.profiler over 12 more, every kernel's mean device time (a memset
 included). Each call follows a 256 MiB zero fill, which empties the L2."""
@@ -46,7 +47,7 @@ for label, B, HKV, G, M, lens in d.shapes():
         continue
     a = d.step_args(B, HKV, G, M, lens)
     q, K, V, ptrs, dims, params = a["q"], a["K"], a["V"], a["ptrs"], a["dims"], a["params"]
-    for flags in (2, 6):
+    for flags in [int(x) for x in os.environ.get("PROF_FLAGS", "2,6,10").split(",")]:
         pn = d.Part(0, 0, 0, 0, 0, flags, ws.data_ptr(), ws_bytes, None, 0)
         def run(pn=pn):
             assert lib.decode_launch_part_generic(ptrs, None, dims, params, ctypes.byref(pn), stream()) == 0

@@ -49,10 +49,12 @@ int sm90_producer_lanes(KernelGen *g)
 	return sm90_gathered(g->s) || gpu_table_wanted(g);
 }
 
-/* Stream-K's CTAs take work tiles: not where the producer's lanes copy. */
+/* Stream-K's CTAs take work tiles: also where the producer's lanes copy
+** gathered K and V (each work tile's rows set up again), not where they
+** scan masks that read data (the scan's words take qempty's place). */
 int sm90_streamk_wanted(KernelGen *g)
 {
-	return !sm90_producer_lanes(g);
+	return !gpu_table_wanted(g);
 }
 
 /* The schedule's next entry: the tile j0 (>= send: the stream's end) and
@@ -205,16 +207,26 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 	}
 }
 
-/* A persistent kernel's producer (its first thread; sm90_persistent_wanted):
+/* A persistent kernel's producer (its first thread, sm90_persistent_wanted;
+** all of its threads where they copy gathered K and V, a stream-K kernel's):
 ** per work tile of the CTA's, the grid decoded, the wait for the consumers
 ** to release Q (the qempty barrier's phase before the one they complete
 ** next: a fresh barrier passes it, so the first tile does not wait), Q
-** copied, and the tile's stream, its places in the ring and the schedule
-** carried on to the next work tile. */
-static void work_tiles(KernelGen *g, Sm90Kernel *k9, const PReg *maps, ProducerRing *ring)
+** copied by the first thread, and the tile's stream, its places in the
+** ring and the schedule carried on to the next work tile. Every thread
+** walks the same work tiles: their order is the grid's or the shared
+** plan's, no atomics. */
+static void work_tiles(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes,
+		       ProducerRing *ring)
 {
 	PReg qeph = gpu_reg(g, PC_B32), qe = gpu_reg(g, PC_B32), more = gpu_reg(g, PC_PRED),
-	     n = gpu_reg(g, PC_B32);
+	     n = gpu_reg(g, PC_B32), notq = {0, 0};
+	if (lanes) {
+		PReg tid = gpu_reg(g, PC_B32);
+		notq = gpu_reg(g, PC_PRED);
+		gpu_op2(g, PTX_MOV, ".u32", po_r(tid), po_sym("%tid.x"));
+		gpu_op3(g, PTX_SETP, ".ne.u32", po_r(notq), po_r(tid), po_i(0));
+	}
 	gpu_work_first(g);
 	ring_start(g, ring);
 	gpu_op2(g, PTX_MOV, ".b32", po_r(qeph), po_i(1));
@@ -224,8 +236,17 @@ static void work_tiles(KernelGen *g, Sm90Kernel *k9, const PReg *maps, ProducerR
 	gpu_decode_grid(g);
 	gpu_mbar_wait(g, qe, qeph);
 	gpu_op3(g, PTX_XOR, ".b32", po_r(qeph), po_r(qeph), po_i(1));
-	load_q(g, k9, maps);
-	stream(g, k9, maps, 0, ring);
+	if (lanes) {
+		int Lq = ptx_new_label(g->f);
+		gpu_op1(g, PTX_BRA, "", po_label(Lq));
+		ptx_guard(g->f, notq, 0);
+		load_q(g, k9, maps);
+		ptx_label(g->f, Lq);
+		/* the warp whole again before the copies' votes and shuffles */
+		gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
+	} else
+		load_q(g, k9, maps);
+	stream(g, k9, maps, lanes, ring);
 	gpu_work_next(g, more, n);
 	gpu_op1(g, PTX_BRA, "", po_label(Ltile));
 	ptx_guard(g->f, more, 0);
@@ -312,15 +333,21 @@ void sm90_producer(KernelGen *g)
 	int pregs, cregs, lanes = sm90_producer_lanes(g);
 	sm90_role_regs(g, &pregs, &cregs);
 	gpu_op1(g, PTX_SETMAXNREG, ".dec.sync.aligned.u32", po_i(pregs));
-	int Lexit = ptx_new_label(g->f), Lnoq = lanes ? ptx_new_label(g->f) : Lexit;
 	for (int m = 0; m < s->ntmaps; m++)
 		maps[m] = gpu_tma_map_addr(g, names[m]);
-	gpu_op1(g, PTX_BRA, "", po_label(Lnoq));
-	ptx_guard(g->f, t0, 0);
 	ProducerRing ring = {0};
-	if (s->persistent)
-		work_tiles(g, k9, maps, &ring);
-	else {
+	int Lexit = ptx_new_label(g->f);
+	if (s->persistent && lanes)
+		/* stream-K over gathered K and V: every thread walks the tiles */
+		work_tiles(g, k9, maps, 1, &ring);
+	else if (s->persistent) {
+		gpu_op1(g, PTX_BRA, "", po_label(Lexit));
+		ptx_guard(g->f, t0, 0);
+		work_tiles(g, k9, maps, 0, &ring);
+	} else {
+		int Lnoq = lanes ? ptx_new_label(g->f) : Lexit;
+		gpu_op1(g, PTX_BRA, "", po_label(Lnoq));
+		ptx_guard(g->f, t0, 0);
 		load_q(g, k9, maps);
 		if (lanes) {
 			ptx_label(g->f, Lnoq);

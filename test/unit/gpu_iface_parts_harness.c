@@ -289,8 +289,8 @@ static void causal_cases(void *stream)
 	pt.splits = 1, pt.flags = 4; /* stream-K: causal reads no lengths */
 	REFUSED(causal_launch_part(&a, &pt, stream),
 		"causal: the image that runs has no stream-K entry (attnc emits one where masks "
-		"read lengths on the device and K and V are not gathered into a producer's "
-		"stages)");
+		"read lengths on the device, unless the target's producer scans masks that "
+		"read data)");
 	pt.flags = MERGE | FIN | 16;
 	REFUSED(causal_launch_part(&a, &pt, stream), "causal: unknown flags 0x13");
 
