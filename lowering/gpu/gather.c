@@ -150,8 +150,16 @@ void gpu_gather_lanes(KernelGen *g, int node, const Expr *e, IndexKind along, PR
 	gl->lo = gpu_reg(g, PC_B32), gl->hi = gpu_reg(g, PC_B32), gl->nb = gpu_reg(g, PC_B32);
 	gl->k0 = gpu_reg(g, PC_B32), gl->per = per;
 	PReg pair[2] = {gl->lo, gl->hi};
+	if (gl->flagged) {
+		/* a copied row's offset is a multiple of 16 (cp.async's
+		** alignment): bit 0 is free to say that the row is not copied */
+		PReg f = gpu_reg(g, PC_B64);
+		gpu_op4(g, PTX_SELP, ".b64", po_r(f), po_r(off), po_i(1), po_r(ok));
+		off = f;
+	}
 	gpu_op2(g, PTX_MOV, ".b64", po_vec(pair, 2), po_r(off));
-	gpu_op4(g, PTX_SELP, ".b32", po_r(gl->nb), po_i(16), po_i(0), po_r(ok));
+	if (!gl->flagged)
+		gpu_op4(g, PTX_SELP, ".b32", po_r(gl->nb), po_i(16), po_i(0), po_r(ok));
 	gpu_op3(g, PTX_SHR, ".u32", po_r(gl->k0), po_r(lane), po_i(gpu_log2(cpr)));
 }
 
@@ -166,6 +174,20 @@ void gpu_gather_take(KernelGen *g, const GatherLanes *gl, int it, PReg *off, PRe
 	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(l), po_r(gl->lo), po_r(src), po_i(31), po_i(-1));
 	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(h), po_r(gl->hi), po_r(src), po_i(31), po_i(-1));
 	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(*bytes), po_r(gl->nb), po_r(src), po_i(31), po_i(-1));
+	PReg got[2] = {l, h};
+	gpu_op2(g, PTX_MOV, ".b64", po_r(*off), po_vec(got, 2));
+}
+
+void gpu_gather_take_flagged(KernelGen *g, const GatherLanes *gl, int it, PReg *off, PReg *skip)
+{
+	PReg src = gpu_reg(g, PC_B32), l = gpu_reg(g, PC_B32), h = gpu_reg(g, PC_B32),
+	     b = gpu_reg(g, PC_B32);
+	*skip = gpu_reg(g, PC_PRED), *off = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_ADD, ".u32", po_r(src), po_r(gl->k0), po_i(gl->per * it));
+	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(l), po_r(gl->lo), po_r(src), po_i(31), po_i(-1));
+	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(h), po_r(gl->hi), po_r(src), po_i(31), po_i(-1));
+	gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(l), po_i(1));
+	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(*skip), po_r(b), po_i(0));
 	PReg got[2] = {l, h};
 	gpu_op2(g, PTX_MOV, ".b64", po_r(*off), po_vec(got, 2));
 }

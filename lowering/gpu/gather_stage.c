@@ -62,17 +62,39 @@ static void rows_copy(KernelGen *g, const TmaRead *t, PReg tid32, PReg colbase, 
 {
 	long cpr = (long)t->panels * GPU_TMAP_INNER / 8;
 	int n = (int)(g->bn * cpr / GPU_THREADS), step = (int)(GPU_THREADS / cpr);
-	GatherLanes gl;
+	/* where the thread's rows are 8 apart, its chunks keep one place
+	** in the swizzle: one destination, and immediate offsets */
+	int fixed = step % 8 == 0;
+	GatherLanes gl = {.flagged = fixed};
 	gpu_gather_lanes(g, t->node, t->e, IDX_KEY, tid32, cpr, n, step, j0, g->sext, &gl);
 	/* the chunk's place in the swizzled panel: row0 = tid / cpr, panel
 	** c / 8, (c % 8) ^ (row % 8) */
 	PReg row0 = gpu_reg(g, PC_B32), pan = gpu_reg(g, PC_B32), cc = gpu_reg(g, PC_B32),
 	     dst0 = gpu_reg(g, PC_B32), p = gpu_reg(g, PC_B64), tp = gpu_reg(g, PC_B64);
-	gpu_op3(g, PTX_DIV, ".u32", po_r(row0), po_r(tid32), po_i(cpr));
+	if ((cpr & (cpr - 1)) == 0) /* ptxas divided by the immediate */
+		gpu_op3(g, PTX_SHR, ".u32", po_r(row0), po_r(tid32), po_i(gpu_log2(cpr)));
+	else
+		gpu_op3(g, PTX_DIV, ".u32", po_r(row0), po_r(tid32), po_i(cpr));
 	gpu_op3(g, PTX_SHR, ".u32", po_r(pan), po_r(col), po_i(3));
 	gpu_op3(g, PTX_AND, ".b32", po_r(cc), po_r(col), po_i(7));
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(dst0), po_r(pan), po_i(g->bn * GPU_TMAP_ROW), po_r(sa));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(dst0), po_r(dst0), po_i(t->off));
+	if (fixed) {
+		PReg sw = gpu_reg(g, PC_B32), d = gpu_reg(g, PC_B32);
+		gpu_op3(g, PTX_AND, ".b32", po_r(sw), po_r(row0), po_i(7));
+		gpu_op3(g, PTX_XOR, ".b32", po_r(sw), po_r(sw), po_r(cc));
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(row0), po_i(GPU_TMAP_ROW), po_r(dst0));
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(sw), po_i(16), po_r(d));
+		for (int it = 0; it < n; it++) {
+			PReg o, skip, a = gpu_reg(g, PC_B64);
+			gpu_gather_take_flagged(g, &gl, it, &o, &skip);
+			gpu_op3(g, PTX_ADD, ".s64", po_r(a), po_r(colbase), po_r(o));
+			gpu_op4(g, PTX_CP_ASYNC, ".cg.shared.global",
+				po_mem(d, (int32_t)(it * step * GPU_TMAP_ROW)), po_mem(a, 0),
+				po_i(16), po_r(skip));
+		}
+		return;
+	}
 	gpu_op2(g, PTX_LD, ".param.u64", po_r(p), po_memsym(g->par.ptr_names[t->e->tensor->id], 0));
 	gpu_op2(g, PTX_CVTA, ".to.global.u64", po_r(tp), po_r(p));
 	for (int it = 0; it < n; it++) {

@@ -488,10 +488,15 @@ int gpu_pages_slot(const Plan *p, int node, const Expr *e, IndexKind along);
 typedef struct GatherLanes {
 	PReg lo, hi, nb, k0; /* the lane's row offset, byte count, lane / cpr */
 	int per;
+	int flagged; /* lo's bit 0 says the row is not copied; no nb */
 } GatherLanes;
 void gpu_gather_lanes(KernelGen *g, int node, const Expr *e, IndexKind along, PReg tid32, long cpr,
 		      int n, int step, PReg first, PReg ext, GatherLanes *gl);
 void gpu_gather_take(KernelGen *g, const GatherLanes *gl, int it, PReg *off, PReg *bytes);
+/* The same where gl->flagged was set before gpu_gather_lanes: the offset,
+** odd where the row is not copied (its source is then not read), and in
+** *skip (pred) whether it is not: two shuffles a chunk instead of three. */
+void gpu_gather_take_flagged(KernelGen *g, const GatherLanes *gl, int it, PReg *off, PReg *skip);
 /* divide.c: s64 floor a / b or a % b; div is b's expression where the caller has it
 ** (a divisor dim's magic triple, a power of two), else NULL; small: a is known
 ** to lie in [0, 2^31) (gpu_small_dividend), and divides in 32 bits */

@@ -167,7 +167,7 @@ static void tile_load_gathered(KernelGen *g, const TileLoad *L, PReg first, PReg
 {
 	PReg tid = gpu_reg(g, PC_B32);
 	gpu_op2(g, PTX_MOV, ".u32", po_r(tid), po_sym("%tid.x"));
-	GatherLanes gl;
+	GatherLanes gl = {0};
 	gpu_gather_lanes(g, L->gnode, L->gacc, L->along, tid, L->cpr, L->n, L->step, first, ext,
 			 &gl);
 	PReg p = gpu_reg(g, PC_B64), tp = gpu_reg(g, PC_B64);
