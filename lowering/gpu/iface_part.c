@@ -101,34 +101,6 @@ void iface_part_helpers(FILE *o)
 	    "kernel, (unsigned)part->flags);\n"
 	    "\t*q0 = qb, *q1 = qe;\n\treturn 0;\n}\n",
 	    o);
-	fputs("\n/* Parts per CTA for a grid of ncta CTAs over `keys` keys: the count s that\n"
-	      "** minimises waves(s) * (keys / s + IFACE_PART_COST), waves(s) the rounds of\n"
-	      "** ncta s CTAs on the device (`slots` of them at once: SMs times the CTAs\n"
-	      "** an SM holds), IFACE_PART_COST the keys a part's fixed work (its start,\n"
-	      "** its states stored and merged) costs as much as; the smallest s on a tie.\n"
-	      "** A count that gives one CTA more than a whole wave leaves the device\n"
-	      "** idle while that CTA alone runs (1 x 128k keys, 8 CTAs: 17 parts ran at\n"
-	      "** 0.67x the speed of 16 on an H200, bench/RESULTS.md). Each part keeps\n"
-	      "** 4 key tiles at least. */\n"
-	      "enum { IFACE_PART_COST = 1024 };\n"
-	      "static int iface_part_splits(long ncta, long keys, unsigned threads, unsigned "
-	      "smem)\n{\n"
-	      "\tint sms = 0;\n"
-	      "\tif (attnrt_device_sms(&sms) || sms < 1)\n\t\tsms = 132;\n"
-	      "\tlong occ = 232448L / ((long)smem + 1024), by_threads = 2048L / (long)threads;\n"
-	      "\tif (occ > by_threads)\n\t\tocc = by_threads;\n\tif (occ < 1)\n\t\tocc = 1;\n"
-	      "\tlong slots = (long)sms * occ, most = (keys + 255) / 256, best = 1;\n"
-	      "\t/* past two waves' worth no count is cheaper than one within them */\n"
-	      "\tif (most > 2 * slots / (ncta > 0 ? ncta : 1) + 1)\n"
-	      "\t\tmost = 2 * slots / (ncta > 0 ? ncta : 1) + 1;\n"
-	      "\tif (most > 65535)\n\t\tmost = 65535;\n"
-	      "\tdouble cost = -1;\n"
-	      "\tfor (long s = 1; s <= most; s++) {\n"
-	      "\t\tlong waves = (ncta * s + slots - 1) / slots;\n"
-	      "\t\tdouble c = (double)waves * (double)((keys + s - 1) / s + IFACE_PART_COST);\n"
-	      "\t\tif (cost < 0 || c < cost)\n\t\t\tcost = c, best = s;\n\t}\n"
-	      "\treturn (int)best;\n}\n",
-	      o);
 	fprintf(o,
 		"\n/* The plain grid's CTAs a stream-K launch takes at most. */\n"
 		"enum { IFACE_SK_ROWS = %d };\n",
@@ -141,6 +113,31 @@ void iface_part_helpers(FILE *o)
 	      "\tif (occ > by_threads)\n\t\tocc = by_threads;\n\tif (occ < 1)\n\t\tocc = 1;\n"
 	      "\treturn (long)sms * occ;\n}\n",
 	      o);
+	fputs(
+	    "\n/* Parts per CTA for a grid of ncta CTAs over `keys` keys: the count s that\n"
+	    "** minimises waves(s) * (keys / s + IFACE_PART_COST), waves(s) the rounds of\n"
+	    "** ncta s CTAs on the device (`slots` of them at once: SMs times the CTAs\n"
+	    "** an SM holds), IFACE_PART_COST the keys a part's fixed work (its start,\n"
+	    "** its states stored and merged) costs as much as; the smallest s on a tie.\n"
+	    "** A count that gives one CTA more than a whole wave leaves the device\n"
+	    "** idle while that CTA alone runs (1 x 128k keys, 8 CTAs: 17 parts ran at\n"
+	    "** 0.67x the speed of 16 on an H200, bench/RESULTS.md). Each part keeps\n"
+	    "** 4 key tiles at least. */\n"
+	    "enum { IFACE_PART_COST = 1024 };\n"
+	    "static int iface_part_splits(long ncta, long keys, unsigned threads, unsigned "
+	    "smem)\n{\n"
+	    "\tlong slots = iface_part_slots(threads, smem), most = (keys + 255) / 256, best = 1;\n"
+	    "\t/* past two waves' worth no count is cheaper than one within them */\n"
+	    "\tif (most > 2 * slots / (ncta > 0 ? ncta : 1) + 1)\n"
+	    "\t\tmost = 2 * slots / (ncta > 0 ? ncta : 1) + 1;\n"
+	    "\tif (most > 65535)\n\t\tmost = 65535;\n"
+	    "\tdouble cost = -1;\n"
+	    "\tfor (long s = 1; s <= most; s++) {\n"
+	    "\t\tlong waves = (ncta * s + slots - 1) / slots;\n"
+	    "\t\tdouble c = (double)waves * (double)((keys + s - 1) / s + IFACE_PART_COST);\n"
+	    "\t\tif (cost < 0 || c < cost)\n\t\t\tcost = c, best = s;\n\t}\n"
+	    "\treturn (int)best;\n}\n",
+	    o);
 	fputs("\n/* The part parameters of a launch of ncta CTAs of cta bytes of states each\n"
 	      "** (the image's), *splits chosen where 0; with sizes, the bytes of the states\n"
 	      "** and of the workspace and the split count instead (returns -1). Stream-K\n"
