@@ -163,32 +163,38 @@ void gpu_gather_lanes(KernelGen *g, int node, const Expr *e, IndexKind along, PR
 	gpu_op3(g, PTX_SHR, ".u32", po_r(gl->k0), po_r(lane), po_i(gpu_log2(cpr)));
 }
 
+/* Chunk it's source lane (lane / cpr + per it) into *src, and the halves
+** of that lane's row offset into got. */
+static void take_halves(KernelGen *g, const GatherLanes *gl, int it, PReg *src, PReg got[2])
+{
+	gpu_op3(g, PTX_ADD, ".u32", po_r(*src), po_r(gl->k0), po_i(gl->per * it));
+	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(got[0]), po_r(gl->lo), po_r(*src), po_i(31),
+		po_i(-1));
+	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(got[1]), po_r(gl->hi), po_r(*src), po_i(31),
+		po_i(-1));
+}
+
 /* Chunk it's row offset (b64, from the read's fixed part) and byte count
 ** (b32: 16, or 0 for a row not copied), from the lane that evaluated that
 ** row: lane / cpr + per it. Every lane of the warp runs it alike. */
 void gpu_gather_take(KernelGen *g, const GatherLanes *gl, int it, PReg *off, PReg *bytes)
 {
-	PReg src = gpu_reg(g, PC_B32), l = gpu_reg(g, PC_B32), h = gpu_reg(g, PC_B32);
+	PReg src = gpu_reg(g, PC_B32), l = gpu_reg(g, PC_B32), h = gpu_reg(g, PC_B32),
+	     got[2] = {l, h};
 	*bytes = gpu_reg(g, PC_B32), *off = gpu_reg(g, PC_B64);
-	gpu_op3(g, PTX_ADD, ".u32", po_r(src), po_r(gl->k0), po_i(gl->per * it));
-	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(l), po_r(gl->lo), po_r(src), po_i(31), po_i(-1));
-	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(h), po_r(gl->hi), po_r(src), po_i(31), po_i(-1));
+	take_halves(g, gl, it, &src, got);
 	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(*bytes), po_r(gl->nb), po_r(src), po_i(31), po_i(-1));
-	PReg got[2] = {l, h};
 	gpu_op2(g, PTX_MOV, ".b64", po_r(*off), po_vec(got, 2));
 }
 
 void gpu_gather_take_flagged(KernelGen *g, const GatherLanes *gl, int it, PReg *off, PReg *skip)
 {
 	PReg src = gpu_reg(g, PC_B32), l = gpu_reg(g, PC_B32), h = gpu_reg(g, PC_B32),
-	     b = gpu_reg(g, PC_B32);
+	     b = gpu_reg(g, PC_B32), got[2] = {l, h};
 	*skip = gpu_reg(g, PC_PRED), *off = gpu_reg(g, PC_B64);
-	gpu_op3(g, PTX_ADD, ".u32", po_r(src), po_r(gl->k0), po_i(gl->per * it));
-	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(l), po_r(gl->lo), po_r(src), po_i(31), po_i(-1));
-	gpu_op5(g, PTX_SHFL_IDX, ".b32", po_r(h), po_r(gl->hi), po_r(src), po_i(31), po_i(-1));
-	gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(l), po_i(1));
+	take_halves(g, gl, it, &src, got);
+	gpu_op3(g, PTX_AND, ".b32", po_r(b), po_r(got[0]), po_i(1));
 	gpu_op3(g, PTX_SETP, ".ne.u32", po_r(*skip), po_r(b), po_i(0));
-	PReg got[2] = {l, h};
 	gpu_op2(g, PTX_MOV, ".b64", po_r(*off), po_vec(got, 2));
 }
 

@@ -56,14 +56,28 @@ void gpu_gather_stage_setup(KernelGen *g, GatherStage *gs, PReg tid32)
 	}
 }
 
-/* Read t's tile from key j0 row by row into the stage at sa. */
+/* Into d, the place of row's chunk in the swizzled panel at dst0 (the
+** 128-byte swizzle: (c % 8) ^ (row % 8), c % 8 in cc); sw a scratch. */
+static void swizzled(KernelGen *g, PReg d, PReg sw, PReg row, PReg cc, PReg dst0)
+{
+	gpu_op3(g, PTX_AND, ".b32", po_r(sw), po_r(row), po_i(7));
+	gpu_op3(g, PTX_XOR, ".b32", po_r(sw), po_r(sw), po_r(cc));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(row), po_i(GPU_TMAP_ROW), po_r(dst0));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(sw), po_i(16), po_r(d));
+}
+
+/* Read t's tile from key j0 row by row into the stage at sa. Where the
+** thread's rows are 8 apart (fixed), its chunks keep one place in the
+** swizzle: one destination with immediate offsets, and the rows not
+** copied are marked in their offsets (GatherLanes.flagged) and skipped
+** by cp.async's ignore-src; the copying loop's length paces the stream
+** (bench/RESULTS.md). Elsewhere each chunk's place is computed, and a row
+** not copied reads 0 bytes from the tensor's base. */
 static void rows_copy(KernelGen *g, const TmaRead *t, PReg tid32, PReg colbase, PReg col, PReg j0,
 		      PReg sa)
 {
 	long cpr = (long)t->panels * GPU_TMAP_INNER / 8;
 	int n = (int)(g->bn * cpr / GPU_THREADS), step = (int)(GPU_THREADS / cpr);
-	/* where the thread's rows are 8 apart, its chunks keep one place
-	** in the swizzle: one destination, and immediate offsets */
 	int fixed = step % 8 == 0;
 	GatherLanes gl = {.flagged = fixed};
 	gpu_gather_lanes(g, t->node, t->e, IDX_KEY, tid32, cpr, n, step, j0, g->sext, &gl);
@@ -79,41 +93,39 @@ static void rows_copy(KernelGen *g, const TmaRead *t, PReg tid32, PReg colbase, 
 	gpu_op3(g, PTX_AND, ".b32", po_r(cc), po_r(col), po_i(7));
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(dst0), po_r(pan), po_i(g->bn * GPU_TMAP_ROW), po_r(sa));
 	gpu_op3(g, PTX_ADD, ".u32", po_r(dst0), po_r(dst0), po_i(t->off));
+	PReg d0 = {0, 0};
 	if (fixed) {
-		PReg sw = gpu_reg(g, PC_B32), d = gpu_reg(g, PC_B32);
-		gpu_op3(g, PTX_AND, ".b32", po_r(sw), po_r(row0), po_i(7));
-		gpu_op3(g, PTX_XOR, ".b32", po_r(sw), po_r(sw), po_r(cc));
-		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(row0), po_i(GPU_TMAP_ROW), po_r(dst0));
-		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(sw), po_i(16), po_r(d));
-		for (int it = 0; it < n; it++) {
-			PReg o, skip, a = gpu_reg(g, PC_B64);
-			gpu_gather_take_flagged(g, &gl, it, &o, &skip);
-			gpu_op3(g, PTX_ADD, ".s64", po_r(a), po_r(colbase), po_r(o));
-			gpu_op4(g, PTX_CP_ASYNC, ".cg.shared.global",
-				po_mem(d, (int32_t)(it * step * GPU_TMAP_ROW)), po_mem(a, 0),
-				po_i(16), po_r(skip));
-		}
-		return;
+		PReg sw = gpu_reg(g, PC_B32);
+		d0 = gpu_reg(g, PC_B32);
+		swizzled(g, d0, sw, row0, cc, dst0);
+	} else {
+		gpu_op2(g, PTX_LD, ".param.u64", po_r(p),
+			po_memsym(g->par.ptr_names[t->e->tensor->id], 0));
+		gpu_op2(g, PTX_CVTA, ".to.global.u64", po_r(tp), po_r(p));
 	}
-	gpu_op2(g, PTX_LD, ".param.u64", po_r(p), po_memsym(g->par.ptr_names[t->e->tensor->id], 0));
-	gpu_op2(g, PTX_CVTA, ".to.global.u64", po_r(tp), po_r(p));
 	for (int it = 0; it < n; it++) {
-		PReg o, bytes, a = gpu_reg(g, PC_B64), in = gpu_reg(g, PC_PRED),
-			       row = gpu_reg(g, PC_B32), sw = gpu_reg(g, PC_B32),
-			       d = gpu_reg(g, PC_B32);
-		gpu_gather_take(g, &gl, it, &o, &bytes);
-		gpu_op3(g, PTX_ADD, ".s64", po_r(a), po_r(colbase), po_r(o));
-		gpu_op3(g, PTX_SETP, ".ne.u32", po_r(in), po_r(bytes), po_i(0));
-		gpu_op4(g, PTX_SELP, ".b64", po_r(a), po_r(a), po_r(tp), po_r(in));
-		gpu_op3(g, PTX_ADD, ".u32", po_r(row), po_r(row0), po_i(it * step));
-		gpu_op3(g, PTX_AND, ".b32", po_r(sw), po_r(row), po_i(7));
-		gpu_op3(g, PTX_XOR, ".b32", po_r(sw), po_r(sw), po_r(cc));
-		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(row), po_i(GPU_TMAP_ROW), po_r(dst0));
-		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(d), po_r(sw), po_i(16), po_r(d));
-		gpu_op4(g, PTX_CP_ASYNC, ".cg.shared.global", po_mem(d, 0), po_mem(a, 0), po_i(16),
-			po_r(bytes));
+		/* cp.async's last operand: ignore-src (fixed) or the byte count */
+		PReg o, last, a = gpu_reg(g, PC_B64), d = d0;
+		int imm = fixed ? it * step * GPU_TMAP_ROW : 0;
+		if (fixed) {
+			gpu_gather_take_flagged(g, &gl, it, &o, &last);
+			gpu_op3(g, PTX_ADD, ".s64", po_r(a), po_r(colbase), po_r(o));
+		} else {
+			PReg in = gpu_reg(g, PC_PRED), row = gpu_reg(g, PC_B32),
+			     sw = gpu_reg(g, PC_B32);
+			d = gpu_reg(g, PC_B32);
+			gpu_gather_take(g, &gl, it, &o, &last);
+			gpu_op3(g, PTX_ADD, ".s64", po_r(a), po_r(colbase), po_r(o));
+			gpu_op3(g, PTX_SETP, ".ne.u32", po_r(in), po_r(last), po_i(0));
+			gpu_op4(g, PTX_SELP, ".b64", po_r(a), po_r(a), po_r(tp), po_r(in));
+			gpu_op3(g, PTX_ADD, ".u32", po_r(row), po_r(row0), po_i(it * step));
+			swizzled(g, d, sw, row, cc, dst0);
+		}
+		gpu_op4(g, PTX_CP_ASYNC, ".cg.shared.global", po_mem(d, imm), po_mem(a, 0),
+			po_i(16), po_r(last));
 	}
 }
+
 /* Whether every read of r's page holds a whole number of tiles, at run
 ** time (pred): X a positive multiple of BN. */
 static PReg pages_ok(KernelGen *g, const TmaRead *const *r, int n)

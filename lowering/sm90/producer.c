@@ -82,6 +82,19 @@ static void publish(KernelGen *g, Sm90Kernel *k9, PReg lead, PReg j0, PReg all, 
 	gpu_ring_next(g, ss, sph, SM90_SCHED_SLOTS);
 }
 
+/* Q loaded by the first of the copying threads (notfirst false), the
+** others branching past it; the warp whole again after, before the
+** copies' and the scan's votes and shuffles. */
+static void q_by_first(KernelGen *g, Sm90Kernel *k9, const PReg *maps, PReg notfirst)
+{
+	int Lq = ptx_new_label(g->f);
+	gpu_op1(g, PTX_BRA, "", po_label(Lq));
+	ptx_guard(g->f, notfirst, 0);
+	load_q(g, k9, maps);
+	ptx_label(g->f, Lq);
+	gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
+}
+
 /* The producer's places in the ring of stages (stage, ph) and in the
 ** schedule (ss, sph), u32: a persistent kernel's carry from one work tile
 ** to the next. */
@@ -236,15 +249,9 @@ static void work_tiles(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes
 	gpu_decode_grid(g);
 	gpu_mbar_wait(g, qe, qeph);
 	gpu_op3(g, PTX_XOR, ".b32", po_r(qeph), po_r(qeph), po_i(1));
-	if (lanes) {
-		int Lq = ptx_new_label(g->f);
-		gpu_op1(g, PTX_BRA, "", po_label(Lq));
-		ptx_guard(g->f, notq, 0);
-		load_q(g, k9, maps);
-		ptx_label(g->f, Lq);
-		/* the warp whole again before the copies' votes and shuffles */
-		gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
-	} else
+	if (lanes)
+		q_by_first(g, k9, maps, notq);
+	else
 		load_q(g, k9, maps);
 	stream(g, k9, maps, lanes, ring);
 	gpu_work_next(g, more, n);
@@ -345,15 +352,12 @@ void sm90_producer(KernelGen *g)
 		ptx_guard(g->f, t0, 0);
 		work_tiles(g, k9, maps, 0, &ring);
 	} else {
-		int Lnoq = lanes ? ptx_new_label(g->f) : Lexit;
-		gpu_op1(g, PTX_BRA, "", po_label(Lnoq));
-		ptx_guard(g->f, t0, 0);
-		load_q(g, k9, maps);
-		if (lanes) {
-			ptx_label(g->f, Lnoq);
-			/* the warp whole again before the copies' and the scan's votes
-			** and shuffles */
-			gpu_op1(g, PTX_BAR_WARP, "", po_i(-1));
+		if (lanes)
+			q_by_first(g, k9, maps, t0);
+		else {
+			gpu_op1(g, PTX_BRA, "", po_label(Lexit));
+			ptx_guard(g->f, t0, 0);
+			load_q(g, k9, maps);
 		}
 		stream(g, k9, maps, lanes, &ring);
 	}
