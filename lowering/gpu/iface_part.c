@@ -105,14 +105,18 @@ void iface_part_helpers(FILE *o)
 		"\n/* The plain grid's CTAs a stream-K launch takes at most. */\n"
 		"enum { IFACE_SK_ROWS = %d };\n",
 		GPU_SK_ROWS);
-	fputs("\n/* CTAs the device runs at once of `threads` threads and smem bytes. */\n"
-	      "static long iface_part_slots(unsigned threads, unsigned smem)\n{\n"
-	      "\tint sms = 0;\n"
-	      "\tif (attnrt_device_sms(&sms) || sms < 1)\n\t\tsms = 132;\n"
-	      "\tlong occ = 232448L / ((long)smem + 1024), by_threads = 2048L / (long)threads;\n"
-	      "\tif (occ > by_threads)\n\t\tocc = by_threads;\n\tif (occ < 1)\n\t\tocc = 1;\n"
-	      "\treturn (long)sms * occ;\n}\n",
-	      o);
+	/* an SM's shared memory for CTAs taken as GPU_CTA_SMEM_MAX, 1 KiB
+	** more a CTA */
+	fprintf(o,
+		"\n/* CTAs the device runs at once of `threads` threads and smem bytes. */\n"
+		"static long iface_part_slots(unsigned threads, unsigned smem)\n{\n"
+		"\tint sms = 0;\n"
+		"\tif (attnrt_device_sms(&sms) || sms < 1)\n\t\tsms = 132;\n"
+		"\tlong occ = %dL / ((long)smem + 1024), by_threads = 2048L / (long)threads;\n"
+		"\tif (occ > by_threads)\n\t\tocc = by_threads;\n\tif (occ < 1)\n\t\tocc = "
+		"1;\n"
+		"\treturn (long)sms * occ;\n}\n",
+		GPU_CTA_SMEM_MAX);
 	fputs(
 	    "\n/* Parts per CTA for a grid of ncta CTAs over `keys` keys: the count s that\n"
 	    "** minimises waves(s) * (keys / s + IFACE_PART_COST), waves(s) the rounds of\n"
