@@ -218,6 +218,12 @@ typedef struct KernelShape {
 	** once (GpuTarget.persistent_wanted), so that one tile's epilogue runs
 	** while the next one's copies do */
 	int persistent;
+	/* set by the kernel builder: the split's CTAs of a row claim its key
+	** tiles one at a time from the row's claim word (gpu_claim_word,
+	** GpuTarget.claims_wanted) instead of each streaming a fixed part of
+	** the keys, so that a CTA whose SM is served more slowly takes fewer
+	** tiles and the parts end together */
+	int claims;
 	/* set by the target's layout: the TMA tensor maps its kernel takes */
 	int ntmaps;
 	GpuTmap tmap[GPU_MAX_TMAPS];
@@ -783,6 +789,22 @@ int gpu_part_regs(const KernelGen *g); /* state registers per consumer thread */
 /* After the stream: the split's parts meet, states merge in, and either
 ** the epilogue follows or the states are stored and the thread returns. */
 void gpu_parts_finish(KernelGen *g, TileState *t);
+
+/* claims.c: a split's CTAs claim their row's key tiles (KernelShape.claims).
+** The row's claim word (b64 address) of row cta (the grid's x + y nctaid.x),
+** which the last part's warp 0 zeroes; a claimer's state; its first claim,
+** and the next tile of the stream it claims (j0 >= send: none left);
+** whether a kernel's masks let its CTAs claim tiles. */
+typedef struct GpuClaims {
+	PReg word;  /* b64: the row's claim word */
+	PReg multi; /* pred: the launch has parts (nctaid.z > 1) */
+	PReg own;   /* u32: the next tile of a CTA alone in its row */
+	PReg next;  /* u32: the tile claimed ahead */
+} GpuClaims;
+PReg gpu_claim_word(KernelGen *g, PReg cta);
+void gpu_claims_start(KernelGen *g, GpuClaims *cl);
+int gpu_claims_fit(KernelGen *g);
+void gpu_claim_tile(KernelGen *g, GpuClaims *cl, PReg start, PReg j0, PReg any);
 
 /* streamk.c: a stream-K launch's schedule (see the file's head). The
 ** tiles' prefix sums, before the roles part (every thread; a CTA with no

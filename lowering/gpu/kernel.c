@@ -114,6 +114,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	s->table = table;
 	g->grouped = row_masked(g, s);
 	s->persistent = s->streamk || (tg->persistent_wanted && tg->persistent_wanted(g));
+	s->claims = s->parts && !s->streamk && tg->claims_wanted && tg->claims_wanted(g);
 	if (s->streamk && tg->streamk_wanted && !tg->streamk_wanted(g))
 		return NULL;
 	f->smem_bytes = tg->layout(g, table);

@@ -16,7 +16,8 @@
 ** a coalesced row of nthreads floats per register. The split's parts meet
 ** per warp, not per CTA: each warp of each part stores its states,
 ** fences, and takes a ticket from its own counter (cnt[c * nwarps + w],
-** u32, zeroed by the launcher before each launch); the warp that takes the
+** u32, zeroed by the launcher before each launch; after them a claim word
+** per CTA where the CTAs claim key tiles, claims.c); the warp that takes the
 ** last one merges the others' states and goes on; the others return. No CTA
 ** barrier is involved, so the epilogue (which has none) runs per warp;
 ** except that where query heads are packed (decode) the rowless warps of
@@ -503,6 +504,16 @@ static void split_meet(KernelGen *g, TileState *t, PReg cta, Meet m, const PReg 
 	gpu_op2(g, PTX_MOV, ".b32", po_r(zero32), po_i(0));
 	gpu_op2(g, PTX_ST, ".relaxed.gpu.global.u32", po_mem(ca, 0), po_r(zero32));
 	ptx_guard(g->f, clear, 0);
+	if (g->s->claims) {
+		/* and warp 0's, the row's claim word: every part's producer made
+		** its last claim before its warp 0 took a ticket */
+		PReg w0 = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_SETP, ".eq.s64", po_r(w0), po_r(warp), po_i(0));
+		gpu_op3(g, PTX_AND, ".pred", po_r(w0), po_r(w0), po_r(clear));
+		gpu_op2(g, PTX_ST, ".relaxed.gpu.global.u32", po_mem(gpu_claim_word(g, cta), 0),
+			po_r(zero32));
+		ptx_guard(g->f, w0, 0);
+	}
 	if (h->on) {
 		/* warp 0's word to its helpers: z + 1 where its part is the last */
 		PReg z1 = gpu_reg(g, PC_B32), say = gpu_reg(g, PC_PRED);

@@ -610,8 +610,10 @@ static void streamk_bounds(KernelGen *g, PReg start, PReg end)
 ** there instead of testing every tile from 0 to the end: up to N / 64
 ** class tests per CTA, most of the stream's overhead under short windows.
 ** start = 0 and end = sext where some node has no bound on that side.
-** Narrowed to the CTA's part of the keys where `narrow` (a stream-K
-** CTA's; not its count of a row's tiles). */
+** A split's part z keeps [kr0 + z kchunk, kr0 + (z + 1) kchunk) of them,
+** unless its CTAs claim tiles (KernelShape.claims: the row's keys, every
+** part's). Narrowed to the CTA's part of the keys where `narrow` (a
+** stream-K CTA's; not its count of a row's tiles). */
 static void bounds(KernelGen *g, PReg start, PReg end, int narrow)
 {
 	const KernelShape *s = g->s;
@@ -645,9 +647,11 @@ static void bounds(KernelGen *g, PReg start, PReg end, int narrow)
 		}
 		first = 0;
 	}
-	if (s->parts && !s->streamk)
+	if (s->parts && !s->streamk && !s->claims)
 		parts_bounds(g, start, end);
-	if (s->streamk) /* the launch's first key (a multiple of the tile) */
+	/* the launch's first key (a multiple of the tile); the CTAs that claim
+	** tiles take the row's, of every part */
+	if (s->streamk || s->claims)
 		gpu_op3(g, PTX_MAX, ".s64", po_r(start), po_r(start),
 			po_r(gpu_part_param(g, GPU_PART_KR0)));
 	/* a union of ranges widened, then clamped into the stream */

@@ -133,6 +133,9 @@ typedef struct GpuTarget {
 	/* whether the kernel can be built as stream-K (gpu/streamk.c; NULL:
 	** always), asked before the layout */
 	int (*streamk_wanted)(struct KernelGen *g);
+	/* whether the split's CTAs claim key tiles from a counter of their
+	** row's (KernelShape.claims; NULL: never), asked before the layout */
+	int (*claims_wanted)(struct KernelGen *g);
 	void (*work_start)(struct KernelGen *g);
 	/* The tile loaders and the CTA's Q copies, or only the loaders where Q
 	** waits for the tile table's ids (returns 1: load_q then runs when the

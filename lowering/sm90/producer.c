@@ -49,6 +49,18 @@ int sm90_producer_lanes(KernelGen *g)
 	return sm90_gathered(g->s) || gpu_table_wanted(g);
 }
 
+/* A split's CTAs claim their row's tiles (gpu/claims.c) where the
+** producer is one TMA thread (its lanes' copies and scans would need each
+** claim shared by a barrier) and the consumer warpgroups take turns (head
+** dims of 128 and more: decode's). Without turns (head dim 64) the parts
+** kernels gave wrong outputs on an H100 with every form of the claims'
+** loop but one, even where no tile was claimed from the counter, and the
+** cause is not found (bench/results/2026-11-28-d65c28a-claims-bisect). */
+int sm90_claims_wanted(KernelGen *g)
+{
+	return !sm90_producer_lanes(g) && sm90_turns_wanted(g->s) && gpu_claims_fit(g);
+}
+
 /* Stream-K's CTAs take work tiles: also where the producer's lanes copy
 ** gathered K and V (each work tile's rows set up again), not where they
 ** scan masks that read data (the scan's words take qempty's place). */
@@ -158,7 +170,12 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 			if (gpu_streamed(s, i))
 				gpu_row_ranges_ahead(g, i);
 	}
-	gpu_scan(g, &sc, start, j0, any, all);
+	GpuClaims cl;
+	if (s->claims) {
+		gpu_claims_start(g, &cl);
+		gpu_claim_tile(g, &cl, start, j0, any);
+	} else
+		gpu_scan(g, &sc, start, j0, any, all);
 	/* a CTA's one work tile: the places start here (registers numbered as
 	** before there were persistent kernels) */
 	int fresh = !ring->stage.n;
@@ -209,8 +226,12 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 				      k9->v[v].off + (uint32_t)p * (uint32_t)g->bn * GPU_TMAP_ROW),
 			    fb, lead);
 	sm90_next_stage(g, stage, ph);
-	gpu_op3(g, PTX_ADD, ".s64", po_r(nxt), po_r(j0), po_i(g->bn));
-	gpu_scan(g, &sc, nxt, j0, any, all);
+	if (s->claims)
+		gpu_claim_tile(g, &cl, start, j0, any);
+	else {
+		gpu_op3(g, PTX_ADD, ".s64", po_r(nxt), po_r(j0), po_i(g->bn));
+		gpu_scan(g, &sc, nxt, j0, any, all);
+	}
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lloop));
 	ptx_label(g->f, Ldone);
 	if (gathered) {

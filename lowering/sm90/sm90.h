@@ -181,6 +181,7 @@ void sm90_gather_setup(KernelGen *g, PReg tid32, GatherStage *gs);
 
 /* consumer.c */
 int sm90_persistent_wanted(KernelGen *g);
+int sm90_claims_wanted(KernelGen *g);
 int sm90_streamk_wanted(KernelGen *g);
 void sm90_work_start(KernelGen *g);
 void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any);

@@ -99,6 +99,7 @@ const GpuTarget T_sm90 = {
     .producer = sm90_producer,
     .persistent_wanted = sm90_persistent_wanted,
     .streamk_wanted = sm90_streamk_wanted,
+    .claims_wanted = sm90_claims_wanted,
     .work_start = sm90_work_start,
     .next_tile = sm90_next_tile,
     .stream_start = sm90_stream_start,

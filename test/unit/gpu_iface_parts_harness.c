@@ -10,8 +10,8 @@
 ** iface_part.c, iface_cp.c) say, each expectation computed here again:
 **   - argument errors: ATTNRT_ERR_ARGUMENT, the message, nothing queued;
 **   - NAME_part_bytes and NAME_split_workspace_bytes: states = CTAs x the
-**     kernel's bytes per CTA, workspace = 256-aligned counters (32 bytes a
-**     CTA) + splits x states, splits 0 chosen from the SM count, the
+**     kernel's bytes per CTA, workspace = 256-aligned counters (36 bytes a
+**     CTA: 8 warps' tickets and a claim word) + splits x states, splits 0 chosen from the SM count, the
 **     occupancy and the keys;
 **   - a split's launch: the counters zeroed on the caller's stream, then
 **     NAME_fwd_part with grid z the splits and the part parameters after
@@ -116,10 +116,17 @@ static long auto_splits(long ncta, long keys)
 	return best;
 }
 
+/* The bytes of the counters of ncta CTAs: 8 warps' tickets and the row's
+** claim word each, 256-aligned. */
+static size_t counter_bytes(long ncta)
+{
+	return align256((size_t)ncta * 36);
+}
+
 /* The bytes of a split's workspace for ncta CTAs and s parts (0 for one). */
 static size_t split_bytes(long ncta, long s)
 {
-	return s > 1 ? align256((size_t)ncta * 32) + (size_t)s * (size_t)ncta * CTA_BYTES : 0;
+	return s > 1 ? counter_bytes(ncta) + (size_t)s * (size_t)ncta * CTA_BYTES : 0;
 }
 
 /* rc is ATTNRT_ERR_ARGUMENT with message msg (after the runtime's
@@ -296,8 +303,8 @@ static void causal_cases(void *stream)
 
 	/* sizes: rows [128, 512) are 3 CTAs of 128 rows per head */
 	long ncta = 3 * GY;
-	size_t st = (size_t)ncta * CTA_BYTES, ws3 = split_bytes(ncta, 3);
-	CHECK(ws3 == 768 + 3 * st);
+	size_t st = (size_t)ncta * CTA_BYTES, ws3 = split_bytes(ncta, 3), cb = counter_bytes(ncta);
+	CHECK(cb == 768 && ws3 == cb + 3 * st);
 	pt = (attn_gpu_part){128, 512, 0, 640, 3, MERGE | FIN, NULL, 0, NULL, 0};
 	CHECK(causal_part_bytes(&a, &pt, &sb, &wb) == ATTNRT_OK);
 	CHECK(sb == st && wb == ws3);
@@ -359,8 +366,8 @@ static void causal_cases(void *stream)
 	if (rc)
 		fprintf(stderr, "causal_launch_part: %s\n", attnrt_last_error());
 	CHECK(rc == ATTNRT_OK && ncalls() == before + 2);
-	expect_memset(__LINE__, before, ws, 768, stream);
-	CHECK(ws[0] == 0 && ws[767] == 0 && ws[768] == 0xab);
+	expect_memset(__LINE__, before, ws, cb, stream);
+	CHECK(ws[0] == 0 && ws[cb - 1] == 0 && ws[cb] == 0xab);
 	e = (Launch){3,
 		     GY,
 		     3,
@@ -369,7 +376,7 @@ static void causal_cases(void *stream)
 		     256,
 		     128,
 		     512,
-		     (uintptr_t)ws + 768,
+		     (uintptr_t)ws + cb,
 		     (uintptr_t)ws,
 		     (uintptr_t)state,
 		     MERGE | FIN};
@@ -377,7 +384,7 @@ static void causal_cases(void *stream)
 	/* the same launch with counters the caller says are zero: no memset,
 	** and the kernel's mode without the flag */
 	pt.flags |= ATTN_PART_ZEROED;
-	memset(ws, 0xab, 768);
+	memset(ws, 0xab, cb);
 	before = ncalls();
 	rc = causal_launch_part(&a, &pt, stream);
 	if (rc)
@@ -672,7 +679,8 @@ static void decode_cases(void *stream)
 	long s0 = auto_splits(ncta, M);
 	CHECK(s0 == 50); /* 132 SMs would make 66 */
 	size_t want = split_bytes(ncta, s0), whole = 0;
-	CHECK(want == 256 + 50 * st);
+	size_t cb = counter_bytes(ncta);
+	CHECK(cb == 512 && want == cb + 50 * st);
 	pt = (attn_gpu_part){0, 0, 0, 0, 0, FIN, NULL, 0, NULL, 0};
 	CHECK(decode_part_bytes(&a, &pt, &sb, &wb) == ATTNRT_OK && sb == st && wb == want);
 	/* stream-K: as many CTAs as run at once, each part of every row's tiles;
@@ -682,7 +690,7 @@ static void decode_cases(void *stream)
 	if (occ > 2048L / THREADS)
 		occ = 2048L / THREADS;
 	P = 100 * occ;
-	size_t skb = 256 + (size_t)(ncta + P) * CTA_BYTES;
+	size_t skb = cb + (size_t)(ncta + P) * CTA_BYTES;
 	/* NAME_split_workspace_bytes: enough for split-KV's parts and stream-K */
 	CHECK(decode_split_workspace_bytes(&a, &whole) == ATTNRT_OK &&
 	      whole == (want > skb ? want : skb));
@@ -694,10 +702,10 @@ static void decode_cases(void *stream)
 	if (rc)
 		fprintf(stderr, "decode_launch_part: %s\n", attnrt_last_error());
 	CHECK(rc == ATTNRT_OK && ncalls() == before + 2);
-	expect_memset(__LINE__, before, ws, 256, stream);
-	CHECK(ws[0] == 0 && ws[255] == 0 && ws[256] == 0xab);
+	expect_memset(__LINE__, before, ws, cb, stream);
+	CHECK(ws[0] == 0 && ws[cb - 1] == 0 && ws[cb] == 0xab);
 	/* 32768 keys in 50 parts: 656 rounded up to whole tiles */
-	Launch e = {2, B, 50, 0, M, 704, 0, 8, (uintptr_t)ws + 256, (uintptr_t)ws, 0, FIN};
+	Launch e = {2, B, 50, 0, M, 704, 0, 8, (uintptr_t)ws + cb, (uintptr_t)ws, 0, FIN};
 	expect_launch(__LINE__, before + 1, "decode_fwd_part", stream, &e);
 	/* NAME_launch_split: split-KV where the workspace cannot hold stream-K
 	** (below; where it can, stream-K's launch): 20 parts' makes 20 */
@@ -705,8 +713,8 @@ static void decode_cases(void *stream)
 	before = ncalls();
 	CHECK(decode_launch_split(&a, ws, split_bytes(ncta, 20), stream) == ATTNRT_OK);
 	CHECK(ncalls() == before + 2);
-	expect_memset(__LINE__, before, ws, 256, stream);
-	e = (Launch){2, B, 20, 0, M, 1664, 0, 8, (uintptr_t)ws + 256, (uintptr_t)ws, 0, FIN};
+	expect_memset(__LINE__, before, ws, cb, stream);
+	e = (Launch){2, B, 20, 0, M, 1664, 0, 8, (uintptr_t)ws + cb, (uintptr_t)ws, 0, FIN};
 	expect_launch(__LINE__, before + 1, "decode_fwd_part", stream, &e);
 	/* too small for two: one part, nothing to zero */
 	before = ncalls();
@@ -719,9 +727,9 @@ static void decode_cases(void *stream)
 	pt = (attn_gpu_part){0, 0, 1024, 4096, 4, MERGE, ws, want, state, st};
 	before = ncalls();
 	CHECK(decode_launch_part(&a, &pt, stream) == ATTNRT_OK && ncalls() == before + 2);
-	expect_memset(__LINE__, before, ws, 256, stream);
+	expect_memset(__LINE__, before, ws, cb, stream);
 	e = (Launch){
-	    2,    B, 4, 1024, 4096, 768, 0, 8, (uintptr_t)ws + 256, (uintptr_t)ws, (uintptr_t)state,
+	    2,    B, 4, 1024, 4096, 768, 0, 8, (uintptr_t)ws + cb, (uintptr_t)ws, (uintptr_t)state,
 	    MERGE};
 	expect_launch(__LINE__, before + 1, "decode_fwd_part", stream, &e);
 	free(ws), free(state);
@@ -745,8 +753,8 @@ static void decode_cases(void *stream)
 	if (rc)
 		fprintf(stderr, "decode_launch_part (stream-K): %s\n", attnrt_last_error());
 	CHECK(rc == ATTNRT_OK && ncalls() == before + 2);
-	expect_memset(__LINE__, before, ws, 256, stream);
-	e = (Launch){(unsigned)P, 1, 1, 0, M, M, 0, 8, (uintptr_t)ws + 256, (uintptr_t)ws, 0, FIN};
+	expect_memset(__LINE__, before, ws, cb, stream);
+	e = (Launch){(unsigned)P, 1, 1, 0, M, M, 0, 8, (uintptr_t)ws + cb, (uintptr_t)ws, 0, FIN};
 	expect_launch(__LINE__, before + 1, "decode_fwd_streamk", stream, &e);
 	/* then the plain grid (2 x 4) */
 	const FakeCall *l = call(before + 1);
@@ -754,7 +762,7 @@ static void decode_cases(void *stream)
 	/* NAME_launch_split takes stream-K where the workspace holds it */
 	before = ncalls();
 	CHECK(decode_launch_split(&a, ws, skb, stream) == ATTNRT_OK && ncalls() == before + 2);
-	expect_memset(__LINE__, before, ws, 256, stream);
+	expect_memset(__LINE__, before, ws, cb, stream);
 	expect_launch(__LINE__, before + 1, "decode_fwd_streamk", stream, &e);
 	/* more rows than a stream-K launch takes */
 	a.B = 300;
