@@ -26,6 +26,18 @@ int sm90_persistent_wanted(KernelGen *g)
 	       (!g->grouped || gpu_equal_streams(g));
 }
 
+/* A split's CTAs claim their row's tiles (gpu/claims.c) where the
+** producer is one TMA thread (its lanes' copies and scans would need each
+** claim shared by a barrier) and the consumer warpgroups take turns (head
+** dims of 128 and more: decode's). Without turns (head dim 64) the parts
+** kernels gave wrong outputs on an H100 with every form of the claims'
+** loop but one, even where no tile was claimed from the counter, and the
+** cause is not found (bench/results/2026-11-28-d65c28a-claims-bisect). */
+int sm90_claims_wanted(KernelGen *g)
+{
+	return !sm90_producer_lanes(g) && sm90_turns_wanted(g->s) && gpu_claims_fit(g);
+}
+
 /* The consumers' places in the ring, in the schedule and in the Q barrier's
 ** phases, which carry from one work tile to the next: the producer's go on
 ** alike (producer.c). The previous tile's stage is released by the next

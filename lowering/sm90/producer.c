@@ -49,18 +49,6 @@ int sm90_producer_lanes(KernelGen *g)
 	return sm90_gathered(g->s) || gpu_table_wanted(g);
 }
 
-/* A split's CTAs claim their row's tiles (gpu/claims.c) where the
-** producer is one TMA thread (its lanes' copies and scans would need each
-** claim shared by a barrier) and the consumer warpgroups take turns (head
-** dims of 128 and more: decode's). Without turns (head dim 64) the parts
-** kernels gave wrong outputs on an H100 with every form of the claims'
-** loop but one, even where no tile was claimed from the counter, and the
-** cause is not found (bench/results/2026-11-28-d65c28a-claims-bisect). */
-int sm90_claims_wanted(KernelGen *g)
-{
-	return !sm90_producer_lanes(g) && sm90_turns_wanted(g->s) && gpu_claims_fit(g);
-}
-
 /* Stream-K's CTAs take work tiles: also where the producer's lanes copy
 ** gathered K and V (each work tile's rows set up again), not where they
 ** scan masks that read data (the scan's words take qempty's place). */
