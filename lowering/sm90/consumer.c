@@ -32,7 +32,7 @@ int sm90_persistent_wanted(KernelGen *g)
 ** dims of 128 and more: decode's). Without turns (head dim 64) the parts
 ** kernels gave wrong outputs on an H100 with every form of the claims'
 ** loop but one, even where no tile was claimed from the counter, and the
-** cause is not found (bench/results/2026-11-28-d65c28a-claims-bisect). */
+** cause is not found (bench/results/2026-11-28-d65c28a-claims-ab). */
 int sm90_claims_wanted(KernelGen *g)
 {
 	return !sm90_producer_lanes(g) && sm90_turns_wanted(g->s) && gpu_claims_fit(g);
