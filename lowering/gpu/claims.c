@@ -7,7 +7,7 @@
 ** kernel (bench/trace, bench/RESULTS.md), and the last part's merge waited
 ** for the slowest. Here each part's copier takes the row's next tile from a
 ** counter, the row's claim word, until none is left: a CTA served slowly
-** takes fewer tiles, and every part ends within about a tile of the others.
+** takes fewer tiles, and the parts end closer together.
 ** The states merge as before (parts.c): a part's keys need not be one
 ** range, since the merge rule is order-free. A launch of one part (nctaid.z
 ** = 1) has no counters and takes its row's tiles in order. The claim word
