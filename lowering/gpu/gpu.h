@@ -222,7 +222,7 @@ typedef struct KernelShape {
 	** tiles one at a time from the row's claim word (gpu_claim_word,
 	** GpuTarget.claims_wanted) instead of each streaming a fixed part of
 	** the keys, so that a CTA whose SM is served more slowly takes fewer
-	** tiles and the parts end together */
+	** tiles and the parts end closer together */
 	int claims;
 	/* set by the target's layout: the TMA tensor maps its kernel takes */
 	int ntmaps;
