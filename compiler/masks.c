@@ -110,7 +110,10 @@ MaskKind plan_mask_kind(const Plan *p, int node, const Expr *conj)
 			return MASK_ELEMENT;
 		return k;
 	}
-	if (conj->kind == EX_BINOP && conj->op == OP_OR) {
+	/* a disjunction (prefix-LM), or a conjunction inside one (Longformer's
+	** window beside its global rows and keys): intervals.c classifies the
+	** tile through either, so the worst part's kind decides */
+	if (conj->kind == EX_BINOP && (conj->op == OP_OR || conj->op == OP_AND)) {
 		MaskKind l = plan_mask_kind(p, node, conj->args[0]);
 		MaskKind r = plan_mask_kind(p, node, conj->args[1]);
 		return l > r ? l : r;

@@ -49,6 +49,7 @@ struct Naive {
 	long VW; /* the width of a row of V: DV, or more when V is the first DV
 		    columns of a wider tensor (absorbed MLA reads them from KV) */
 	double scale, cap, b0;
+	long LW, LG; /* Longformer's window on either side and global tokens */
 	const double *Q, *K, *V, *Q2, *K2;
 	const double *slope, *bias, *sink, *lam, *kv_len, *prefix_len, *doc, *bucket_bias;
 	/* a paged cache (paged_decode.attn): K[NP, P, HKV, D], key j of sequence
@@ -116,6 +117,13 @@ static int vis_causal_br(const Naive *a, long b, long i, long j)
 static int vis_window(const Naive *a, long b, long i, long j)
 {
 	return j <= i && j > i - a->W;
+}
+
+/* Longformer: keys within W positions on either side, and the first G
+** tokens global (every query sees them, they see every key). */
+static int vis_longformer(const Naive *a, long b, long i, long j)
+{
+	return labs(i - j) <= a->LW || j < a->LG || i < a->LG;
 }
 
 /* Prefix-LM: the whole prefix, then causal. */
@@ -470,6 +478,24 @@ static Spec specs[] = {
      "O",
      "L",
      {MHA3, "B=1 H=2 N=261"},
+     0,
+     0,
+     0.0},
+    {"longformer.attn",
+     "longformer",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_longformer,
+     NULL,
+     64,
+     64,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {"B=2 H=3 N=20", "B=3 H=2 N=1", "B=1 H=2 N=300"},
      0,
      0,
      0.0},
@@ -1053,6 +1079,7 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->scale = param_value(b, "scale", sp->scale ? sp->scale : 1.0 / sqrt((double)sp->d), what);
 	a->cap = param_value(b, "cap", 50.0, what);
 	a->b0 = param_value(b, "b0", -log((double)a->N), what);
+	a->LW = (long)param_value(b, "W", 256, what), a->LG = (long)param_value(b, "G", 16, what);
 	int ok =
 	    a->Q && a->K && a->V && (sp->form != F_DIFF || (a->Q2 && a->K2 && a->lam)) &&
 	    (sp->score != score_alibi || a->slope) &&
@@ -1063,7 +1090,8 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	    (sp->visible != vis_prefix || a->prefix_len) && (sp->visible != vis_document || a->doc);
 	for (int k = 0; k < b->c->params.n; k++) {
 		const char *pn = ((Param *)b->c->params.v[k])->name;
-		if (strcmp(pn, "scale") && strcmp(pn, "cap") && strcmp(pn, "b0")) {
+		if (strcmp(pn, "scale") && strcmp(pn, "cap") && strcmp(pn, "b0") &&
+		    (sp->visible != vis_longformer || (strcmp(pn, "W") && strcmp(pn, "G")))) {
 			fprintf(stderr, "%s: param %s has no naive counterpart\n", what, pn);
 			ok = 0;
 		}
