@@ -310,7 +310,7 @@ static int compile_gpu(const GpuTarget *t, const GpuTarget *t2, const char *outb
 	im.target = t->name;
 	im.ncubins = t->ncubins;
 	im.info = ARENA_ARRAY(&a, GpuKernelInfo, p->cascades.n + 1);
-	Program p2 = {{0}, {0}};
+	Program p2 = {{0}, {0}, {0}};
 	int *alt_index = ARENA_ARRAY(&a, int, p->cascades.n + 1);
 	const char **why = ARENA_ARRAY(&a, const char *, p->cascades.n + 1);
 	if (t2) {
@@ -594,6 +594,9 @@ int main(int argc, char **argv)
 		if (o.emit == EMIT_EXPLAIN)
 			o.emit = EMIT_NONE, out = NULL; /* the notes were the output */
 	}
+	/* a forward of several passes runs as one kernel a pass */
+	if (p && (gpu_code || (o.emit == EMIT_HEADER && o.target_given && strcmp(o.target, "cpu"))))
+		p = pass_split_program(&arena, &d, p, gpu_target(o.target)->name);
 	if (f < 0 || !p)
 		rc = EXIT_INPUT;
 	else if (gpu_code && p->cascades.n == 0) {

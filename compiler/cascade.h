@@ -232,6 +232,10 @@ typedef struct Cascade {
 	** (a backward's dQ converted from f32 sums, compiler/grad_split.c): the
 	** row pass loops over it rather than taking it as the rows */
 	int value_last;
+	/* a forward's pass that runs as a kernel of its own (pass_split.c):
+	** the user's cascade and the pass, which diagnostics name; NULL: none */
+	const char *pass_of;
+	int pass;
 } Cascade;
 
 typedef struct Program {
@@ -239,6 +243,10 @@ typedef struct Program {
 	/* GradSplit* (grad.h): backwards cut into GPU kernels, whose pieces
 	** `cascades` lists; the GPU interface adds NAME_bwd_launch for each */
 	PtrVec grads;
+	/* PassSplit* (plan.h): forwards of several passes cut into one-pass
+	** GPU kernels, whose pieces `cascades` lists; the GPU interface adds
+	** NAME_launch with a workspace for each */
+	PtrVec passes;
 } Program;
 
 /* Names and properties, shared by every printer and emitter. */

@@ -226,10 +226,20 @@ void plan_explain(FILE *out, const Plan *p)
 	arena_free(&tmp);
 	if (p->passes_after > 1) {
 		fputs(slow++ ? "" : "  slower paths:\n", out);
-		fprintf(out,
-			"    %d passes over %s: intermediate results of size %s are kept between "
-			"passes\n",
-			p->passes_after, p->classes[p->stream].name, p->classes[p->stream].name);
+		const char *j = p->classes[p->stream].name;
+		if (p->target && strcmp(p->target, "cpu"))
+			/* compiler/pass_split.c */
+			fprintf(out,
+				"    %d passes over %s: on the GPU one kernel a pass (%s_pass1 to "
+				"%s_pass%d), each row's completed reductions passed on in the "
+				"launch's workspace and the values per %s computed again by each "
+				"kernel that reads them\n",
+				p->passes_after, j, p->c->name, p->c->name, p->passes_after, j);
+		else
+			fprintf(out,
+				"    %d passes over %s: intermediate results of size %s are kept "
+				"between passes\n",
+				p->passes_after, j, j);
 	}
 	fprintf(out, "  tiles: %d queries x %d keys, %d stage%s (target %s)\n", p->tile_q,
 		p->tile_kv, p->stages, p->stages == 1 ? "" : "s", p->target);

@@ -82,68 +82,13 @@ static void need_closure(const Cascade *c, int i, char *need)
 	}
 }
 
-/* A temporary's name as the generated interfaces' fields take it: the
-** dots of desugared names (dO.softmax.sum) become underscores. */
-static const char *c_name(Arena *a, const char *name)
+/* A backward's piece (cascade_piece) as a kernel of 64 query rows a CTA:
+** sm_80's registers do not fit its accumulators at 128 (Cascade.rows64). */
+static Cascade *bwd_piece(Arena *a, const Cascade *b, const char *name, const char *keep,
+			  const char *out, const char *row)
 {
-	char *r = arena_printf(a, "%s", name);
-	for (char *q = r; *q; q++)
-		if (*q == '.')
-			*q = '_';
-	return r;
-}
-
-/* A new cascade NAME from the nodes keep[] of c (a private copy), in
-** order: the outputs among them are out[] (others become temporaries),
-** row-pass results they read become f32 inputs, and tensors nothing reads
-** are dropped. Ids are renumbered; dims and params are shared. */
-static Cascade *piece(Arena *a, const Cascade *c0, const char *name, const char *keep,
-		      const char *out, const char *row)
-{
-	Cascade *c = cascade_clone(a, c0);
-	int nt = c->tensors.n;
-	char *used = ARENA_ARRAY(a, char, nt + 1);
-	for (int i = 0; i < c->nodes.n; i++) {
-		if (!keep[i])
-			continue;
-		const Node *n = c->nodes.v[i];
-		used[n->out->id] = 1;
-		for (int t = 0; t < nt; t++)
-			if (expr_reads(n->body, c->tensors.v[t]) ||
-			    expr_reads(n->filter, c->tensors.v[t]))
-				used[t] = 1;
-	}
-	Cascade *r = ARENA_NEW(a, Cascade);
-	r->name = name, r->loc = c->loc, r->dims = c->dims, r->params = c->params;
+	Cascade *r = cascade_piece(a, b, name, keep, out, row);
 	r->rows64 = 1;
-	/* inputs (the original ones, then the row pass's results), outputs,
-	** temporaries: the order the interfaces take */
-	for (int pass = 0; pass < 4; pass++)
-		for (int t = 0; t < nt; t++) {
-			Tensor *x = c->tensors.v[t];
-			if (!used[t])
-				continue;
-			int d = x->def ? x->def->id : -1;
-			int is_row = d >= 0 && !keep[d] && row[d];
-			int is_out = d >= 0 && keep[d] && out[d];
-			int cls = x->kind == TK_IN ? 0 : is_row ? 1 : is_out ? 2 : 3;
-			if (cls != pass)
-				continue;
-			if (is_row || (d >= 0 && keep[d] && out[d] && strchr(x->name, '.')))
-				x->name = c_name(a, x->name);
-			if (is_row)
-				x->kind = TK_IN, x->def = NULL, x->dtype = DT_F32;
-			else if (d >= 0)
-				x->kind = is_out ? TK_OUT : TK_TEMP;
-			x->id = r->tensors.n;
-			ptrvec_push(a, &r->tensors, x);
-		}
-	for (int i = 0; i < c->nodes.n; i++)
-		if (keep[i]) {
-			Node *n = c->nodes.v[i];
-			n->id = r->nodes.n;
-			ptrvec_push(a, &r->nodes, n);
-		}
 	return r;
 }
 
@@ -290,7 +235,7 @@ static void fuse_dq(Arena *a, const Cascade *b, const Plan *bp, int J, const cha
 	char *keep = ARENA_ARRAY(a, char, n + 1), *out = ARENA_ARRAY(a, char, n + 1);
 	for (int i = 0; i < n; i++)
 		keep[i] = keeps[at][i] || (needq[i] && !keepr[i]), out[i] = outs[at][i] || outq[i];
-	Cascade *f = piece(a, b, arena_printf(a, "%sq", s->dkv[at]->name), keep, out, outr);
+	Cascade *f = bwd_piece(a, b, arena_printf(a, "%sq", s->dkv[at]->name), keep, out, outr);
 	f->first_rows_longest = 1;
 	Cascade *post = ARENA_NEW(a, Cascade);
 	post->name = arena_printf(a, "%s_post", b->name), post->loc = b->loc;
@@ -310,7 +255,7 @@ static void fuse_dq(Arena *a, const Cascade *b, const Plan *bp, int J, const cha
 			return;
 		}
 		/* the fused piece's output, then the post pass's input */
-		acc->name = arena_printf(a, "%s_acc", c_name(a, x->out->name));
+		acc->name = arena_printf(a, "%s_acc", cascade_c_name(a, x->out->name));
 		acc->dtype = DT_F32, acc->added_to = 1;
 		ptrvec_push(a, &s->acc, acc);
 		Tensor *in = ARENA_NEW(a, Tensor), *o = ARENA_NEW(a, Tensor);
@@ -463,19 +408,21 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	int any = 0;
 	for (int i = 0; i < n; i++)
 		any |= outr[i];
-	s->pre = any ? piece(a, b, arena_printf(a, "%s_pre", bwd->name), keepr, outr, row) : NULL;
+	s->pre =
+	    any ? bwd_piece(a, b, arena_printf(a, "%s_pre", bwd->name), keepr, outr, row) : NULL;
 	for (int i = 0; i < n && any; i++)
 		if (outr[i])
 			ptrvec_push(a, &s->ws, ((Node *)b->nodes.v[i])->out);
 	int anyq = 0, anyk = 0;
 	for (int i = 0; i < n; i++)
 		anyq |= outq[i], anyk |= outk[i];
-	s->dq = anyq ? piece(a, b, arena_printf(a, "%s_dq", bwd->name), needq, outq, outr) : NULL;
+	s->dq =
+	    anyq ? bwd_piece(a, b, arena_printf(a, "%s_dq", bwd->name), needq, outq, outr) : NULL;
 	char *keeps[GRAD_MAX_DKV], *outs[GRAD_MAX_DKV];
 	if (anyk && !wide_keys(b, outk)) {
 		keeps[s->ndkv] = needk, outs[s->ndkv] = outk;
 		s->dkv[s->ndkv++] =
-		    piece(a, b, arena_printf(a, "%s_dkv", bwd->name), needk, outk, outr);
+		    bwd_piece(a, b, arena_printf(a, "%s_dkv", bwd->name), needk, outk, outr);
 	}
 	/* wide heads: a kernel per gradient (dK, dV), each recomputing the
 	** scores, where both accumulators and both score tiles do not fit the
@@ -490,10 +437,10 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			need[k] &= !keepr[k];
 		keeps[s->ndkv] = need, outs[s->ndkv] = one;
 		s->dkv[s->ndkv++] =
-		    piece(a, b,
-			  arena_printf(a, "%s_%s", bwd->name,
-				       c_name(a, ((Node *)b->nodes.v[i])->out->name)),
-			  need, one, outr);
+		    bwd_piece(a, b,
+			      arena_printf(a, "%s_%s", bwd->name,
+					   cascade_c_name(a, ((Node *)b->nodes.v[i])->out->name)),
+			      need, one, outr);
 	}
 	for (int k = 0; k < s->ndkv; k++)
 		s->dkv[k]->first_rows_longest = 1;

@@ -121,6 +121,29 @@ void plan_reindex(Arena *a, Plan *p);
 /* compiler/cascade_clone.c: a deep copy whose tensors and nodes can be
 ** changed without touching the original (dims and params are shared). */
 Cascade *cascade_clone(Arena *a, const Cascade *c);
+/* compiler/cascade_piece.c: a new cascade NAME from the nodes keep[] of c,
+** in order: the outputs among them are out[] (others become temporaries),
+** the results of nodes row[] outside keep[] that they read become f32
+** inputs, and tensors nothing reads are dropped (dims and params shared).
+** cascade_c_name: a name with its dots made underscores, as the generated
+** interfaces' fields take it. */
+Cascade *cascade_piece(Arena *a, const Cascade *c, const char *name, const char *keep,
+		       const char *out, const char *row);
+const char *cascade_c_name(Arena *a, const char *name);
+
+/* compiler/pass_split.c: a forward whose plan keeps several passes, as
+** one-pass cascades the GPU runs in order (piece k computes what pass k
+** completes); ws lists the f32 tensors (Tensor*, the pieces' own) that
+** one piece writes and later ones read, which the launch keeps in the
+** caller's workspace. npieces is 0 where the plan is one pass. */
+typedef struct PassSplit {
+	const Cascade *fwd; /* the user's cascade: its tensors are the launch's */
+	Cascade **piece;
+	int npieces;
+	PtrVec ws;
+} PassSplit;
+int pass_split(Arena *a, Diag *d, const Cascade *c, const char *target, PassSplit *s);
+Program *pass_split_program(Arena *a, Diag *d, const Program *p, const char *target);
 
 /* compiler/masks.c: how a mask conjunct can be decided for a whole tile of
 ** (query, key) positions. */

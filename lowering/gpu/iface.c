@@ -102,6 +102,8 @@ static void header(FILE *o, const Program *prog, int bundle, int parts)
 	}
 	for (int i = 0; i < prog->grads.n; i++)
 		iface_bwd_decls(o, prog->grads.v[i]);
+	for (int i = 0; i < prog->passes.n; i++)
+		iface_passes_decls(o, prog->passes.v[i]);
 	fputs("#ifdef __cplusplus\n}\n#endif\n#endif\n", o);
 }
 
@@ -803,4 +805,6 @@ void gpu_iface_source(FILE *o, const Program *prog, const GpuImages *im, const c
 		launcher(o, prog->cascades.v[i], im, i);
 	for (int i = 0; i < prog->grads.n; i++)
 		iface_bwd_functions(o, prog->grads.v[i]);
+	for (int i = 0; i < prog->passes.n; i++)
+		iface_passes_functions(o, prog->passes.v[i]);
 }

@@ -72,6 +72,9 @@ void iface_args_struct(FILE *o, const Cascade *c);
 struct GradSplit;
 void iface_bwd_decls(FILE *o, const struct GradSplit *s);
 void iface_bwd_functions(FILE *o, const struct GradSplit *s);
+/* iface_passes.c: a forward that runs as one kernel a pass (PassSplit). */
+void iface_passes_decls(FILE *o, const PassSplit *s);
+void iface_passes_functions(FILE *o, const PassSplit *s);
 /* An integer expression over dims as C over `dims[]`. */
 void iface_dim_expr(FILE *o, const Expr *e);
 /* NAME_shape, the inputs' and outputs' shapes from the dims. */

@@ -433,6 +433,16 @@ static int variant_entry(Arena *a, const GpuTarget *t, const Plan *p, const Kern
 	return build_entry(a, t, p, v, e, align, smem);
 }
 
+/* The cascade a refusal names, as the user wrote it: a pass that runs as
+** a kernel of its own (Cascade.pass_of) is named with the user's block. */
+static const char *kernel_what(Arena *a, const Cascade *c)
+{
+	if (c->pass_of)
+		return arena_printf(a, "'%s' (its pass %d, a kernel of its own)", c->pass_of,
+				    c->pass);
+	return arena_printf(a, "'%s'", c->name);
+}
+
 /* A cascade whose masks keep a tile table may have two entries: NAME_fwd
 ** and NAME_fwd_short, the same kernel for keys that fit the table's first
 ** window, without its refill; the module lists every NAME_fwd first. With
@@ -465,8 +475,8 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			/* at the statement the refusal is about, where there is one */
 			SrcLoc at =
 			    s.why_node >= 0 ? ((const Node *)c->nodes.v[s.why_node])->loc : c->loc;
-			diag_error(d, at, "cannot generate an %s kernel for '%s': %s", t->name,
-				   c->name, why);
+			diag_error(d, at, "cannot generate an %s kernel for %s: %s", t->name,
+				   kernel_what(&a, c), why);
 			arena_free(&a);
 			rc = 1;
 			break;
@@ -480,9 +490,9 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		if (!rc && smem > GPU_CTA_SMEM_MAX) {
 			diag_error(
 			    d, c->loc,
-			    "cannot generate an %s kernel for '%s': its tiles need %u bytes of "
+			    "cannot generate an %s kernel for %s: its tiles need %u bytes of "
 			    "shared memory a CTA, more than any GPU gives one (%u)",
-			    t->name, c->name, smem, (unsigned)GPU_CTA_SMEM_MAX);
+			    t->name, kernel_what(&a, c), smem, (unsigned)GPU_CTA_SMEM_MAX);
 			rc = 1;
 		}
 		/* the same kernel without the table's refill (KernelShape.one_window) */
@@ -504,12 +514,12 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			rc = variant_entry(&a, t, p, &s, 0, 2, &skw[i], &align, &v, &sk_smem);
 		/* every entry launches with the larger shared memory */
 		if (!rc && sk_smem > GPU_CTA_SMEM_MAX) {
-			diag_error(
-			    d, c->loc,
-			    "cannot generate an %s kernel for '%s': its stream-K entry needs "
-			    "%u bytes of shared memory a CTA, more than any GPU gives one "
-			    "(%u)",
-			    t->name, c->name, sk_smem, (unsigned)GPU_CTA_SMEM_MAX);
+			diag_error(d, c->loc,
+				   "cannot generate an %s kernel for %s: its stream-K entry needs "
+				   "%u bytes of shared memory a CTA, more than any GPU gives one "
+				   "(%u)",
+				   t->name, kernel_what(&a, c), sk_smem,
+				   (unsigned)GPU_CTA_SMEM_MAX);
 			rc = 1;
 		}
 		if (info) {

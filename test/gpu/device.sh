@@ -19,7 +19,9 @@ for f in gen/*_cpu.c; do
 	[ -n "$casc" ] || continue
 	# kernels with an entry of partial states (attnc --parts) are checked through it too
 	parts=""
-	grep -q "_launch_part_generic" "gen/$file.h" && parts="-DPARTS -DHEADER=\"$file.h\""
+	grep -q "int ${casc}_launch_part_generic" "gen/$file.h" && parts="-DPARTS -DHEADER=\"$file.h\""
+	# a forward of several passes: its kernels in order, with a workspace
+	grep -q "size_t ${casc}_workspace_bytes_generic(" "gen/$file.h" && parts="$parts -DWORKSPACE"
 	src=harness.c names="-DNAME=$casc"
 	# a backward's folder (GRAD=1 prepare.sh): grad_harness.c, NAME_bwd
 	[ -f mode.txt ] && src=grad_harness.c names="-DNAME=${casc}_bwd -DFWD=$casc" parts=""

@@ -95,6 +95,7 @@ gqa gqa B=2,HKV=2,G=4,N=130,M=190 B=1,HKV=3,G=1,N=65,M=65 B=1,HKV=1,G=8,N=100,M=
 mqa mqa B=2,H=4,N=150 B=1,H=3,N=1
 sliding_window sliding_window B=2,H=2,N=700 B=1,H=1,N=33
 longformer longformer B=2,H=2,N=700,param1=64,param2=20 B=1,H=1,N=33 B=1,H=2,N=1000,param1=100,param2=0 B=2,H=2,N=300,ramp=8
+threshold threshold B=2,H=2,N=300 B=1,H=1,N=1 B=1,H=2,N=700,ramp=8 B=2,H=3,N=190,param1=0.01 B=1,H=2,N=130,param1=2.0
 alibi alibi B=2,H=4,N=190 B=1,H=2,N=1 B=1,H=2,N=500,ramp=6
 softcap softcap B=2,H=2,N=150 B=1,H=1,N=1 B=1,H=2,N=500,ramp=6
 softcap_alibi softcap_alibi B=2,H=2,N=150 B=1,H=1,N=1 B=1,H=2,N=500,ramp=6

@@ -50,6 +50,7 @@ struct Naive {
 		    columns of a wider tensor (absorbed MLA reads them from KV) */
 	double scale, cap, b0;
 	long LW, LG; /* Longformer's window on either side and global tokens */
+	double eps;  /* threshold.attn's least probability kept */
 	const double *Q, *K, *V, *Q2, *K2;
 	const double *slope, *bias, *sink, *lam, *kv_len, *prefix_len, *doc, *bucket_bias;
 	/* a paged cache (paged_decode.attn): K[NP, P, HKV, D], key j of sequence
@@ -307,6 +308,28 @@ static void softmax_row(const Naive *a, const double *Q, const double *K, long b
 		p[j] = z > 0 ? p[j] / z : 0.0;
 }
 
+/* Thresholded attention: the probabilities of at least eps, summed as
+** they are (threshold.attn). */
+static void naive_threshold(const Naive *a)
+{
+	double *p = malloc((size_t)a->M * sizeof *p);
+	for (long b = 0; b < a->B; b++)
+		for (long h = 0; h < a->H; h++)
+			for (long i = 0; i < a->N; i++) {
+				softmax_row(a, a->Q, a->K, b, h, i, p);
+				double *o = a->O + ((b * a->H + h) * a->N + i) * a->DV;
+				for (long e = 0; e < a->DV; e++) {
+					double acc = 0;
+					for (long j = 0; j < a->M; j++)
+						if (p[j] >= a->eps)
+							acc += p[j] *
+							       kv_row(a, a->V, a->VW, b, h, j)[e];
+					o[e] = acc;
+				}
+			}
+	free(p);
+}
+
 /* Differential attention: (softmax(Q1 K1^T) - lam[h] softmax(Q2 K2^T)) V. */
 static void naive_diff(const Naive *a)
 {
@@ -331,7 +354,7 @@ static void naive_diff(const Naive *a)
 
 /* ---- what each example is ------------------------------------------------ */
 
-typedef enum Form { F_SOFTMAX, F_SIGMOID, F_DIFF } Form;
+typedef enum Form { F_SOFTMAX, F_SIGMOID, F_DIFF, F_THRESHOLD } Form;
 typedef enum Heads { HEADS_MHA, HEADS_GQA, HEADS_MQA } Heads;
 
 /* One attention block: its formula, tensor names, fixed head dims (from the
@@ -496,6 +519,24 @@ static Spec specs[] = {
      "O",
      NULL,
      {"B=2 H=3 N=20", "B=3 H=2 N=1", "B=1 H=2 N=300"},
+     0,
+     0,
+     0.0},
+    {"threshold.attn",
+     "threshold",
+     F_THRESHOLD,
+     HEADS_MHA,
+     vis_all,
+     NULL,
+     64,
+     64,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {"B=2 H=3 N=5", "B=3 H=2 N=1", "B=1 H=2 N=700"},
      0,
      0,
      0.0},
@@ -1080,6 +1121,7 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->cap = param_value(b, "cap", 50.0, what);
 	a->b0 = param_value(b, "b0", -log((double)a->N), what);
 	a->LW = (long)param_value(b, "W", 256, what), a->LG = (long)param_value(b, "G", 16, what);
+	a->eps = param_value(b, "eps", 0.002, what);
 	int ok =
 	    a->Q && a->K && a->V && (sp->form != F_DIFF || (a->Q2 && a->K2 && a->lam)) &&
 	    (sp->score != score_alibi || a->slope) &&
@@ -1091,7 +1133,8 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	for (int k = 0; k < b->c->params.n; k++) {
 		const char *pn = ((Param *)b->c->params.v[k])->name;
 		if (strcmp(pn, "scale") && strcmp(pn, "cap") && strcmp(pn, "b0") &&
-		    (sp->visible != vis_longformer || (strcmp(pn, "W") && strcmp(pn, "G")))) {
+		    (sp->visible != vis_longformer || (strcmp(pn, "W") && strcmp(pn, "G"))) &&
+		    (sp->form != F_THRESHOLD || strcmp(pn, "eps"))) {
 			fprintf(stderr, "%s: param %s has no naive counterpart\n", what, pn);
 			ok = 0;
 		}
@@ -1151,6 +1194,8 @@ static void run_case(const Cascade *c, Spec *sp, int shape)
 			naive_sigmoid(&a);
 		else if (sp->form == F_DIFF)
 			naive_diff(&a);
+		else if (sp->form == F_THRESHOLD)
+			naive_threshold(&a);
 		else
 			naive_softmax(&a);
 		const Tensor *to = cascade_tensor(c, sp->o);
