@@ -111,24 +111,37 @@ def ours(name):
         lib = ctypes.CDLL(so)
         fn = getattr(lib, name + "_launch_generic")
         fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_long),
-                       ctypes.POINTER(ctypes.c_double), ctypes.c_void_p]
+        args = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_long),
+                ctypes.POINTER(ctypes.c_double)]
+        # a forward of several passes (one kernel a pass) takes a workspace
+        wsb = getattr(lib, name + "_workspace_bytes_generic", None)
+        if wsb:
+            wsb.restype = ctypes.c_size_t
+            wsb.argtypes = [ctypes.POINTER(ctypes.c_long)]
+            args += [ctypes.c_void_p, ctypes.c_size_t]
+        fn.argtypes = args + [ctypes.c_void_p]
         err = lib.attnrt_last_error
         err.restype = ctypes.c_char_p
-        _libs[name] = (fn, err)
+        _libs[name] = (fn, err, wsb)
     return _libs[name]
 
 
 def launcher(name, tensors, dims, params):
-    fn, err = ours(name)
+    fn, err, wsb = ours(name)
     ptrs = (ctypes.c_void_p * 64)(*[t.data_ptr() for t in tensors])
     d = (ctypes.c_long * len(dims))(*dims)
     p = (ctypes.c_double * max(1, len(params)))(*params)
+    ws = []
+    if wsb:
+        n = wsb(d)
+        buf = torch.empty(max(1, n), dtype=torch.uint8, device="cuda")
+        ws = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_size_t(n)]
 
     def run():
-        rc = fn(ptrs, None, d, p, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        rc = fn(ptrs, None, d, p, *ws, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
         if rc:
             raise RuntimeError(err().decode())
+    run.keep = ws and buf
     return run
 
 
@@ -156,6 +169,28 @@ def kernel_tile(name):
     return _tiles[name]
 
 
+# Longformer's window on either side and its global tokens (bench/attn/longformer256.attn)
+LONGFORMER = (256, 16)
+
+
+def longformer_mask(b, h, i, j):
+    """FlexAttention's mask_mod of bench/attn/longformer256.attn."""
+    w, g = LONGFORMER
+    return ((i - j).abs() <= w) | (j < g) | (i < g)
+
+
+def longformer_frac(n):
+    """The fraction of (query, key) pairs longformer_mask keeps at N = n: a
+    global row keeps every key; another keeps its window and the global keys
+    outside it."""
+    w, g = LONGFORMER
+    kept = min(g, n) * n
+    for i in range(min(g, n), n):
+        lo, hi = max(0, i - w), min(n - 1, i + w)
+        kept += hi - lo + 1 + min(g, lo)
+    return kept / (n * n)
+
+
 def tile_any(vname, r0, r1, c0, c1, w=1024):
     """Whether variant vname's mask keeps any (i, j), r0 <= i <= r1 and
     c0 <= j <= c1, with the masks of the variants below (doc = i // w)."""
@@ -167,6 +202,8 @@ def tile_any(vname, r0, r1, c0, c1, w=1024):
         return c0 < w or c0 <= r1
     if vname == "document1024":  # i // w == j // w: the two ranges of ids overlap
         return r0 // w <= c1 // w and c0 // w <= r1 // w
+    if vname == "longformer256":  # |i - j| <= 256, or j < 16, or i < 16 (longformer_mask)
+        return (c0 <= r1 + LONGFORMER[0] and r0 <= c1 + LONGFORMER[0]) or c0 < LONGFORMER[1] or r0 < LONGFORMER[1]
     if vname in ("full", "alibi", "softcap30"):
         return True
     raise ValueError("no tile test for variant " + vname)
@@ -472,9 +509,12 @@ def main():
                  [scale, 30.0]),
                 ("alibi_causal", lambda s, b, h, i, j: s + slopes[h] * (j - i), lambda b, h, i, j: i >= j, 0.5,
                  [q, k, v, slopes, o], [scale]),
+                ("longformer256", None, longformer_mask, longformer_frac(N), [q, k, v, o],
+                 [scale, LONGFORMER[0], LONGFORMER[1]]),
             ]
+            only = [x for x in os.environ.get("ANCHORS_VARIANTS", "").split(",") if x]
             for vname, smod, mmod, fr, tens, params in variants:
-                if D not in (64, 128):
+                if D not in (64, 128) or (only and vname not in only):
                     continue  # at other head dims prepare.sh builds full and causal only
                 ref = None
                 try:
@@ -491,6 +531,8 @@ def main():
                              lambda ms: tile_fields(name, vname, N, fl, ms, W))
                 except Exception as e:
                     rec(sys="attnc", variant=vname, N=N, D=D, error=str(e)[:200])
+            if D in (64, 128) and (not only or "threshold" in only):
+                threshold_row(q, k, v, o, B, H, N, D, scale, fl)
             del q, k, v, o
             torch.cuda.empty_cache()
     if "--mla" in sys.argv:
@@ -501,6 +543,29 @@ def main():
     with open(os.path.join(run_dir, "anchors.txt"), "w") as f:
         table(rows, Ds, Ns, f)
     table(rows, Ds, Ns)
+
+def threshold_row(q, k, v, o, B, H, N, D, scale, fl, eps=0.002):
+    """bench/attn/threshold.attn: keys whose softmax probability is below eps
+    dropped, a plan of two passes that runs as two kernels (pass 1: each
+    row's max and sum; pass 2: the filtered sum). No anchor runs it in one
+    kernel: FlexAttention's score_mod sees the raw score, not the normalised
+    probability. TFLOP/s count full attention's work (4 B H N^2 D), so the
+    row compares with own full (vs_own_full); checked against torch on the
+    first two heads of the first sequence."""
+    name = "threshold_d%d" % D
+    try:
+        run = launcher(name, [q, k, v, o], [B, H, N, D], [scale, eps])
+        run()
+        torch.cuda.synchronize()
+        qs, ks, vs = (x[0, :2].float() for x in (q, k, v))
+        pr = torch.softmax(qs @ ks.transpose(-1, -2) * scale, dim=-1)
+        ref = (pr * (pr >= eps)) @ vs
+        err = rel(o[0, :2], ref)
+        ms = bench(run)
+        rec(sys="attnc", variant="threshold", B=B, H=H, N=N, D=D, ms=ms, tflops=fl(1.0) / ms, rel_err=err)
+    except Exception as e:
+        rec(sys="attnc", variant="threshold", N=N, D=D, error=str(e)[:200])
+
 
 def main_bwd(Ds):
     """anchors.py --bwd: the backward rows (bwd_rows) at each D and N, into a

@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape
 SYSTEMS = [("attnc", "attnc", "#1f77b4"), ("sdpa_cudnn", "cuDNN", "#2ca02c"),
            ("sdpa_flash2", "FlashAttention-2", "#ff7f0e"), ("flex", "FlexAttention", "#9467bd")]
 VARIANTS = ["full", "causal", "sliding1024", "document1024", "prefixlm1024", "alibi",
-            "alibi_causal", "softcap30"]
+            "alibi_causal", "softcap30", "longformer256", "threshold"]
 
 
 def load(run_dir):
