@@ -59,6 +59,9 @@ enum { GPU_MAXG = 2 };
 ** element layout below assume these; each target's GpuTarget repeats them
 ** (a target's targ.c takes them from here). */
 enum { GPU_BN = 64, GPU_MAXBN = 128, GPU_WARPS = 4, GPU_THREADS = 128 };
+/* Key intervals a scan passes between (KernelGen.span_lo): the disjuncts
+** of one mask, each a pair of b64 registers held through the stream. */
+enum { GPU_MAX_SPANS = 4 };
 /* Keys one tile-table window covers: 128 tiles of 64 (scan.c). */
 enum { GPU_WINDOW_KEYS = 8192 };
 /* Shared-memory bytes of the tile table (scan.c), which each target's
@@ -336,6 +339,12 @@ typedef struct KernelGen {
 	** %tid.x (b64) as read at entry; the tile table's offset (the target's
 	** layout) */
 	PReg j0, j1, send;
+	/* scan.c: where a mask is a union of key intervals over the CTA's rows
+	** (Longformer's window beside its global keys), the intervals, tile
+	** aligned (b64; nspans 0: none), so that the scan passes over the
+	** empty tiles between them instead of testing each */
+	int nspans;
+	PReg span_lo[GPU_MAX_SPANS], span_hi[GPU_MAX_SPANS];
 	PReg sbase, tid;
 	uint32_t table_off;
 	uint32_t sk_off; /* a stream-K CTA's S_r and P in shared memory (streamk.c) */
@@ -603,6 +612,8 @@ int gpu_hoist(PtxFunc *f, int s);
 int gpu_range(KernelGen *g, const Expr *e, PReg *lo, PReg *hi);
 /* Predicates: the tile box always / never satisfies node's filter. */
 void gpu_tile_class(KernelGen *g, int node, PReg *always, PReg *never);
+/* The same for e, an expression in node's variables (a part of its filter). */
+void gpu_expr_class(KernelGen *g, int node, const Expr *e, PReg *always, PReg *never);
 
 /* scale.c: scores c * G kept as G, c folded into the row max and the
 ** exponent (see the file's head). */
@@ -723,6 +734,10 @@ PReg gpu_cross_row_addr(KernelGen *g, int i, PReg r);
 /* Node i's filter as key bounds lo <= j < hi (NULL: none on that side),
 ** each an expression of the row, and the other conjuncts (rest). */
 void gpu_key_bounds_of(KernelGen *g, int i, Expr **lo, Expr **hi, const Expr **rest);
+/* The same for e, a conjunction in node i's variables (a disjunct of its
+** filter). */
+void gpu_key_bounds_expr(KernelGen *g, int i, const Expr *e, Expr **lo, Expr **hi,
+			 const Expr **rest);
 
 /* online.c */
 /* rho = prod_m exp(k_m (from[ref_m][h] - to[ref_m][h])) of a running

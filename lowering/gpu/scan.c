@@ -69,6 +69,21 @@ static void class_flags(KernelGen *g, const KernelShape *s, PReg a, PReg b, PReg
 	g->j0 = sj0, g->j1 = sj1;
 }
 
+/* out (a tile) moved to the first tile at or after it in some span of
+** KernelGen.span_lo, or to send where none is left. */
+static void next_in_spans(KernelGen *g, PReg out)
+{
+	PReg best = gpu_reg(g, PC_B64), c = gpu_reg(g, PC_B64), in = gpu_reg(g, PC_PRED);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(best), po_r(g->send));
+	for (int k = 0; k < g->nspans; k++) {
+		gpu_op3(g, PTX_MAX, ".s64", po_r(c), po_r(out), po_r(g->span_lo[k]));
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(in), po_r(c), po_r(g->span_hi[k]));
+		gpu_op3(g, PTX_MIN, ".s64", po_r(c), po_r(c), po_r(best));
+		gpu_op4(g, PTX_SELP, ".b64", po_r(best), po_r(c), po_r(best), po_r(in));
+	}
+	gpu_op2(g, PTX_MOV, ".b64", po_r(out), po_r(best));
+}
+
 /* The first tile at or after `from` whose masks are true somewhere, into
 ** out (>= send when there is none), any = out < send, and all = every
 ** node's mask is true on all of that tile (the stream takes it from here
@@ -95,6 +110,8 @@ static void scan_tiles(KernelGen *g, const KernelShape *s, PReg from, PReg out, 
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Ldone));
 	ptx_guard(g->f, a, 0);
 	gpu_op3(g, PTX_ADD, ".s64", po_r(out), po_r(out), po_i(g->bn));
+	if (g->nspans)
+		next_in_spans(g, out);
 	gpu_op1(g, PTX_BRA, ".uni", po_label(Lscan));
 	ptx_label(g->f, Ldone);
 	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(any), po_r(out), po_r(g->send));
@@ -603,6 +620,70 @@ static void streamk_bounds(KernelGen *g, PReg start, PReg end)
 	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(hi));
 }
 
+/* The disjuncts of e (an || of ||s) into d[], at most GPU_MAX_SPANS; the
+** count, or -1 where there are more. */
+static int disjuncts(const Expr *e, const Expr **d, int n)
+{
+	if (n < 0)
+		return n;
+	if (e->kind == EX_BINOP && e->op == OP_OR)
+		return disjuncts(e->args[1], d, disjuncts(e->args[0], d, n));
+	if (n == GPU_MAX_SPANS)
+		return -1;
+	d[n] = e;
+	return n + 1;
+}
+
+/* KernelGen.span_lo/hi where every streamed mask is one filter whose key
+** bounds leave a disjunction, each disjunct's key interval over the CTA's
+** rows (a disjunct that no row can satisfy, such as Longformer's i < G
+** past the global rows, is empty), tile aligned and within [start, end);
+** else none. The scan then passes over the keys between the disjuncts:
+** at N 8k, Longformer's CTAs kept 7 of 64 tiles and tested every one
+** (bench/RESULTS.md). Not where the keys are cut into parts. Keys j0/j1
+** are the whole stream here (bounds). */
+static void spans(KernelGen *g, PReg start, PReg end)
+{
+	const KernelShape *s = g->s;
+	g->nspans = 0;
+	int node = -1;
+	for (int i = 0; i < g->c->nodes.n; i++) {
+		if (!gpu_streamed(s, i) || !gpu_node(g, i)->filter || class_done(g, s, i))
+			continue;
+		if (node >= 0)
+			return;
+		node = i;
+	}
+	if (node < 0 || s->parts || s->streamk)
+		return;
+	Expr *blo, *bhi;
+	const Expr *rest, *d[GPU_MAX_SPANS];
+	gpu_key_bounds_of(g, node, &blo, &bhi, &rest);
+	int n = rest && rest->kind == EX_BINOP && rest->op == OP_OR ? disjuncts(rest, d, 0) : 0;
+	if (n < 2)
+		return;
+	PReg lo[GPU_MAX_SPANS], hi[GPU_MAX_SPANS];
+	for (int k = 0; k < n; k++) {
+		Expr *elo, *ehi;
+		const Expr *erest;
+		gpu_key_bounds_expr(g, node, d[k], &elo, &ehi, &erest);
+		g->node = node;
+		PReg l = start, h = end, x, al, ne;
+		if ((elo && !gpu_range(g, elo, &l, &x)) || (ehi && !gpu_range(g, ehi, &x, &h)))
+			return;
+		lo[k] = gpu_reg(g, PC_B64), hi[k] = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_MAX, ".s64", po_r(lo[k]), po_r(l), po_r(start));
+		gpu_op3(g, PTX_AND, ".b64", po_r(lo[k]), po_r(lo[k]), po_i(-(int64_t)g->bn));
+		gpu_op3(g, PTX_MIN, ".s64", po_r(hi[k]), po_r(h), po_r(end));
+		/* no row of the CTA can satisfy the disjunct: an empty span */
+		gpu_expr_class(g, node, erest, &al, &ne);
+		gpu_op4(g, PTX_SELP, ".b64", po_r(hi[k]), po_i(0), po_r(hi[k]), po_r(ne));
+	}
+	g->nspans = n;
+	for (int k = 0; k < n; k++)
+		g->span_lo[k] = lo[k], g->span_hi[k] = hi[k];
+}
+
 /* The CTA's key range [start, end): the union, over the nodes whose masks
 ** the scan tests, of the key bounds their filters' conjuncts give over the
 ** CTA's rows (causal: end = last row + 1; a window of W: start = first row
@@ -647,6 +728,7 @@ static void bounds(KernelGen *g, PReg start, PReg end, int narrow)
 		}
 		first = 0;
 	}
+	spans(g, start, end);
 	if (s->parts && !s->streamk && !s->claims)
 		parts_bounds(g, start, end);
 	/* the launch's first key (a multiple of the tile); the CTAs that claim

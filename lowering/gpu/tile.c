@@ -154,12 +154,20 @@ static void key_bound(const Expr *c, void *ud)
 		kb->hi = kb->hi ? expr_binop(g->a, OP_MIN, kb->hi, hi) : hi;
 }
 
-void gpu_key_bounds_of(KernelGen *g, int i, Expr **lo, Expr **hi, const Expr **rest)
+void gpu_key_bounds_expr(KernelGen *g, int i, const Expr *e, Expr **lo, Expr **hi,
+			 const Expr **rest)
 {
 	KeyBounds kb = {g, g->p->np[i].svar, NULL, NULL, NULL};
 	if (kb.sv >= 0)
-		plan_conjuncts(gpu_node(g, i)->filter, key_bound, &kb);
+		plan_conjuncts(e, key_bound, &kb);
+	else
+		kb.rest = e;
 	*lo = kb.lo, *hi = kb.hi, *rest = kb.rest;
+}
+
+void gpu_key_bounds_of(KernelGen *g, int i, Expr **lo, Expr **hi, const Expr **rest)
+{
+	gpu_key_bounds_expr(g, i, gpu_node(g, i)->filter, lo, hi, rest);
 }
 
 /* Key bounds of node i per row slot, computed once per masked tile body

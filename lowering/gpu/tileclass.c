@@ -246,14 +246,18 @@ int gpu_range(KernelGen *g, const Expr *e, PReg *lo, PReg *hi)
 
 void gpu_tile_class(KernelGen *g, int node, PReg *always, PReg *never)
 {
-	const Node *n = g->p->c->nodes.v[node];
+	gpu_expr_class(g, node, ((const Node *)g->p->c->nodes.v[node])->filter, always, never);
+}
+
+void gpu_expr_class(KernelGen *g, int node, const Expr *e, PReg *always, PReg *never)
+{
 	g->node = node;
-	if (!n->filter) {
+	if (!e) {
 		*always = gpu_pconst(g, 1), *never = gpu_pconst(g, 0);
 		return;
 	}
 	g->lane_local = 0;
-	IvTri t = iv_class(&gpu_ops, g, g->p, node, n->filter);
+	IvTri t = iv_class(&gpu_ops, g, g->p, node, e);
 	*always = preg(t.always), *never = preg(t.never);
 	if (!g->lane_local)
 		return;
