@@ -703,6 +703,11 @@ typedef struct TileState {
 	signed char *kb; /* [nodes] 0: not yet, 1: bounds, -1: none */
 	PReg **klo, **khi;
 	const Expr **kres;
+	/* where the rest is a union of key intervals (Longformer), each
+	** disjunct's bounds per row slot, as klo/khi: [nodes][span][row slot];
+	** nunion[node] of them (0: none) and kres NULL */
+	PReg ***ulo, ***uhi;
+	int *nunion;
 	PReg cbase32;
 	/* lazy rebasing (online.c): per node, 1 for a lazy reference and its
 	** threshold; whether a reference moved in this tile; the true running

@@ -205,6 +205,9 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	t.klo = ARENA_ARRAY(a, PReg *, n + 1);
 	t.khi = ARENA_ARRAY(a, PReg *, n + 1);
 	t.kres = ARENA_ARRAY(a, const Expr *, n + 1);
+	t.ulo = ARENA_ARRAY(a, PReg **, n + 1);
+	t.uhi = ARENA_ARRAY(a, PReg **, n + 1);
+	t.nunion = ARENA_ARRAY(a, int, n + 1);
 	t.okw = ARENA_ARRAY(a, PReg *, n + 1);
 	t.okset = ARENA_ARRAY(a, unsigned char *, n + 1);
 	for (int i = 0; i < n; i++) {

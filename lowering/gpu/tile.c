@@ -170,6 +170,64 @@ void gpu_key_bounds_of(KernelGen *g, int i, Expr **lo, Expr **hi, const Expr **r
 	gpu_key_bounds_expr(g, i, gpu_node(g, i)->filter, lo, hi, rest);
 }
 
+/* Where the rest of node i's filter (t->kres) is a disjunction whose every
+** disjunct is key bounds and a test of the row alone (Longformer's window,
+** its global keys j < G and rows i < G), each disjunct's bounds per row
+** slot as key_bounds makes them, an empty pair where the row's test fails:
+** a score's test is then two 32-bit compares a disjunct instead of the
+** disjunction in 64-bit arithmetic (Longformer's masked tile
+** took 64-key tiles for its registers). */
+static void union_bounds(KernelGen *g, TileState *t, int i)
+{
+	const Expr *r = t->kres[i], *d[4];
+	int n = 0, sv = g->p->np[i].svar;
+	t->nunion[i] = 0;
+	while (r && r->kind == EX_BINOP && r->op == OP_OR && n < 3) {
+		d[n++] = r->args[1];
+		r = r->args[0];
+	}
+	if (!r || n == 0 || (r->kind == EX_BINOP && r->op == OP_OR))
+		return;
+	d[n++] = r;
+	Expr *lo[4], *hi[4];
+	const Expr *rest[4];
+	for (int k = 0; k < n; k++) {
+		gpu_key_bounds_expr(g, i, d[k], &lo[k], &hi[k], &rest[k]);
+		if (rest[k] && (expr_vars(rest[k]) >> sv & 1))
+			return;
+	}
+	t->ulo[i] = ARENA_ARRAY(g->a, PReg *, n);
+	t->uhi[i] = ARENA_ARRAY(g->a, PReg *, n);
+	PReg zero = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(zero), po_i(0));
+	for (int k = 0; k < n; k++) {
+		t->ulo[i][k] = ARENA_ARRAY(g->a, PReg, GPU_MAXRS);
+		t->uhi[i][k] = ARENA_ARRAY(g->a, PReg, GPU_MAXRS);
+		for (int h = 0; h < 2 * g->row_blocks; h++) {
+			g->node = i, g->half = h, g->row = t->crows[h], g->col = t->cbase,
+			g->elem = -1;
+			PReg l = gpu_reg(g, PC_B64), u = gpu_reg(g, PC_B64);
+			gpu_op3(g, PTX_MAX, ".s64", po_r(l),
+				po_r(lo[k] ? gpu_expr(g, lo[k]) : zero), po_r(zero));
+			gpu_op3(g, PTX_MIN, ".s64", po_r(l), po_r(l), po_r(g->sext));
+			gpu_op3(g, PTX_MIN, ".s64", po_r(u),
+				po_r(hi[k] ? gpu_expr(g, hi[k]) : g->sext), po_r(g->sext));
+			gpu_op3(g, PTX_MAX, ".s64", po_r(u), po_r(u), po_r(zero));
+			/* a row the disjunct's row test excludes: an empty interval */
+			if (rest[k]) {
+				PReg f = gpu_expr(g, rest[k]);
+				gpu_op4(g, PTX_SELP, ".b64", po_r(u), po_r(u), po_r(zero), po_r(f));
+			}
+			PReg lr = gpu_u32(g, l), ur = gpu_u32(g, u);
+			gpu_op3(g, PTX_SUB, ".s32", po_r(lr), po_r(lr), po_r(t->cbase32));
+			gpu_op3(g, PTX_SUB, ".s32", po_r(ur), po_r(ur), po_r(t->cbase32));
+			t->ulo[i][k][h] = lr, t->uhi[i][k][h] = ur;
+		}
+	}
+	t->nunion[i] = n;
+	t->kres[i] = NULL;
+}
+
 /* Key bounds of node i per row slot, computed once per masked tile body
 ** (affine masks: causal, windows, kv_len), clamped into [0, sext] so that
 ** 32-bit compares of the tile's keys decide them: two compares per score
@@ -208,6 +266,7 @@ static int key_bounds(KernelGen *g, TileState *t, int i)
 		gpu_op3(g, PTX_SUB, ".s32", po_r(ur), po_r(ur), po_r(t->cbase32));
 		t->klo[i][h] = lr, t->khi[i][h] = ur;
 	}
+	union_bounds(g, t, i);
 	t->kb[i] = 1;
 	return 1;
 }
@@ -237,6 +296,19 @@ static PReg elem_ok(KernelGen *g, TileState *t, int i, int el)
 			scope_elem(g, t, i, el);
 			PReg f = gpu_expr(g, t->kres[i]);
 			gpu_op3(g, PTX_AND, ".pred", po_r(ok), po_r(ok), po_r(f));
+		}
+		if (t->nunion[i]) {
+			PReg u = gpu_reg(g, PC_PRED), v = gpu_reg(g, PC_PRED);
+			for (int k = 0; k < t->nunion[i]; k++) {
+				PReg x = k ? v : u;
+				gpu_op3(g, PTX_SETP, ".le.s32", po_r(x), po_r(t->ulo[i][k][rs]),
+					po_i(off));
+				gpu_op4(g, PTX_SETP, ".gt.and.s32", po_r(x), po_r(t->uhi[i][k][rs]),
+					po_i(off), po_r(x));
+				if (k)
+					gpu_op3(g, PTX_OR, ".pred", po_r(u), po_r(u), po_r(v));
+			}
+			gpu_op3(g, PTX_AND, ".pred", po_r(ok), po_r(ok), po_r(u));
 		}
 	} else {
 		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(ok), po_r(key_of(g, t, el, 0)), po_r(g->sext));
