@@ -19,15 +19,6 @@
 #include "gpu.h"
 #include "iface.h"
 
-/* The index of the tensor named `name` in c, or -1. */
-static int tensor_index(const Cascade *c, const char *name)
-{
-	for (int i = 0; i < c->tensors.n; i++)
-		if (!strcmp(((const Tensor *)c->tensors.v[i])->name, name))
-			return i;
-	return -1;
-}
-
 /* Workspace tensor k: the row pass's results, then dQ's f32 sums. */
 static const Tensor *ws_tensor(const GradSplit *s, int k)
 {
@@ -36,8 +27,9 @@ static const Tensor *ws_tensor(const GradSplit *s, int k)
 
 /* A workspace tensor's name as the pieces have it (dots made underscores,
 ** as grad_split names them). */
-static int ws_index(const GradSplit *s, const Tensor *t)
+static int ws_index(const void *ctx, const Tensor *t)
 {
+	const GradSplit *s = ctx;
 	for (int k = 0; k < s->ws.n + s->acc.n; k++) {
 		const char *a = ws_tensor(s, k)->name, *b = t->name;
 		while (*a && *b && (*a == *b || (*a == '.' && *b == '_')))
@@ -93,35 +85,11 @@ void iface_bwd_decls(FILE *o, const GradSplit *s)
 	    n, n, n, n, n, n, n, n);
 }
 
-/* One piece's launch: its tensors from the backward's arrays by name, the
-** row pass's results from the workspace. */
+/* One piece's launch (iface_piece_call), where there is the piece. */
 static void piece_call(FILE *o, const GradSplit *s, const Cascade *p)
 {
-	if (!p)
-		return;
-	fprintf(o, "\t{\n\t\tvoid *pp[%d] = {0};\n\t\tconst int64_t *ps[%d] = {0};\n",
-		p->tensors.n + 1, p->tensors.n + 1);
-	for (int i = 0; i < p->tensors.n; i++) {
-		const Tensor *t = p->tensors.v[i];
-		if (t->kind == TK_TEMP)
-			continue;
-		int w = ws_index(s, t), b = tensor_index(s->bwd, t->name);
-		if (w >= 0)
-			fprintf(o, "\t\tpp[%d] = ws + off[%d];\n", i, w);
-		else if (b >= 0)
-			fprintf(
-			    o,
-			    "\t\tpp[%d] = (void *)ptrs[%d];\n\t\tps[%d] = strides ? strides[%d] "
-			    ": NULL;\n",
-			    i, b, i, b);
-		else
-			fprintf(o, "#error \"attnc: %s's tensor %s is not the backward's\"\n",
-				p->name, t->name);
-	}
-	fprintf(o,
-		"\t\tif ((rc = %s_launch_generic(pp, ps, dims, params, stream)))\n\t\t\treturn "
-		"rc;\n\t}\n",
-		p->name);
+	if (p)
+		iface_piece_call(o, p, s->bwd, ws_index, s);
 }
 
 /* The source's part: the workspace layout, the pieces' launches in
@@ -131,22 +99,8 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 	const Cascade *c = s->bwd;
 	const char *n = c->name;
 	int nw = s->ws.n + s->acc.n;
-	/* the workspace: each row-pass result f32, then dQ's f32 sums, each
-	** contiguous and 256-byte aligned */
-	fprintf(o,
-		"\nstatic size_t %s_ws_layout(const long *dims, size_t *off)\n{\n\tsize_t n = "
-		"0;\n",
-		n);
-	for (int k = 0; k < nw; k++) {
-		const Tensor *t = ws_tensor(s, k);
-		fprintf(o, "\toff[%d] = n;\n\tn += ((size_t)", k);
-		for (int d = 0; d < t->rank; d++) {
-			iface_dim_expr(o, t->shape[d]);
-			fputs(" * (size_t)", o);
-		}
-		fputs("4 + 255) & ~(size_t)255;\n", o);
-	}
-	fputs("\t(void)dims, (void)off;\n\treturn n;\n}\n", o);
+	/* the workspace: each row-pass result, then dQ's f32 sums */
+	iface_ws_layout(o, n, &s->ws, &s->acc);
 	fprintf(o,
 		"\nsize_t %s_workspace_bytes_generic(const long *dims)\n{\n\tsize_t off[%d];\n"
 		"\treturn %s_ws_layout(dims, off);\n}\n",
@@ -196,23 +150,7 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 	fputs("\tdefault: return 0;\n\t}\n}\n", o);
 	/* the typed API over the generic one; defaults through a piece's */
 	const Cascade *p = s->dq ? s->dq : s->dkv[0];
-	fprintf(o, "\nvoid %s_gpu_defaults(%s_gpu_args *a)\n{\n\t%s_gpu_args t;\n", n, n, p->name);
-	fputs("\tmemset(&t, 0, sizeof t);\n", o);
-	for (int i = 0; i < c->dims.n; i++) {
-		const char *d = ((Dim *)c->dims.v[i])->name;
-		fprintf(o, "\tt.%s = a->%s;\n", d, d);
-	}
-	fprintf(o, "\t%s_gpu_defaults(&t);\n", p->name);
-	for (int i = 0; i < c->dims.n; i++) {
-		const char *d = ((Dim *)c->dims.v[i])->name;
-		fprintf(o, "\ta->%s = t.%s;\n", d, d);
-	}
-	for (int i = 0; i < c->params.n; i++) {
-		const Param *pa = c->params.v[i];
-		if (pa->deflt)
-			fprintf(o, "\ta->%s = t.%s;\n", pa->name, pa->name);
-	}
-	fputs("}\n", o);
+	iface_defaults_via(o, c, p);
 	fprintf(o, "\nsize_t %s_workspace_bytes(const %s_gpu_args *a)\n{\n", n, n);
 	iface_unpack_args(o, c);
 	fprintf(o, "\t(void)ptrs, (void)strides;\n\treturn %s_workspace_bytes_generic(dims);\n}\n",

@@ -13,18 +13,10 @@
 #include "gpu.h"
 #include "iface.h"
 
-/* The index of the tensor named `name` in c, or -1. */
-static int tensor_index(const Cascade *c, const char *name)
-{
-	for (int i = 0; i < c->tensors.n; i++)
-		if (!strcmp(((const Tensor *)c->tensors.v[i])->name, name))
-			return i;
-	return -1;
-}
-
 /* The workspace slot of a piece's tensor that passes between pieces, or -1. */
-static int ws_index(const PassSplit *s, const Tensor *t)
+static int ws_index(const void *ctx, const Tensor *t)
 {
+	const PassSplit *s = ctx;
 	for (int k = 0; k < s->ws.n; k++)
 		if (!strcmp(((const Tensor *)s->ws.v[k])->name, t->name))
 			return k;
@@ -66,35 +58,6 @@ void iface_passes_decls(FILE *o, const PassSplit *s)
 	    n, n, n, n, n, n, n, n, n, n, n);
 }
 
-/* One piece's launch: its tensors from the forward's arrays by name, what
-** passes between pieces from the workspace. */
-static void piece_call(FILE *o, const PassSplit *s, const Cascade *p)
-{
-	fprintf(o, "\t{\n\t\tvoid *pp[%d] = {0};\n\t\tconst int64_t *ps[%d] = {0};\n",
-		p->tensors.n + 1, p->tensors.n + 1);
-	for (int i = 0; i < p->tensors.n; i++) {
-		const Tensor *t = p->tensors.v[i];
-		if (t->kind == TK_TEMP)
-			continue;
-		int w = ws_index(s, t), f = tensor_index(s->fwd, t->name);
-		if (w >= 0)
-			fprintf(o, "\t\tpp[%d] = ws + off[%d];\n", i, w);
-		else if (f >= 0)
-			fprintf(
-			    o,
-			    "\t\tpp[%d] = (void *)ptrs[%d];\n\t\tps[%d] = strides ? strides[%d] "
-			    ": NULL;\n",
-			    i, f, i, f);
-		else
-			fprintf(o, "#error \"attnc: %s's tensor %s is not the forward's\"\n",
-				p->name, t->name);
-	}
-	fprintf(o,
-		"\t\tif ((rc = %s_launch_generic(pp, ps, dims, params, stream)))\n\t\t\treturn "
-		"rc;\n\t}\n",
-		p->name);
-}
-
 /* The source's part: the workspace layout (each tensor f32, contiguous
 ** and 256-byte aligned), the pieces' launches in order, the shapes, and
 ** the typed API over them. */
@@ -103,20 +66,7 @@ void iface_passes_functions(FILE *o, const PassSplit *s)
 	const Cascade *c = s->fwd;
 	const char *n = c->name;
 	int nw = s->ws.n;
-	fprintf(o,
-		"\nstatic size_t %s_ws_layout(const long *dims, size_t *off)\n{\n\tsize_t n = "
-		"0;\n",
-		n);
-	for (int k = 0; k < nw; k++) {
-		const Tensor *t = s->ws.v[k];
-		fprintf(o, "\toff[%d] = n;\n\tn += ((size_t)", k);
-		for (int d = 0; d < t->rank; d++) {
-			iface_dim_expr(o, t->shape[d]);
-			fputs(" * (size_t)", o);
-		}
-		fputs("4 + 255) & ~(size_t)255;\n", o);
-	}
-	fputs("\t(void)dims, (void)off;\n\treturn n;\n}\n", o);
+	iface_ws_layout(o, n, &s->ws, NULL);
 	fprintf(o,
 		"\nsize_t %s_workspace_bytes_generic(const long *dims)\n{\n\tsize_t off[%d];\n"
 		"\treturn %s_ws_layout(dims, off);\n}\n",
@@ -131,29 +81,12 @@ void iface_passes_functions(FILE *o, const PassSplit *s)
 		"need);\n\tchar *ws = workspace;\n\tint rc;\n\t(void)ws;\n",
 		n, nw + 1, n, n, n);
 	for (int k = 0; k < s->npieces; k++)
-		piece_call(o, s, s->piece[k]);
+		iface_piece_call(o, s->piece[k], c, ws_index, s);
 	fputs("\treturn 0;\n}\n", o);
 	iface_shape_fn(o, c, n);
 	/* the typed API over the generic one; defaults through the first
 	** piece's, whose dims and params are the forward's */
-	const Cascade *p = s->piece[0];
-	fprintf(o, "\nvoid %s_gpu_defaults(%s_gpu_args *a)\n{\n\t%s_gpu_args t;\n", n, n, p->name);
-	fputs("\tmemset(&t, 0, sizeof t);\n", o);
-	for (int i = 0; i < c->dims.n; i++) {
-		const char *d = ((Dim *)c->dims.v[i])->name;
-		fprintf(o, "\tt.%s = a->%s;\n", d, d);
-	}
-	fprintf(o, "\t%s_gpu_defaults(&t);\n", p->name);
-	for (int i = 0; i < c->dims.n; i++) {
-		const char *d = ((Dim *)c->dims.v[i])->name;
-		fprintf(o, "\ta->%s = t.%s;\n", d, d);
-	}
-	for (int i = 0; i < c->params.n; i++) {
-		const Param *pa = c->params.v[i];
-		if (pa->deflt)
-			fprintf(o, "\ta->%s = t.%s;\n", pa->name, pa->name);
-	}
-	fputs("}\n", o);
+	iface_defaults_via(o, c, s->piece[0]);
 	fprintf(o, "\nsize_t %s_workspace_bytes(const %s_gpu_args *a)\n{\n", n, n);
 	iface_unpack_args(o, c);
 	fprintf(o, "\t(void)ptrs, (void)strides;\n\treturn %s_workspace_bytes_generic(dims);\n}\n",
