@@ -131,6 +131,15 @@ PReg gpu_special(KernelGen *g, const char *sreg)
 	return r;
 }
 
+/* The CTA's linear launch position (x + nctaid.x y), b64. */
+PReg gpu_cta_index(KernelGen *g)
+{
+	PReg x = gpu_special(g, "%ctaid.x"), y = gpu_special(g, "%ctaid.y"),
+	     nx = gpu_special(g, "%nctaid.x"), c = gpu_reg(g, PC_B64);
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(c), po_r(y), po_r(nx), po_r(x));
+	return c;
+}
+
 /* The part parameters' names, in ABI order. */
 static const char *const part_param[GPU_PART_NPARAMS] = {
     "kr0", "kr1", "kchunk", "qr0", "qr1", "pws", "pcnt", "pst", "pmode", "pgx", "pgy"};

@@ -46,11 +46,8 @@ static void claim(KernelGen *g, GpuClaims *cl)
 ** to the L2 overlaps the copier's other set-up. */
 void gpu_claims_start(KernelGen *g, GpuClaims *cl)
 {
-	PReg x = gpu_special(g, "%ctaid.x"), y = gpu_special(g, "%ctaid.y"),
-	     nx = gpu_special(g, "%nctaid.x"), nz = gpu_special(g, "%nctaid.z"),
-	     cta = gpu_reg(g, PC_B64);
-	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(cta), po_r(y), po_r(nx), po_r(x));
-	cl->word = gpu_claim_word(g, cta);
+	PReg nz = gpu_special(g, "%nctaid.z");
+	cl->word = gpu_claim_word(g, gpu_cta_index(g));
 	cl->multi = gpu_reg(g, PC_PRED), cl->own = gpu_reg(g, PC_B32),
 	cl->next = gpu_reg(g, PC_B32);
 	gpu_op3(g, PTX_SETP, ".gt.s64", po_r(cl->multi), po_r(nz), po_i(1));
@@ -58,8 +55,8 @@ void gpu_claims_start(KernelGen *g, GpuClaims *cl)
 	claim(g, cl);
 }
 
-/* The tile claimed ahead, tile k of the row's stream from start, into j0,
-** with any = j0 < send. Where it lies past the stream (j0 >= send) no claim
+/* The tile claimed ahead, tile k of the row's stream from start, into j0
+** (j0 >= send: none left). Where it lies past the stream (j0 >= send) no claim
 ** follows, so that every claim's value has come back before the copier
 ** publishes the stream's end (the last part then zeroes the word after
 ** every claim); else the next claim goes out at once. The tile is not
@@ -67,7 +64,7 @@ void gpu_claims_start(KernelGen *g, GpuClaims *cl)
 ** by an interval and nothing else, so that a tile between the stream's
 ** bounds is empty only where those intervals leave a gap, and then it is
 ** computed masked, which is right, only slower. */
-void gpu_claim_tile(KernelGen *g, GpuClaims *cl, PReg start, PReg j0, PReg any)
+void gpu_claim_tile(KernelGen *g, GpuClaims *cl, PReg start, PReg j0)
 {
 	int Lout = ptx_new_label(g->f);
 	PReg k = gpu_reg(g, PC_B64), past = gpu_reg(g, PC_PRED);
@@ -78,7 +75,6 @@ void gpu_claim_tile(KernelGen *g, GpuClaims *cl, PReg start, PReg j0, PReg any)
 	ptx_guard(g->f, past, 0);
 	claim(g, cl);
 	ptx_label(g->f, Lout);
-	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(any), po_r(j0), po_r(g->send));
 }
 
 /* Every streamed node's mask bounds each row's keys by an interval and

@@ -457,6 +457,7 @@ void gpu_decode_grid(KernelGen *g);
 void gpu_work_count(KernelGen *g);
 void gpu_lane_ids(KernelGen *g);
 PReg gpu_special(KernelGen *g, const char *sreg); /* a special register as b64 */
+PReg gpu_cta_index(KernelGen *g); /* the CTA's launch position, x + nctaid.x y (b64) */
 /* The consumers' thread index (b64): %tid.x less the producer's threads. */
 PReg gpu_tid(KernelGen *g);
 /* A barrier of the consumers (named barrier id, GpuTarget.bar_base). */
@@ -739,8 +740,12 @@ PReg gpu_cross_row_addr(KernelGen *g, int i, PReg r);
 /* Node i's filter as key bounds lo <= j < hi (NULL: none on that side),
 ** each an expression of the row, and the other conjuncts (rest). */
 void gpu_key_bounds_of(KernelGen *g, int i, Expr **lo, Expr **hi, const Expr **rest);
-/* The same for e, a conjunction in node i's variables (a disjunct of its
-** filter). */
+/* The disjuncts of e into d[GPU_MAX_SPANS] where e is an || (0: it is
+** not; -1: it has more): the masks that are unions of key intervals (scan.c's
+** spans, tile.c's per-score test). */
+int gpu_disjuncts(const Expr *e, const Expr **d);
+/* The same as gpu_key_bounds_of for e, a conjunction in node i's variables
+** (a disjunct of its filter). */
 void gpu_key_bounds_expr(KernelGen *g, int i, const Expr *e, Expr **lo, Expr **hi,
 			 const Expr **rest);
 
@@ -824,7 +829,7 @@ typedef struct GpuClaims {
 PReg gpu_claim_word(KernelGen *g, PReg cta);
 void gpu_claims_start(KernelGen *g, GpuClaims *cl);
 int gpu_claims_fit(KernelGen *g);
-void gpu_claim_tile(KernelGen *g, GpuClaims *cl, PReg start, PReg j0, PReg any);
+void gpu_claim_tile(KernelGen *g, GpuClaims *cl, PReg start, PReg j0);
 
 /* streamk.c: a stream-K launch's schedule (see the file's head). The
 ** tiles' prefix sums, before the roles part (every thread; a CTA with no

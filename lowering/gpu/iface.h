@@ -74,7 +74,6 @@ void iface_bwd_decls(FILE *o, const struct GradSplit *s);
 void iface_bwd_functions(FILE *o, const struct GradSplit *s);
 /* iface_pieces.c: what the launches of a block run as several kernels
 ** (iface_bwd.c, iface_passes.c) emit alike. */
-int iface_tensor_index(const Cascade *c, const char *name);
 void iface_ws_layout(FILE *o, const char *name, const PtrVec *a, const PtrVec *b);
 void iface_piece_call(FILE *o, const Cascade *p, const Cascade *whole,
 		      int (*slot)(const void *ctx, const Tensor *t), const void *ctx);

@@ -11,7 +11,7 @@
 #include "iface.h"
 
 /* The index of the tensor named `name` in c, or -1. */
-int iface_tensor_index(const Cascade *c, const char *name)
+static int tensor_index(const Cascade *c, const char *name)
 {
 	for (int i = 0; i < c->tensors.n; i++)
 		if (!strcmp(((const Tensor *)c->tensors.v[i])->name, name))
@@ -51,7 +51,7 @@ void iface_piece_call(FILE *o, const Cascade *p, const Cascade *whole,
 		const Tensor *t = p->tensors.v[i];
 		if (t->kind == TK_TEMP)
 			continue;
-		int w = slot(ctx, t), b = iface_tensor_index(whole, t->name);
+		int w = slot(ctx, t), b = tensor_index(whole, t->name);
 		if (w >= 0)
 			fprintf(o, "\t\tpp[%d] = ws + off[%d];\n", i, w);
 		else if (b >= 0)

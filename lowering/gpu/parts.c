@@ -249,15 +249,6 @@ static void merge_slots(KernelGen *g, TileState *t, const PReg *a, const PReg *v
 	gpu_expr_forget(g, 0);
 }
 
-/* The CTA's linear launch position (x + nctaid.x y), b64. */
-static PReg cta_index(KernelGen *g)
-{
-	PReg x = gpu_special(g, "%ctaid.x"), y = gpu_special(g, "%ctaid.y"),
-	     nx = gpu_special(g, "%nctaid.x"), c = gpu_reg(g, PC_B64);
-	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(c), po_r(y), po_r(nx), po_r(x));
-	return c;
-}
-
 /* Where a row's parts meet (b64): nz parts, this one z; part k's states
 ** in slot base + k stride. Split-KV: the grid's z, slot z ncta + cta;
 ** stream-K: the CTA's part of row cta (streamk.c), slots side by side. */
@@ -619,7 +610,7 @@ static void leave_without_rows(KernelGen *g, const Help *h)
 ** tile (a row of the plain grid). */
 static PReg row_index(KernelGen *g)
 {
-	return g->s->streamk ? wide(g, g->work) : cta_index(g);
+	return g->s->streamk ? wide(g, g->work) : gpu_cta_index(g);
 }
 
 void gpu_parts_finish(KernelGen *g, TileState *t)

@@ -620,20 +620,6 @@ static void streamk_bounds(KernelGen *g, PReg start, PReg end)
 	gpu_op3(g, PTX_MIN, ".s64", po_r(end), po_r(end), po_r(hi));
 }
 
-/* The disjuncts of e (an || of ||s) into d[], at most GPU_MAX_SPANS; the
-** count, or -1 where there are more. */
-static int disjuncts(const Expr *e, const Expr **d, int n)
-{
-	if (n < 0)
-		return n;
-	if (e->kind == EX_BINOP && e->op == OP_OR)
-		return disjuncts(e->args[1], d, disjuncts(e->args[0], d, n));
-	if (n == GPU_MAX_SPANS)
-		return -1;
-	d[n] = e;
-	return n + 1;
-}
-
 /* KernelGen.span_lo/hi where every streamed mask is one filter whose key
 ** bounds leave a disjunction, each disjunct's key interval over the CTA's
 ** rows (a disjunct that no row can satisfy, such as Longformer's i < G
@@ -659,7 +645,7 @@ static void spans(KernelGen *g, PReg start, PReg end)
 	Expr *blo, *bhi;
 	const Expr *rest, *d[GPU_MAX_SPANS];
 	gpu_key_bounds_of(g, node, &blo, &bhi, &rest);
-	int n = rest && rest->kind == EX_BINOP && rest->op == OP_OR ? disjuncts(rest, d, 0) : 0;
+	int n = gpu_disjuncts(rest, d);
 	if (n < 2)
 		return;
 	PReg lo[GPU_MAX_SPANS], hi[GPU_MAX_SPANS];

@@ -170,6 +170,25 @@ void gpu_key_bounds_of(KernelGen *g, int i, Expr **lo, Expr **hi, const Expr **r
 	gpu_key_bounds_expr(g, i, gpu_node(g, i)->filter, lo, hi, rest);
 }
 
+/* The disjuncts of e (an || of ||s, nested any way) into d[], left to
+** right, at most GPU_MAX_SPANS; n from the caller's count so far. */
+static int disjuncts_from(const Expr *e, const Expr **d, int n)
+{
+	if (n < 0)
+		return n;
+	if (e->kind == EX_BINOP && e->op == OP_OR)
+		return disjuncts_from(e->args[1], d, disjuncts_from(e->args[0], d, n));
+	if (n == GPU_MAX_SPANS)
+		return -1;
+	d[n] = e;
+	return n + 1;
+}
+
+int gpu_disjuncts(const Expr *e, const Expr **d)
+{
+	return e && e->kind == EX_BINOP && e->op == OP_OR ? disjuncts_from(e, d, 0) : 0;
+}
+
 /* Where the rest of node i's filter (t->kres) is a disjunction whose every
 ** disjunct is key bounds and a test of the row alone (Longformer's window,
 ** its global keys j < G and rows i < G), each disjunct's bounds per row
@@ -179,18 +198,13 @@ void gpu_key_bounds_of(KernelGen *g, int i, Expr **lo, Expr **hi, const Expr **r
 ** took 64-key tiles for its registers). */
 static void union_bounds(KernelGen *g, TileState *t, int i)
 {
-	const Expr *r = t->kres[i], *d[4];
-	int n = 0, sv = g->p->np[i].svar;
+	const Expr *d[GPU_MAX_SPANS];
+	int n = gpu_disjuncts(t->kres[i], d), sv = g->p->np[i].svar;
 	t->nunion[i] = 0;
-	while (r && r->kind == EX_BINOP && r->op == OP_OR && n < 3) {
-		d[n++] = r->args[1];
-		r = r->args[0];
-	}
-	if (!r || n == 0 || (r->kind == EX_BINOP && r->op == OP_OR))
+	if (n < 2)
 		return;
-	d[n++] = r;
-	Expr *lo[4], *hi[4];
-	const Expr *rest[4];
+	Expr *lo[GPU_MAX_SPANS], *hi[GPU_MAX_SPANS];
+	const Expr *rest[GPU_MAX_SPANS];
 	for (int k = 0; k < n; k++) {
 		gpu_key_bounds_expr(g, i, d[k], &lo[k], &hi[k], &rest[k]);
 		if (rest[k] && (expr_vars(rest[k]) >> sv & 1))

@@ -161,7 +161,7 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 	GpuClaims cl;
 	if (s->claims) {
 		gpu_claims_start(g, &cl);
-		gpu_claim_tile(g, &cl, start, j0, any);
+		gpu_claim_tile(g, &cl, start, j0);
 	} else
 		gpu_scan(g, &sc, start, j0, any, all);
 	/* a CTA's one work tile: the places start here (registers numbered as
@@ -215,7 +215,7 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 			    fb, lead);
 	sm90_next_stage(g, stage, ph);
 	if (s->claims)
-		gpu_claim_tile(g, &cl, start, j0, any);
+		gpu_claim_tile(g, &cl, start, j0);
 	else {
 		gpu_op3(g, PTX_ADD, ".s64", po_r(nxt), po_r(j0), po_i(g->bn));
 		gpu_scan(g, &sc, nxt, j0, any, all);
