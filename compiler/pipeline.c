@@ -66,29 +66,56 @@ static int summed_across_tiles(const Plan *p, int i)
 	return ((const Node *)p->c->nodes.v[i])->out->added_to;
 }
 
-/* The kernel's grid: indices every running state and every tile value is
-** indexed by (batch, heads, queries; not the value dimension of V, which
-** only the states carry); the query-like one, last in the first output, is
-** tiled. */
+/* Whether node i's free indices include class k. */
+static int node_has_class(const Plan *p, int i, int k)
+{
+	const Node *n = p->c->nodes.v[i];
+	for (int v = 0; v < n->nfree; v++)
+		if (p->cls[i][v] == k)
+			return 1;
+	return 0;
+}
+
+/* The kernel's grid: indices every running state is indexed by and some
+** tile value is too (batch, heads, queries; not the value dimension of V,
+** which only the states carry); the query-like one, last in the first
+** output, is tiled. A tile value indexed by fewer of them (a bucket of
+** (i, j) only, T5's) is the same at every point of the missing ones: it
+** is computed again at each, and must not take them out of the grid (they
+** would become state dims, B x H floats per query row). */
 static void choose_grid(Plan *p)
 {
 	Cascade *c = p->c;
-	int any = 0;
+	int any = 0, tiles = 0;
 	for (int k = 0; k < p->nclasses; k++)
 		p->classes[k].grid = k != p->stream;
 	for (int i = 0; i < c->nodes.n; i++) {
-		if ((p->np[i].role != ROLE_RUNNING && p->np[i].role != ROLE_TILE) ||
-		    summed_across_tiles(p, i))
+		if (summed_across_tiles(p, i))
 			continue;
-		any |= p->np[i].role == ROLE_RUNNING;
-		Node *n = c->nodes.v[i];
-		for (int k = 0; k < p->nclasses; k++) {
-			int has = 0;
-			for (int v = 0; v < n->nfree; v++)
-				has |= p->cls[i][v] == k;
-			if (!has)
+		tiles |= p->np[i].role == ROLE_TILE;
+		if (p->np[i].role != ROLE_RUNNING)
+			continue;
+		any = 1;
+		for (int k = 0; k < p->nclasses; k++)
+			if (!node_has_class(p, i, k))
 				p->classes[k].grid = 0;
-		}
+	}
+	for (int k = 0; k < p->nclasses && tiles; k++) {
+		int in_a_tile = 0;
+		for (int i = 0; i < c->nodes.n; i++)
+			if (p->np[i].role == ROLE_TILE && !summed_across_tiles(p, i))
+				in_a_tile |= node_has_class(p, i, k);
+		if (!in_a_tile)
+			p->classes[k].grid = 0;
+	}
+	/* a tile value summed over an index sums across what would be grid
+	** points (a reference backward's dV = sum[i](..) over a stream of b) */
+	for (int i = 0; i < c->nodes.n; i++) {
+		const Node *n = c->nodes.v[i];
+		if (p->np[i].role != ROLE_TILE || summed_across_tiles(p, i))
+			continue;
+		for (int v = n->nfree; v < n->nfree + n->nred; v++)
+			p->classes[p->cls[i][v]].grid = 0;
 	}
 	if (!any && (p->stream >= 0 || !strcmp(p->target, "cpu")))
 		for (int k = 0; k < p->nclasses; k++)

@@ -476,8 +476,8 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			why = t->refusal(p, &s);
 		if (why) {
 			/* at the statement the refusal is about, where there is one */
-			SrcLoc at =
-			    s.why_node >= 0 ? ((const Node *)c->nodes.v[s.why_node])->loc : c->loc;
+			SrcLoc at = s.why_node >= 0 ? ((const Node *)p->c->nodes.v[s.why_node])->loc
+						    : c->loc;
 			diag_error(d, at, "cannot generate an %s kernel for %s: %s", t->name,
 				   kernel_what(&a, c), why);
 			arena_free(&a);
