@@ -33,6 +33,7 @@ row also says which kernels it timed: target, device, commit and date.
 """
 import ctypes
 import json
+import math
 import os
 import re
 import subprocess
@@ -533,6 +534,8 @@ def main():
                     rec(sys="attnc", variant=vname, N=N, D=D, error=str(e)[:200])
             if D in (64, 128) and (not only or "threshold" in only):
                 threshold_row(q, k, v, o, B, H, N, D, scale, fl)
+            if D in (64, 128):
+                scored_rows(q, k, v, o, B, H, N, D, scale, fl, flex, only)
             del q, k, v, o
             torch.cuda.empty_cache()
     if "--mla" in sys.argv:
@@ -543,6 +546,59 @@ def main():
     with open(os.path.join(run_dir, "anchors.txt"), "w") as f:
         table(rows, Ds, Ns, f)
     table(rows, Ds, Ns)
+
+def t5_bucket(i, j):
+    """T5's bidirectional bucket of j - i (32 buckets, max distance 128), in
+    torch ops on index tensors, as bench/attn/t5.attn computes it."""
+    r = j - i
+    n = r.abs()
+    large = 8 + (torch.log(n.clamp(min=1).float() / 8) / math.log(128 / 8) * 8).to(torch.int32)
+    return torch.where(r > 0, 16, 0) + torch.where(n < 8, n, torch.clamp(large, max=15))
+
+
+def scored_rows(q, k, v, o, B, H, N, D, scale, fl, flex, only):
+    """Scores that are not a scaled Q.K alone (bench/attn/cosine.attn,
+    gaussian.attn, t5.attn), each against FlexAttention on the same tensors.
+    Flex's score_mod sees q.k only, so its rows do what a Flex user does:
+    cosine normalises Q and K with F.normalize first and scales by the
+    head's temperature; gaussian adds -scale/2 (|q|^2 + |k|^2) from norms
+    computed by torch; those torch ops are inside Flex's time, as attnc's
+    row passes are inside its own. t5 looks the bias up in score_mod.
+    FLOPs are full attention's (4 B H N^2 D)."""
+    ls = torch.rand(H, device=dev, dtype=torch.float32) * 2.0 + 1.0
+    tau = torch.exp(torch.clamp(ls, max=math.log(100.0)))
+    bb = torch.randn(H, 32, device=dev, dtype=torch.float32)
+
+    def cosine():
+        qn, kn = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+        return flex(qn, kn, v, score_mod=lambda s, b, h, i, j: s * tau[h], scale=1.0)
+
+    def gaussian():
+        qq = torch.linalg.vector_norm(q, dim=-1, dtype=torch.float32) ** 2
+        kk = torch.linalg.vector_norm(k, dim=-1, dtype=torch.float32) ** 2
+        return flex(q, k, v, score_mod=lambda s, b, h, i, j: s - 0.5 * scale * (qq[b, h, i] + kk[b, h, j]),
+                    scale=scale)
+
+    def t5():
+        return flex(q, k, v, score_mod=lambda s, b, h, i, j: s + bb[h, t5_bucket(i, j)], scale=scale)
+
+    for vname, f, tens, params in (("cosine", cosine, [q, k, v, ls, o], [1e-12]),
+                                   ("gaussian", gaussian, [q, k, v, o], [scale]),
+                                   ("t5", t5, [q, k, v, bb, o], [scale])):
+        if only and vname not in only:
+            continue
+        ref = None
+        try:
+            ref = f()
+            ms = bench(f)
+            rec(sys="flex", variant=vname, B=B, H=H, N=N, D=D, ms=ms, tflops=fl(1.0) / ms)
+        except Exception as e:
+            rec(sys="flex", variant=vname, N=N, D=D, error=str(e)[:200])
+        try:
+            ours_row("%s_d%d" % (vname, D), vname, tens, [B, H, N, D], params, o, ref, B, H, N, D, fl(1.0))
+        except Exception as e:
+            rec(sys="attnc", variant=vname, N=N, D=D, error=str(e)[:200])
+
 
 def threshold_row(q, k, v, o, B, H, N, D, scale, fl, eps=0.002):
     """bench/attn/threshold.attn: keys whose softmax probability is below eps

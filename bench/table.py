@@ -10,7 +10,7 @@ import json
 import sys
 
 VARIANTS = ("full", "causal", "sliding1024", "document1024", "prefixlm1024", "alibi", "softcap30", "alibi_causal",
-            "longformer256", "threshold", "mla_causal")
+            "longformer256", "threshold", "cosine", "gaussian", "t5", "mla_causal")
 
 
 def table(rows, Ds, Ns, out=sys.stdout):

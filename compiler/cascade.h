@@ -236,6 +236,7 @@ typedef struct Cascade {
 	** the user's cascade and the pass, which diagnostics name; NULL: none */
 	const char *pass_of;
 	int pass;
+	int prologue; /* its prologue row pass k (pass 0), or 0 */
 } Cascade;
 
 typedef struct Program {

@@ -224,6 +224,37 @@ void plan_explain(FILE *out, const Plan *p)
 		}
 	}
 	arena_free(&tmp);
+	if (p->stream >= 0) {
+		/* compiler/pass_split.c */
+		Arena pa;
+		arena_init(&pa);
+		char *pre = ARENA_ARRAY(&pa, char, p->c->nodes.n + 1);
+		int rows = pass_split_prologues(p, pre);
+		int gpu = p->target && strcmp(p->target, "cpu");
+		if (rows && !gpu)
+			fputs("  before the stream (on a GPU target, row passes of their own "
+			      "that run first):\n",
+			      out);
+		else if (rows)
+			fprintf(out,
+				"  before the stream, on the GPU: %d row pass%s (%s_pro1%s%s), one "
+				"for each set of indices; the passes read their results as f32 "
+				"inputs\n",
+				rows, rows > 1 ? "es" : "", p->c->name, rows > 1 ? " to " : "",
+				rows > 1 ? arena_printf(&pa, "%s_pro%d", p->c->name, rows) : "");
+		for (int i = 0; i < p->c->nodes.n && rows; i++) {
+			const Node *n = p->c->nodes.v[i];
+			if (!pre[i])
+				continue;
+			fprintf(out, "    %s[", n->out->name);
+			for (int v = 0; v < n->nfree; v++)
+				fprintf(out, "%s%s", v ? ", " : "", n->vars[v].name);
+			fputs("]", out);
+			print_loc(out, n->loc);
+			fputc('\n', out);
+		}
+		arena_free(&pa);
+	}
 	if (p->passes_after > 1) {
 		fputs(slow++ ? "" : "  slower paths:\n", out);
 		const char *j = p->classes[p->stream].name;

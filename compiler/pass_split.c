@@ -1,34 +1,37 @@
 /*
-** compiler/pass_split.c: a forward whose plan keeps several passes over
-** the keys (a filter on normalised probabilities needs the completed
-** softmax denominator) cut into one-pass cascades that the GPU runs as
-** kernels in order. Piece k computes what pass k completes: the running
-** reductions of pass k and the epilogue values after it. What a later
-** pass reads of them (per query row: a max, a sum) piece k writes as an
-** f32 output, and every later piece reads as an input; the values per
-** (query, key) pair are computed again by each piece that reads them,
-** as FlashAttention's backward recomputes P, since storing them would
-** take N x N memory. Each piece is an ordinary cascade, planned and
-** lowered as the forward kernels are.
+** compiler/pass_split.c: a forward the GPU runs as several kernels in
+** order, each cut from it as a one-pass cascade of its own.
+**
+** Passes: a plan that keeps several passes over the keys (a filter on
+** normalised probabilities needs the completed softmax denominator).
+** Piece k computes what pass k completes: the running reductions of pass
+** k and the epilogue values after it. What a later pass reads of them
+** (per query row: a max, a sum) piece k writes as an f32 output, and
+** every later piece reads as an input; the values per (query, key) pair
+** are computed again by each piece that reads them, as FlashAttention's
+** backward recomputes P, since storing them would take N x N memory.
+**
+** Prologues: values computed before the stream (a norm per query row, a
+** scale per head) and values per key reduced over another index (a norm
+** per key) are computed by row passes first (lowering/gpu/rowpass.c),
+** one kernel for each set of indices they are over, and read by the
+** passes as f32 inputs: the passes' grid stays the queries'.
+**
+** Each piece is an ordinary cascade, planned and lowered as the forward
+** kernels are.
 */
 #include <string.h>
 
 #include "plan.h"
 
-/* Whether node i's result is one value per grid point (a completed
-** reduction, or what the epilogue computes from them): such a result can
-** pass from one kernel to the next. Values per key are computed again. */
-static int per_row(const Plan *p, int i)
+/* Whether node i's free indices include class k. */
+static int has_class(const Plan *p, int i, int k)
 {
-	NodeRole r = p->np[i].role;
-	return r == ROLE_RUNNING || r == ROLE_EPILOGUE;
-}
-
-/* The piece that completes node i: the pass of a reduction or of the
-** epilogue after it. */
-static int home(const Plan *p, int i)
-{
-	return p->np[i].pass;
+	const Node *n = p->c->nodes.v[i];
+	for (int v = 0; v < n->nfree; v++)
+		if (p->cls[i][v] == k)
+			return 1;
+	return 0;
 }
 
 /* Whether node j reads node i's result. */
@@ -39,9 +42,51 @@ static int reads(const Cascade *c, int j, int i)
 	return expr_reads(n->body, t) || expr_reads(n->filter, t);
 }
 
+/* The nodes a prologue row pass computes (pre[i]): the plan's values
+** before the stream, and values over the keys but not the query rows
+** that are reduced over another index (a key's norm, sum[d](K K)) or
+** computed from such. The GPU's passes take neither: a pass has no code
+** before its stream, and its tiles reduce over the head dim only in Q K^T. */
+static void mark_pre(const Plan *p, char *pre)
+{
+	int q = -1;
+	for (int k = 0; k < p->nclasses; k++)
+		if (p->classes[k].qtile)
+			q = k;
+	for (int i = 0; i < p->c->nodes.n; i++) {
+		const Node *n = p->c->nodes.v[i];
+		NodeRole r = p->np[i].role;
+		if (r == ROLE_PROLOGUE)
+			pre[i] = 1;
+		if (r != ROLE_TILE || q < 0 || has_class(p, i, q) || n->out->added_to)
+			continue;
+		pre[i] = n->nred > 0;
+		for (int d = 0; d < i && !pre[i]; d++)
+			pre[i] = pre[d] && reads(p->c, i, d);
+	}
+}
+
+/* Whether node i's result is one value per grid point of a pass (a
+** completed reduction, or what the epilogue computes from them) or a
+** prologue's: such a result can pass from one kernel to the next. Values
+** per (query, key) are computed again. */
+static int per_row(const Plan *p, const char *pre, int i)
+{
+	NodeRole r = p->np[i].role;
+	return pre[i] || r == ROLE_RUNNING || r == ROLE_EPILOGUE;
+}
+
+/* The piece that completes node i: the pass of a reduction or of the
+** epilogue after it; 0 for the prologues, which run first. */
+static int home(const Plan *p, const char *pre, int i)
+{
+	return pre[i] ? 0 : p->np[i].pass;
+}
+
 /* Node i into piece k's keep[]: with what it reads, down to the results
-** of earlier pieces, which become its inputs (row[]). */
-static void need(const Plan *p, int k, int i, char *keep, char *row)
+** of earlier pieces, which become its inputs (row[]). A prologue (k = 0)
+** computes all it reads itself. */
+static void need(const Plan *p, const char *pre, int k, int i, char *keep, char *row)
 {
 	if (keep[i])
 		return;
@@ -49,27 +94,103 @@ static void need(const Plan *p, int k, int i, char *keep, char *row)
 	for (int d = 0; d < i; d++) {
 		if (!reads(p->c, i, d))
 			continue;
-		if (per_row(p, d) && home(p, d) < k)
+		if (k > 0 && per_row(p, pre, d) && home(p, pre, d) < k)
 			row[d] = 1;
 		else
-			need(p, k, d, keep, row);
+			need(p, pre, k, d, keep, row);
 	}
 }
 
+/* The classes node i is over, as a bit set (a prologue's row pass runs
+** over one such set). */
+static unsigned long long class_set(const Plan *p, int i)
+{
+	unsigned long long m = 0;
+	const Node *n = p->c->nodes.v[i];
+	for (int v = 0; v < n->nfree; v++)
+		m |= 1ull << (p->cls[i][v] & 63);
+	return m;
+}
+
+/* A later piece reading the user's output t needs it as f32 (the
+** workspace's element); 0 after a diagnostic at node i. */
+static int passable(Diag *d, const Cascade *c, const Node *n, const Tensor *t)
+{
+	if (t->kind != TK_OUT || t->dtype == DT_F32)
+		return 1;
+	diag_error(d, n->loc,
+		   "cannot run '%s' as one kernel a pass: a later kernel reads the output "
+		   "'%s', which is not f32",
+		   c->name, t->name);
+	return 0;
+}
+
+/* A prologue piece: the pre nodes whose results are over the class set
+** `set` and that a pass reads or the user wants (out[]), with all they
+** read; NULL where there are none. */
+static Cascade *prologue(Arena *a, const Plan *p, const char *pre, const char *wanted,
+			 unsigned long long set, const char *name)
+{
+	int n = p->c->nodes.n, any = 0;
+	char *keep = ARENA_ARRAY(a, char, n + 1), *out = ARENA_ARRAY(a, char, n + 1),
+	     *row = ARENA_ARRAY(a, char, n + 1);
+	for (int i = 0; i < n; i++) {
+		const Tensor *t = ((const Node *)p->c->nodes.v[i])->out;
+		out[i] = pre[i] && class_set(p, i) == set && (wanted[i] || t->kind == TK_OUT);
+		any |= out[i];
+	}
+	for (int i = 0; i < n; i++)
+		if (out[i])
+			need(p, pre, 0, i, keep, row);
+	return any ? cascade_piece(a, p->c, name, keep, out, row) : NULL;
+}
+
+/* What a GPU runs before the passes (--explain): pre[] as mark_pre sets
+** it, and the count of row passes, one for each set of indices among the
+** values the passes read or the user wants. */
+int pass_split_prologues(const Plan *p, char *pre)
+{
+	int n = p->c->nodes.n, count = 0;
+	unsigned long long seen[64];
+	mark_pre(p, pre);
+	for (int i = 0; i < n; i++) {
+		int used = pre[i] && ((const Node *)p->c->nodes.v[i])->out->kind == TK_OUT;
+		for (int j = i + 1; j < n && pre[i] && !used; j++)
+			used = !pre[j] && reads(p->c, j, i);
+		if (!used)
+			continue;
+		unsigned long long set = class_set(p, i);
+		int dup = 0;
+		for (int k = 0; k < count; k++)
+			dup |= seen[k] == set;
+		if (!dup && count < 64)
+			seen[count++] = set;
+	}
+	return count;
+}
+
 /* Why: one kernel a pass, each from its own cascade, lets every target
-** that lowers one-pass plans run the multi-pass ones unchanged. Fails
-** (one diagnostic) where a piece would not be one pass itself, or where a
-** later piece would read an output of the user's that is not f32. */
+** that lowers one-pass plans run the multi-pass ones, and those with
+** values before the stream, unchanged. Fails (one diagnostic) where a
+** piece would not be one pass itself, or where a later piece would read
+** an output of the user's that is not f32. */
 int pass_split(Arena *a, Diag *d, const Cascade *c, const char *target, PassSplit *s)
 {
 	memset(s, 0, sizeof *s);
 	s->fwd = c;
 	Plan *p = plan_build(a, c, target);
 	int np = p->passes_after, n = p->c->nodes.n;
-	if (np <= 1 || p->stream < 0)
+	if (p->stream < 0)
 		return 0;
-	s->npieces = np;
-	s->piece = ARENA_ARRAY(a, Cascade *, np + 1);
+	char *pre = ARENA_ARRAY(a, char, n + 1);
+	mark_pre(p, pre);
+	int any_pre = 0;
+	for (int i = 0; i < n; i++)
+		any_pre |= pre[i];
+	if (np <= 1 && !any_pre)
+		return 0;
+	s->piece = ARENA_ARRAY(a, Cascade *, np + n + 1);
+	Cascade **passes = ARENA_ARRAY(a, Cascade *, np + 1);
 	/* last piece first: what a piece reads of earlier ones (row[]) is what
 	** those must write (wanted[]) */
 	char *wanted = ARENA_ARRAY(a, char, n + 1);
@@ -77,22 +198,16 @@ int pass_split(Arena *a, Diag *d, const Cascade *c, const char *target, PassSpli
 		char *keep = ARENA_ARRAY(a, char, n + 1), *out = ARENA_ARRAY(a, char, n + 1),
 		     *row = ARENA_ARRAY(a, char, n + 1);
 		for (int i = 0; i < n; i++) {
-			if (!per_row(p, i) || home(p, i) != k)
+			if (!per_row(p, pre, i) || home(p, pre, i) != k)
 				continue;
-			const Tensor *t = ((const Node *)p->c->nodes.v[i])->out;
-			if (wanted[i] && t->kind == TK_OUT && t->dtype != DT_F32) {
-				diag_error(
-				    d, ((const Node *)p->c->nodes.v[i])->loc,
-				    "cannot run '%s' as one kernel a pass: a later pass reads "
-				    "the output '%s', which is not f32",
-				    c->name, t->name);
+			const Node *x = p->c->nodes.v[i];
+			if (wanted[i] && !passable(d, c, x, x->out))
 				return 1;
-			}
-			out[i] = wanted[i] || t->kind == TK_OUT;
+			out[i] = wanted[i] || x->out->kind == TK_OUT;
 		}
 		for (int i = 0; i < n; i++)
 			if (out[i])
-				need(p, k, i, keep, row);
+				need(p, pre, k, i, keep, row);
 		for (int i = 0; i < n; i++)
 			wanted[i] |= row[i];
 		Cascade *pc = cascade_piece(a, p->c, arena_printf(a, "%s_pass%d", c->name, k), keep,
@@ -106,11 +221,34 @@ int pass_split(Arena *a, Diag *d, const Cascade *c, const char *target, PassSpli
 				   c->name, k, pp->passes_after);
 			return 1;
 		}
-		s->piece[k - 1] = pc;
+		passes[k - 1] = pc;
 	}
+	/* the prologues: one row pass for each set of indices that the values
+	** a pass reads are over, in the order of their first such value */
+	for (int i = 0; i < n; i++) {
+		const Node *x = p->c->nodes.v[i];
+		if (!pre[i] || !(wanted[i] || x->out->kind == TK_OUT))
+			continue;
+		if (wanted[i] && !passable(d, c, x, x->out))
+			return 1;
+		unsigned long long set = class_set(p, i);
+		int done = 0;
+		for (int m = 0; m < i && !done; m++)
+			done = pre[m] && class_set(p, m) == set &&
+			       (wanted[m] || ((const Node *)p->c->nodes.v[m])->out->kind == TK_OUT);
+		if (done)
+			continue;
+		Cascade *pc = prologue(a, p, pre, wanted, set,
+				       arena_printf(a, "%s_pro%d", c->name, s->npre + 1));
+		pc->pass_of = c->name, pc->pass = 0, pc->prologue = s->npre + 1;
+		s->piece[s->npre++] = pc;
+	}
+	for (int k = 0; k < np; k++)
+		s->piece[s->npre + k] = passes[k];
+	s->npieces = s->npre + np;
 	/* what passes between pieces: the tensors of each that are neither the
 	** user's inputs nor outputs, once each, in the order pieces write them */
-	for (int k = 0; k < np; k++) {
+	for (int k = 0; k < s->npieces; k++) {
 		const Cascade *pc = s->piece[k];
 		for (int t = 0; t < pc->tensors.n; t++) {
 			const Tensor *x = pc->tensors.v[t];

@@ -24,9 +24,21 @@ static void note_barriers(Arena *a, Plan *p)
 	}
 }
 
-/* A GPU plan with no stream (a backward's row pass, lowering/gpu/rowpass.c):
-** the grid is the indices every output is indexed by, the last of the
-** first output's tiled (as the query rows are). */
+/* Whether node i's free indices include class k. */
+static int node_has_class(const Plan *p, int i, int k)
+{
+	const Node *n = p->c->nodes.v[i];
+	for (int v = 0; v < n->nfree; v++)
+		if (p->cls[i][v] == k)
+			return 1;
+	return 0;
+}
+
+/* A GPU plan with no stream (a backward's row pass, a forward's values
+** before its stream: lowering/gpu/rowpass.c): the grid is the indices
+** every output is indexed by, the last of the first output's tiled (as
+** the query rows are). A temporary over fewer (a scale per head beside
+** norms per row) is computed again at each row. */
 static void row_grid(Plan *p)
 {
 	Cascade *c = p->c;
@@ -35,14 +47,12 @@ static void row_grid(Plan *p)
 	int first = -1;
 	for (int i = 0; i < c->nodes.n; i++) {
 		Node *n = c->nodes.v[i];
-		for (int k = 0; k < p->nclasses; k++) {
-			int has = 0;
-			for (int v = 0; v < n->nfree; v++)
-				has |= p->cls[i][v] == k;
-			if (!has)
+		if (n->out->kind != TK_OUT)
+			continue;
+		for (int k = 0; k < p->nclasses; k++)
+			if (!node_has_class(p, i, k))
 				p->classes[k].grid = 0;
-		}
-		if (first < 0 && n->out->kind == TK_OUT)
+		if (first < 0)
 			first = i;
 	}
 	if (first < 0)
@@ -64,16 +74,6 @@ static void row_grid(Plan *p)
 static int summed_across_tiles(const Plan *p, int i)
 {
 	return ((const Node *)p->c->nodes.v[i])->out->added_to;
-}
-
-/* Whether node i's free indices include class k. */
-static int node_has_class(const Plan *p, int i, int k)
-{
-	const Node *n = p->c->nodes.v[i];
-	for (int v = 0; v < n->nfree; v++)
-		if (p->cls[i][v] == k)
-			return 1;
-	return 0;
 }
 
 /* The kernel's grid: indices every running state is indexed by and some

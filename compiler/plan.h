@@ -138,11 +138,12 @@ const char *cascade_c_name(Arena *a, const char *name);
 ** caller's workspace. npieces is 0 where the plan is one pass. */
 typedef struct PassSplit {
 	const Cascade *fwd; /* the user's cascade: its tensors are the launch's */
-	Cascade **piece;
-	int npieces;
+	Cascade **piece;    /* the prologues' row passes (npre), then the passes */
+	int npieces, npre;
 	PtrVec ws;
 } PassSplit;
 int pass_split(Arena *a, Diag *d, const Cascade *c, const char *target, PassSplit *s);
+int pass_split_prologues(const Plan *p, char *pre);
 Program *pass_split_program(Arena *a, Diag *d, const Program *p, const char *target);
 
 /* compiler/masks.c: how a mask conjunct can be decided for a whole tile of

@@ -21,8 +21,13 @@
 **           any function of running maxes and stream-independent values:
 **           max(max[j] S, sink[h]) is a running max whose initial value is
 **           the sink (R4).
-** R1 and R3 rewrite the IR (meaning preserved); R2 is recorded in the plan
-** (which node reads which running value, and with what rescale).
+**   R5      split by indices (GPU targets): a tile's contraction whose terms
+**           read different indices, sum[d]((q - k)^2) = sum[d](q q)
+**           - 2 sum[d](q k) + sum[d](k k), becomes one contraction per set
+**           of indices: the tensor cores take q . k, and the sums per row
+**           and per key run before the stream (compiler/pass_split.c).
+** R1, R3 and R5 rewrite the IR (meaning preserved); R2 is recorded in the
+** plan (which node reads which running value, and with what rescale).
 */
 #include <math.h>
 #include <string.h>
@@ -497,6 +502,148 @@ static void defer_all(Arena *a, Plan *p)
 	}
 }
 
+/* ---- R5: contractions split by the indices of their terms ------------- */
+
+/* Two terms are the same product up to the order of its factors. */
+static int same_product(const Expr *x, const Expr *y)
+{
+	const Expr *fx[8], *fy[8];
+	int nx = expr_factors(x, fx, 8), ny = expr_factors(y, fy, 8);
+	if (nx != ny || nx > 8)
+		return 0;
+	char used[8] = {0};
+	for (int i = 0; i < nx; i++) {
+		int hit = -1;
+		for (int j = 0; j < ny && hit < 0; j++)
+			if (!used[j] && expr_equal(fx[i], fy[j]))
+				hit = j;
+		if (hit < 0)
+			return 0;
+		used[hit] = 1;
+	}
+	return 1;
+}
+
+/* x's sum of body over the free indices `keep` (a mask of x's) and x's
+** reduced ones, as a temporary NAME.suffix inserted before x; the access
+** to it from x's space. */
+static Expr *split_sub(Arena *a, Plan *p, Node *x, Expr *body, unsigned long long keep,
+		       const char *suffix)
+{
+	int nf = 0, nv = x->nfree + x->nred;
+	Expr **sub = ARENA_ARRAY(a, Expr *, nv + 1);
+	Node *n = split_off(a, p, x, body, suffix);
+	for (int v = 0; v < nv; v++)
+		if (v >= x->nfree || (keep >> v & 1)) {
+			sub[v] = expr_index(a, nf);
+			n->vars[nf++] = x->vars[v];
+		}
+	n->nfree = nf - x->nred;
+	n->body = expr_subst(a, body, sub, nv);
+	Tensor *t = n->out;
+	t->rank = n->nfree, t->domain = NULL;
+	for (int k = 0; k < n->nfree; k++)
+		t->shape[k] = n->vars[k].extent;
+	Expr *e = expr_new(a, EX_ACCESS, t->type, t->loc);
+	e->tensor = t, e->nargs = n->nfree;
+	e->args = ARENA_ARRAY(a, Expr *, n->nfree + 1);
+	for (int v = 0, k = 0; v < x->nfree; v++)
+		if (keep >> v & 1)
+			e->args[k++] = expr_index(a, v);
+	return e;
+}
+
+/* R5 on x, a sum over indices other than the stream's of the product of
+** sums of reads: its terms grouped by the free indices they read, one
+** contraction per group (equal products once, with their count), and x
+** their weighted sum. Only where some group reads fewer indices than x. */
+static int split_by_indices(Arena *a, Plan *p, Node *x)
+{
+	if (x->red != RED_SUM || !x->nred || x->filter || x->nfree > 60)
+		return 0;
+	int sv = -1;
+	for (int v = 0; v < x->nfree + x->nred; v++)
+		if (p->cls[x->id][v] == p->stream) {
+			if (v >= x->nfree)
+				return 0;
+			sv = v;
+		}
+	Term t[16];
+	int n = 0;
+	if (sv < 0 || !expand(a, x->body, 0, t, &n, 16) || n < 2)
+		return 0;
+	unsigned long long all = (1ull << x->nfree) - 1, mask[16];
+	int partial = 0;
+	for (int i = 0; i < n; i++) {
+		mask[i] = expr_vars(t[i].e) & all;
+		partial |= mask[i] != all;
+	}
+	if (!partial)
+		return 0;
+	/* the groups, in the order of their first term; within a group, each
+	** product once with its signed count */
+	Expr *sum = NULL;
+	char done[16] = {0};
+	const char *names = "";
+	for (int i = 0; i < n; i++) {
+		if (done[i])
+			continue;
+		Expr *prod[16];
+		double coef[16];
+		int np = 0;
+		for (int k = i; k < n; k++) {
+			if (done[k] || mask[k] != mask[i])
+				continue;
+			done[k] = 1;
+			int m = 0;
+			while (m < np && !same_product(prod[m], t[k].e))
+				m++;
+			if (m == np)
+				prod[np] = t[k].e, coef[np++] = 0;
+			coef[m] += t[k].neg ? -1 : 1;
+		}
+		Expr *body = NULL;
+		double w = np == 1 ? coef[0] : 1;
+		for (int m = 0; m < np; m++) {
+			if (coef[m] == 0)
+				continue;
+			Expr *term = np == 1
+					 ? prod[m]
+					 : expr_binop(a, OP_MUL, expr_float(a, coef[m]), prod[m]);
+			body = body ? expr_binop(a, OP_ADD, body, term) : term;
+		}
+		if (!body)
+			continue;
+		Expr *part = split_sub(a, p, x, body, mask[i],
+				       mask[i] == all         ? "pair"
+				       : !(mask[i] >> sv & 1) ? "row"
+							      : "key");
+		names = arena_printf(a, "%s%s%s", names, *names ? ", " : "", part->tensor->name);
+		if (w != 1)
+			part = expr_binop(a, OP_MUL, expr_float(a, w), part);
+		sum = sum ? expr_binop(a, OP_ADD, sum, part) : part;
+	}
+	make_map(a, x, sum ? sum : expr_float(a, 0.0));
+	plan_note(p, a, x->loc,
+		  "R5 split: %s = a weighted sum of contractions over the indices each term "
+		  "reads (%s); only the one over every index is a product of tiles",
+		  x->out->name, names);
+	return 1;
+}
+
+/* R5 on every contraction of a GPU plan (the C back end sums the terms as
+** written, which keeps a difference's accuracy). */
+static void split_all(Arena *a, Plan *p)
+{
+	if (!p->target || !strcmp(p->target, "cpu"))
+		return;
+	for (int i = 0; i < p->c->nodes.n; i++)
+		if (split_by_indices(a, p, p->c->nodes.v[i])) {
+			plan_classes(a, p);
+			i = -1;
+		}
+}
+
 /* ---- R2: the scale analysis ------------------------------------------- */
 
 /* An expression's dependence on running references: its value is
@@ -841,6 +988,7 @@ void plan_rewrite(Arena *a, Plan *p)
 	plan_reindex(a, p);
 	cse(a, p);
 	plan_classes(a, p);
+	split_all(a, p);
 	defer_all(a, p);
 	remove_dead(p->c);
 	plan_classes(a, p);

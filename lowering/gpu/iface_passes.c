@@ -6,7 +6,9 @@
 ** and params as a one-pass forward's does; NAME_launch runs the pieces in
 ** order on one stream, each piece's tensors taken from the args by name
 ** and what one piece leaves for a later one (per query row: a max, a sum)
-** from the caller's workspace (NAME_workspace_bytes).
+** from the caller's workspace (NAME_workspace_bytes). Values computed
+** before the stream (a norm per row or key) are pieces too, row passes
+** NAME_pro1, NAME_pro2, ... that run first.
 */
 #include <string.h>
 
@@ -28,19 +30,23 @@ void iface_passes_decls(FILE *o, const PassSplit *s)
 {
 	const Cascade *c = s->fwd;
 	const char *n = c->name;
+	int npass = s->npieces - s->npre;
+	fprintf(o, "/* %s on the GPU, as %d kernels in order (", n, s->npieces);
+	if (s->npre)
+		fprintf(o, "%d row pass%s computing values\n** before the stream, then ", s->npre,
+			s->npre > 1 ? "es" : "");
 	fprintf(o,
-		"/* %s on the GPU, as %d kernels in order (its plan keeps %d passes over\n"
-		"** the keys: attnc --explain says why). Tensor pointers are device pointers;\n"
-		"** strides are in elements (NULL: row-major contiguous); the last dimension\n"
-		"** must be contiguous. */\n",
-		n, s->npieces, s->npieces);
+		"%d pass%s over the keys: attnc --explain\n"
+		"** says why). Tensor pointers are device pointers; strides are in elements\n"
+		"** (NULL: row-major contiguous); the last dimension must be contiguous. */\n",
+		npass, npass > 1 ? "es" : "");
 	iface_args_struct(o, c);
 	fprintf(
 	    o,
 	    "/* Sets fixed dims and param defaults (set the other dims first). */\n"
 	    "void %s_gpu_defaults(%s_gpu_args *a);\n"
 	    "/* Bytes of device memory %s_launch needs as its workspace for these dims:\n"
-	    "** what one kernel leaves for the next, f32 per query row. */\n"
+	    "** what one kernel leaves for the next, f32 per query row (or key). */\n"
 	    "size_t %s_workspace_bytes(const %s_gpu_args *a);\n"
 	    "size_t %s_workspace_bytes_generic(const long *dims);\n"
 	    "/* Checks the arguments and launches the kernels in order on stream (a\n"

@@ -440,6 +440,9 @@ static int variant_entry(Arena *a, const GpuTarget *t, const Plan *p, const Kern
 ** a kernel of its own (Cascade.pass_of) is named with the user's block. */
 static const char *kernel_what(Arena *a, const Cascade *c)
 {
+	if (c->pass_of && c->prologue)
+		return arena_printf(a, "'%s' (its values before the stream, row pass %d)",
+				    c->pass_of, c->prologue);
 	if (c->pass_of)
 		return arena_printf(a, "'%s' (its pass %d, a kernel of its own)", c->pass_of,
 				    c->pass);
@@ -470,8 +473,11 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		const Cascade *c = prog->cascades.v[i];
 		Plan *p = plan_build(&a, c, t->name);
 		KernelShape s;
-		int rows = p->stream < 0 && !gpu_row_shape(&a, p, &s);
-		const char *why = rows ? NULL : gpu_shape(&a, p, &s);
+		/* a prologue's row pass says why it is not one; any other cascade
+		** with no stream is refused for that */
+		const char *why_rows = p->stream < 0 ? gpu_row_shape(&a, p, &s) : "";
+		int rows = !why_rows;
+		const char *why = rows ? NULL : c->prologue ? why_rows : gpu_shape(&a, p, &s);
 		if (!why && t->refusal && !rows)
 			why = t->refusal(p, &s);
 		if (why) {

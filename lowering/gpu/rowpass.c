@@ -31,7 +31,7 @@ static int row_elements(const Plan *p, int i)
 const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s)
 {
 	memset(s, 0, sizeof *s);
-	s->p = p, s->qcls = s->scls = s->ecls = s->ecls2 = -1;
+	s->p = p, s->qcls = s->scls = s->ecls = s->ecls2 = -1, s->why_node = -1;
 	for (int k = 0; k < p->nclasses; k++)
 		if (p->classes[k].qtile)
 			s->qcls = s->scls = k;
@@ -42,6 +42,7 @@ const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s)
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = c->nodes.v[i];
 		s->node[i] = (ShapeNode){SN_EPI_ROW, 0};
+		s->why_node = i;
 		if (n->out->type != VT_FLOAT)
 			return arena_printf(a, "%s: a row value that is not a float", n->out->name);
 		if (n->nred > 1 || n->red == RED_PROD)

@@ -53,6 +53,7 @@ struct Naive {
 	double eps;  /* threshold.attn's least probability kept */
 	const double *Q, *K, *V, *Q2, *K2;
 	const double *slope, *bias, *sink, *lam, *kv_len, *prefix_len, *doc, *bucket_bias;
+	const double *logit_scale; /* cosine.attn's temperature per head */
 	/* a paged cache (paged_decode.attn): K[NP, P, HKV, D], key j of sequence
 	** b in page block[b, j / P] at slot j % P; NULL: contiguous; heads_first:
 	** the pages hold each head's slots together, K[NP, HKV, P, D]
@@ -206,6 +207,26 @@ static long t5_bucket(long i, long j)
 static double score_t5(const Naive *a, long b, long h, long i, long j, double s)
 {
 	return s + a->bucket_bias[h * 32 + t5_bucket(i, j)];
+}
+
+/* Cosine attention (Swin V2): exp(min(logit_scale[h], log 100)) times the
+** cosine of q_i and k_j, each norm at least eps (F.normalize). */
+static double score_cosine(const Naive *a, long b, long h, long i, long j, double s)
+{
+	const double *q = q_row(a, a->Q, b, h, i), *k = kv_row(a, a->K, a->D, b, h, j);
+	double nq = fmax(sqrt(dot(q, q, a->D)), a->eps), nk = fmax(sqrt(dot(k, k, a->D)), a->eps);
+	return exp(fmin(a->logit_scale[h], log(100.0))) * dot(q, k, a->D) / (nq * nk);
+}
+
+/* Gaussian-kernel attention: minus the squared distance of q_i and k_j,
+** times scale / 2. */
+static double score_gaussian(const Naive *a, long b, long h, long i, long j, double s)
+{
+	const double *q = q_row(a, a->Q, b, h, i), *k = kv_row(a, a->K, a->D, b, h, j);
+	double d2 = 0;
+	for (long d = 0; d < a->D; d++)
+		d2 += (q[d] - k[d]) * (q[d] - k[d]);
+	return -0.5 * a->scale * d2;
 }
 
 /* Gemma 2 soft-capping: cap * tanh(s / cap). */
@@ -609,6 +630,42 @@ static Spec specs[] = {
      "O",
      NULL,
      {"B=2 H=3 N=5 M=7", "B=1 H=2 N=30 M=170", "B=2 H=3 N=1 M=5"},
+     0,
+     0,
+     0.0},
+    {"cosine.attn",
+     "cosine",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_all,
+     score_cosine,
+     128,
+     128,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {"B=2 H=3 N=5 M=7", "B=1 H=2 N=30 M=17", "B=2 H=3 N=1 M=5"},
+     0,
+     0,
+     0.0},
+    {"gaussian.attn",
+     "gaussian",
+     F_SOFTMAX,
+     HEADS_MHA,
+     vis_all,
+     score_gaussian,
+     64,
+     64,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {"B=2 H=3 N=5 M=7", "B=1 H=2 N=30 M=17", "B=2 H=3 N=1 M=5"},
      0,
      0,
      0.0},
@@ -1113,6 +1170,7 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->lam = opt_buf(b, "lam"), a->kv_len = opt_buf(b, "kv_len");
 	a->prefix_len = opt_buf(b, "prefix_len"), a->doc = opt_buf(b, "doc");
 	a->block = opt_buf(b, "block"), a->bucket_bias = opt_buf(b, "bucket_bias");
+	a->logit_scale = opt_buf(b, "logit_scale");
 	const Tensor *tk = cascade_tensor(b->c, sp->k);
 	a->heads_first = a->block && tk && tk->rank == 4 && tk->shape[1]->kind == EX_DIM &&
 			 !strcmp(tk->shape[1]->dim->name, "HKV");
@@ -1121,12 +1179,13 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->cap = param_value(b, "cap", 50.0, what);
 	a->b0 = param_value(b, "b0", -log((double)a->N), what);
 	a->LW = (long)param_value(b, "W", 256, what), a->LG = (long)param_value(b, "G", 16, what);
-	a->eps = param_value(b, "eps", 0.002, what);
+	a->eps = param_value(b, "eps", sp->score == score_cosine ? 1e-12 : 0.002, what);
 	int ok =
 	    a->Q && a->K && a->V && (sp->form != F_DIFF || (a->Q2 && a->K2 && a->lam)) &&
 	    (sp->score != score_alibi || a->slope) &&
 	    (sp->score != score_softcap_alibi || a->slope) &&
 	    (sp->score != score_bias || a->bias) && (sp->score != score_t5 || a->bucket_bias) &&
+	    (sp->score != score_cosine || a->logit_scale) &&
 	    (sp->visible != vis_kv_len || a->kv_len) &&
 	    (sp->visible != vis_kv_causal || a->kv_len) &&
 	    (sp->visible != vis_prefix || a->prefix_len) && (sp->visible != vis_document || a->doc);
@@ -1134,7 +1193,7 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 		const char *pn = ((Param *)b->c->params.v[k])->name;
 		if (strcmp(pn, "scale") && strcmp(pn, "cap") && strcmp(pn, "b0") &&
 		    (sp->visible != vis_longformer || (strcmp(pn, "W") && strcmp(pn, "G"))) &&
-		    (sp->form != F_THRESHOLD || strcmp(pn, "eps"))) {
+		    ((sp->form != F_THRESHOLD && sp->score != score_cosine) || strcmp(pn, "eps"))) {
 			fprintf(stderr, "%s: param %s has no naive counterpart\n", what, pn);
 			ok = 0;
 		}
