@@ -247,12 +247,13 @@ int pass_split(Arena *a, Diag *d, const Cascade *c, const char *target, PassSpli
 		s->piece[s->npre + k] = passes[k];
 	s->npieces = s->npre + np;
 	/* what passes between pieces: the tensors of each that are neither the
-	** user's inputs nor outputs, once each, in the order pieces write them */
+	** user's inputs nor outputs (a prologue's may have the name of one of
+	** the user's temporaries), once each, in the order pieces write them */
 	for (int k = 0; k < s->npieces; k++) {
 		const Cascade *pc = s->piece[k];
 		for (int t = 0; t < pc->tensors.n; t++) {
-			const Tensor *x = pc->tensors.v[t];
-			if (x->kind != TK_OUT || cascade_tensor(c, x->name))
+			const Tensor *x = pc->tensors.v[t], *u = cascade_tensor(c, x->name);
+			if (x->kind != TK_OUT || (u && u->kind != TK_TEMP))
 				continue;
 			int seen = 0;
 			for (int w = 0; w < s->ws.n; w++)
