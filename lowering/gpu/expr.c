@@ -844,7 +844,8 @@ static PReg keyvec_value(KernelGen *g, const Expr *e)
 
 /* An integer value or a float input read of the row alone or the key
 ** alone, evaluated once per row slot or column of the tile body
-** (index_dep, read_dep); else the plain value. */
+** (index_dep, read_dep), a float read of neither once per tile body;
+** else the plain value. */
 static PReg index_memo(KernelGen *g, const Expr *e, PReg (*eval)(KernelGen *, const Expr *))
 {
 	char k = 0;
@@ -852,9 +853,13 @@ static PReg index_memo(KernelGen *g, const Expr *e, PReg (*eval)(KernelGen *, co
 		k = index_dep(g, e);
 	else if (g->elem >= 0 && !g->stage && e->kind == EX_ACCESS && e->type == VT_FLOAT)
 		k = gpu_read_follows(g, e);
-	if (k != 'q' && k != 's')
+	/* a float read of grid indices alone (a temperature per head) is the
+	** same at every element: one load per tile body, not one per score */
+	if (k == 'c' && !(e->kind == EX_ACCESS && e->type == VT_FLOAT))
 		return eval(g, e);
-	int slot = k == 'q' ? g->half : g->coloff, sub = g->in_subscript > 0;
+	if (k != 'q' && k != 's' && k != 'c')
+		return eval(g, e);
+	int slot = k == 'q' ? g->half : k == 's' ? g->coloff : 0, sub = g->in_subscript > 0;
 	ExprCache *c = g->cache;
 	/* a read is the same in another node of the tile where its indices are
 	** of the same classes (L in P and in dL * P) */
