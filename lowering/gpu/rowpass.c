@@ -44,12 +44,13 @@ const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s)
 		s->node[i] = (ShapeNode){SN_EPI_ROW, 0};
 		s->why_node = i;
 		if (n->out->type != VT_FLOAT)
-			return arena_printf(a, "%s: a row value that is not a float", n->out->name);
+			return arena_printf(a, "%s: a row value that is not a float",
+					    node_what(a, n));
 		if (n->nred > 1 || n->red == RED_PROD)
 			return arena_printf(a,
-					    "%s: a row value reduced over more than one index "
-					    "or by prod",
-					    n->out->name);
+					    "%s: a value before the stream reduced over more "
+					    "than one index or by prod",
+					    node_what(a, n));
 		for (int v = 0; v < n->nfree; v++)
 			if (plan_index_kind(p, i, v) != IDX_GRID &&
 			    plan_index_kind(p, i, v) != IDX_QUERY &&
@@ -57,14 +58,14 @@ const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s)
 				return arena_printf(a,
 						    "%s: a row value with an index that is not "
 						    "the row's or a grid index",
-						    n->out->name);
+						    node_what(a, n));
 		DType dt = n->out->dtype;
 		if (n->out->kind == TK_OUT && dt != DT_F32 &&
 		    !(row_elements(p, i) && (dt == DT_BF16 || dt == DT_F16)))
 			return arena_printf(a,
 					    "%s: the row pass writes f32 (or bf16 and f16 "
 					    "elements)",
-					    n->out->name);
+					    node_what(a, n));
 	}
 	return NULL;
 }
