@@ -186,6 +186,16 @@ IndexKind plan_index_kind(const Plan *p, int node, int v)
 	return ic->grid ? IDX_GRID : IDX_OTHER;
 }
 
+int plan_node_class(const Plan *p, int node, int cls)
+{
+	const Node *n = p->c->nodes.v[node];
+	int m = 0;
+	for (int v = 0; v < n->nfree + n->nred; v++)
+		if (p->cls[node][v] == cls)
+			m |= v < n->nfree ? 1 : 2;
+	return m;
+}
+
 int plan_reads_class(const Plan *p, int node, const Expr *e, int cls)
 {
 	unsigned long long vars = expr_vars(e);

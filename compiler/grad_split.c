@@ -57,17 +57,6 @@ static int map_class(const Plan *f, int k, const Plan *b)
 	return -1;
 }
 
-/* Bit 1: node i has a free variable of class k; bit 2: a reduced one. */
-static int has_class(const Plan *p, int i, int k)
-{
-	const Node *n = p->c->nodes.v[i];
-	int m = 0;
-	for (int v = 0; v < n->nfree + n->nred; v++)
-		if (p->cls[i][v] == k)
-			m |= v < n->nfree ? 1 : 2;
-	return m;
-}
-
 /* Marks node i and every node it reads (need[]). */
 static void need_closure(const Cascade *c, int i, char *need)
 {
@@ -324,7 +313,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	** inputs and row-pass nodes */
 	for (int i = 0; i < n; i++) {
 		const Node *x = b->nodes.v[i];
-		int ok = !has_class(bp, i, J) && !(has_class(bp, i, I) & 2);
+		int ok = !plan_node_class(bp, i, J) && !(plan_node_class(bp, i, I) & 2);
 		for (int t = 0; ok && t < b->tensors.n; t++) {
 			const Tensor *y = b->tensors.v[t];
 			if (y->def && (expr_reads(x->body, y) || expr_reads(x->filter, y)))
@@ -336,7 +325,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		const Node *x = b->nodes.v[i];
 		if (x->out->kind != TK_OUT)
 			continue;
-		int hi = has_class(bp, i, I), hj = has_class(bp, i, J);
+		int hi = plan_node_class(bp, i, I), hj = plan_node_class(bp, i, J);
 		if ((hi & 1) && hj == 2 && x->nred == 1)
 			outq[i] = 1;
 		else if ((hj & 1) && hi == 2 && x->nred == 1)
@@ -394,8 +383,8 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	** softmax's max and sum where no logsumexp was saved) is a second pass */
 	for (int i = 0; i < n; i++) {
 		const Node *x = b->nodes.v[i];
-		if ((needq[i] && !outq[i] && (has_class(bp, i, J) & 2)) ||
-		    (needk[i] && !outk[i] && (has_class(bp, i, I) & 2))) {
+		if ((needq[i] && !outq[i] && (plan_node_class(bp, i, J) & 2)) ||
+		    (needk[i] && !outk[i] && (plan_node_class(bp, i, I) & 2))) {
 			diag_error(d, x->loc,
 				   "%s: the GPU backward recomputes P from the forward's saved "
 				   "logsumexp; '%s' (%s) would need a pass of its own over the "

@@ -24,16 +24,6 @@
 
 #include "plan.h"
 
-/* Whether node i's free indices include class k. */
-static int has_class(const Plan *p, int i, int k)
-{
-	const Node *n = p->c->nodes.v[i];
-	for (int v = 0; v < n->nfree; v++)
-		if (p->cls[i][v] == k)
-			return 1;
-	return 0;
-}
-
 /* Whether node j reads node i's result. */
 static int reads(const Cascade *c, int j, int i)
 {
@@ -58,7 +48,7 @@ static void mark_pre(const Plan *p, char *pre)
 		NodeRole r = p->np[i].role;
 		if (r == ROLE_PROLOGUE)
 			pre[i] = 1;
-		if (r != ROLE_TILE || q < 0 || has_class(p, i, q) || n->out->added_to)
+		if (r != ROLE_TILE || q < 0 || (plan_node_class(p, i, q) & 1) || n->out->added_to)
 			continue;
 		pre[i] = n->nred > 0;
 		for (int d = 0; d < i && !pre[i]; d++)

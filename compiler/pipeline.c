@@ -24,16 +24,6 @@ static void note_barriers(Arena *a, Plan *p)
 	}
 }
 
-/* Whether node i's free indices include class k. */
-static int node_has_class(const Plan *p, int i, int k)
-{
-	const Node *n = p->c->nodes.v[i];
-	for (int v = 0; v < n->nfree; v++)
-		if (p->cls[i][v] == k)
-			return 1;
-	return 0;
-}
-
 /* A GPU plan with no stream (a backward's row pass, a forward's values
 ** before its stream: lowering/gpu/rowpass.c): the grid is the indices
 ** every output is indexed by, the last of the first output's tiled (as
@@ -50,7 +40,7 @@ static void row_grid(Plan *p)
 		if (n->out->kind != TK_OUT)
 			continue;
 		for (int k = 0; k < p->nclasses; k++)
-			if (!node_has_class(p, i, k))
+			if (!(plan_node_class(p, i, k) & 1))
 				p->classes[k].grid = 0;
 		if (first < 0)
 			first = i;
@@ -97,14 +87,14 @@ static void choose_grid(Plan *p)
 			continue;
 		any = 1;
 		for (int k = 0; k < p->nclasses; k++)
-			if (!node_has_class(p, i, k))
+			if (!(plan_node_class(p, i, k) & 1))
 				p->classes[k].grid = 0;
 	}
 	for (int k = 0; k < p->nclasses && tiles; k++) {
 		int in_a_tile = 0;
 		for (int i = 0; i < c->nodes.n; i++)
 			if (p->np[i].role == ROLE_TILE && !summed_across_tiles(p, i))
-				in_a_tile |= node_has_class(p, i, k);
+				in_a_tile |= plan_node_class(p, i, k) & 1;
 		if (!in_a_tile)
 			p->classes[k].grid = 0;
 	}

@@ -102,6 +102,9 @@ typedef enum IndexKind {
 	IDX_OTHER  /* a contracted or value index */
 } IndexKind;
 IndexKind plan_index_kind(const Plan *p, int node, int v);
+/* Whether node's variables include class cls: bit 1 a free one, bit 2 a
+** reduced one. */
+int plan_node_class(const Plan *p, int node, int cls);
 /* e, in node's variables, reads an index of class cls. */
 int plan_reads_class(const Plan *p, int node, const Expr *e, int cls);
 /* compiler/passes.c: assigns roles and passes; `rebase` lets running
