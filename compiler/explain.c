@@ -18,6 +18,29 @@ static void print_vars(FILE *out, const Node *n, int from, int to)
 		fprintf(out, "%s%s", v > from ? ", " : "", n->vars[v].name);
 }
 
+/* Prints the grid classes, those of the first output's indices in its
+** order first (b h i, as the user wrote O[b, h, i, e]), then the others;
+** `tiled` marks the query tile with a star. */
+static void print_grid(FILE *out, const Plan *p, int tiled)
+{
+	unsigned long long done = 0;
+	int first = -1;
+	for (int i = 0; i < p->c->nodes.n && first < 0; i++)
+		if (((const Node *)p->c->nodes.v[i])->out->kind == TK_OUT &&
+		    p->np[i].role != ROLE_PROLOGUE)
+			first = i;
+	int nf = first >= 0 ? ((const Node *)p->c->nodes.v[first])->nfree : 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (int m = 0; m < (pass ? p->nclasses : nf); m++) {
+			int k = pass ? m : p->cls[first][m];
+			if (!p->classes[k].grid || (k < 64 && (done >> k & 1)))
+				continue;
+			done |= k < 64 ? 1ull << k : 0;
+			fprintf(out, " %s%s", p->classes[k].name,
+				tiled && p->classes[k].qtile ? "*" : "");
+		}
+}
+
 /* Size of a running state per grid point (per query row), as text. */
 static void print_state_size(FILE *out, const Plan *p, int i)
 {
@@ -97,9 +120,7 @@ void plan_print(FILE *out, const Plan *p)
 		fputs("  stream none\n", out);
 	}
 	fputs("  grid", out);
-	for (int k = 0; k < p->nclasses; k++)
-		if (p->classes[k].grid)
-			fprintf(out, " %s%s", p->classes[k].name, p->classes[k].qtile ? "*" : "");
+	print_grid(out, p, 1);
 	fprintf(out, "   (* tiled by %d)\n", p->tile_q);
 	fprintf(out, "  passes %d -> %d (defer) -> %d (rebase)\n", p->passes_before,
 		p->passes_defer, p->passes_after);
@@ -170,9 +191,7 @@ void plan_explain(FILE *out, const Plan *p)
 		fputc('\n', out);
 	}
 	fputs("  running state per grid point (grid:", out);
-	for (int k = 0; k < p->nclasses; k++)
-		if (p->classes[k].grid)
-			fprintf(out, " %s", p->classes[k].name);
+	print_grid(out, p, 0);
 	fputs("):\n", out);
 	for (int i = 0; i < c->nodes.n; i++) {
 		if (p->np[i].role != ROLE_RUNNING)
