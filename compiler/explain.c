@@ -248,7 +248,7 @@ void plan_explain(FILE *out, const Plan *p)
 		Arena pa;
 		arena_init(&pa);
 		char *pre = ARENA_ARRAY(&pa, char, p->c->nodes.n + 1);
-		int rows = pass_split_prologues(p, pre);
+		int rows = pass_split_prologues(&pa, p, pre);
 		int gpu = p->target && strcmp(p->target, "cpu");
 		if (rows && !gpu)
 			fputs("  before the stream (on a GPU target, row passes of their own "
@@ -266,8 +266,7 @@ void plan_explain(FILE *out, const Plan *p)
 			if (!pre[i])
 				continue;
 			fprintf(out, "    %s[", n->out->name);
-			for (int v = 0; v < n->nfree; v++)
-				fprintf(out, "%s%s", v ? ", " : "", n->vars[v].name);
+			print_vars(out, n, 0, n->nfree);
 			fputs("]", out);
 			print_loc(out, n->loc);
 			fputc('\n', out);

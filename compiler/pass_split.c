@@ -115,48 +115,55 @@ static int passable(Diag *d, const Cascade *c, const Node *n, const Tensor *t)
 	return 0;
 }
 
-/* A prologue piece: the pre nodes whose results are over the class set
-** `set` and that a pass reads or the user wants (out[]), with all they
-** read; NULL where there are none. */
-static Cascade *prologue(Arena *a, const Plan *p, const char *pre, const char *wanted,
+/* The distinct class sets of the nodes kept[] (the prologue values that a
+** pass reads or the user wants), in the order of their first node: one row
+** pass each. */
+static int prologue_sets(const Plan *p, const char *kept, unsigned long long *sets)
+{
+	int count = 0;
+	for (int i = 0; i < p->c->nodes.n; i++) {
+		unsigned long long set = class_set(p, i);
+		int dup = !kept[i];
+		for (int k = 0; k < count && !dup; k++)
+			dup = sets[k] == set;
+		if (!dup && count < 64)
+			sets[count++] = set;
+	}
+	return count;
+}
+
+/* A prologue piece: the nodes kept[] whose results are over the class set
+** `set` (its outputs), with all they read. */
+static Cascade *prologue(Arena *a, const Plan *p, const char *pre, const char *kept,
 			 unsigned long long set, const char *name)
 {
-	int n = p->c->nodes.n, any = 0;
+	int n = p->c->nodes.n;
 	char *keep = ARENA_ARRAY(a, char, n + 1), *out = ARENA_ARRAY(a, char, n + 1),
 	     *row = ARENA_ARRAY(a, char, n + 1);
-	for (int i = 0; i < n; i++) {
-		const Tensor *t = ((const Node *)p->c->nodes.v[i])->out;
-		out[i] = pre[i] && class_set(p, i) == set && (wanted[i] || t->kind == TK_OUT);
-		any |= out[i];
-	}
+	for (int i = 0; i < n; i++)
+		out[i] = kept[i] && class_set(p, i) == set;
 	for (int i = 0; i < n; i++)
 		if (out[i])
 			need(p, pre, 0, i, keep, row);
-	return any ? cascade_piece(a, p->c, name, keep, out, row) : NULL;
+	return cascade_piece(a, p->c, name, keep, out, row);
 }
 
 /* What a GPU runs before the passes (--explain): pre[] as mark_pre sets
 ** it, and the count of row passes, one for each set of indices among the
-** values the passes read or the user wants. */
-int pass_split_prologues(const Plan *p, char *pre)
+** values the passes read (a node outside pre[] reads them) or the user
+** wants. */
+int pass_split_prologues(Arena *a, const Plan *p, char *pre)
 {
-	int n = p->c->nodes.n, count = 0;
-	unsigned long long seen[64];
+	int n = p->c->nodes.n;
+	char *kept = ARENA_ARRAY(a, char, n + 1);
+	unsigned long long sets[64];
 	mark_pre(p, pre);
 	for (int i = 0; i < n; i++) {
-		int used = pre[i] && ((const Node *)p->c->nodes.v[i])->out->kind == TK_OUT;
-		for (int j = i + 1; j < n && pre[i] && !used; j++)
-			used = !pre[j] && reads(p->c, j, i);
-		if (!used)
-			continue;
-		unsigned long long set = class_set(p, i);
-		int dup = 0;
-		for (int k = 0; k < count; k++)
-			dup |= seen[k] == set;
-		if (!dup && count < 64)
-			seen[count++] = set;
+		kept[i] = pre[i] && ((const Node *)p->c->nodes.v[i])->out->kind == TK_OUT;
+		for (int j = i + 1; j < n && pre[i] && !kept[i]; j++)
+			kept[i] = !pre[j] && reads(p->c, j, i);
 	}
-	return count;
+	return prologue_sets(p, kept, sets);
 }
 
 /* Why: one kernel a pass, each from its own cascade, lets every target
@@ -214,23 +221,20 @@ int pass_split(Arena *a, Diag *d, const Cascade *c, const char *target, PassSpli
 		passes[k - 1] = pc;
 	}
 	/* the prologues: one row pass for each set of indices that the values
-	** a pass reads are over, in the order of their first such value */
+	** a pass reads (or the user wants) are over */
+	char *kept = ARENA_ARRAY(a, char, n + 1);
 	for (int i = 0; i < n; i++) {
 		const Node *x = p->c->nodes.v[i];
-		if (!pre[i] || !(wanted[i] || x->out->kind == TK_OUT))
-			continue;
-		if (wanted[i] && !passable(d, c, x, x->out))
+		kept[i] = pre[i] && (wanted[i] || x->out->kind == TK_OUT);
+		if (pre[i] && wanted[i] && !passable(d, c, x, x->out))
 			return 1;
-		unsigned long long set = class_set(p, i);
-		int done = 0;
-		for (int m = 0; m < i && !done; m++)
-			done = pre[m] && class_set(p, m) == set &&
-			       (wanted[m] || ((const Node *)p->c->nodes.v[m])->out->kind == TK_OUT);
-		if (done)
-			continue;
-		Cascade *pc = prologue(a, p, pre, wanted, set,
-				       arena_printf(a, "%s_pro%d", c->name, s->npre + 1));
-		pc->pass_of = c->name, pc->pass = 0, pc->prologue = s->npre + 1;
+	}
+	unsigned long long sets[64];
+	int nsets = prologue_sets(p, kept, sets);
+	for (int k = 0; k < nsets; k++) {
+		Cascade *pc =
+		    prologue(a, p, pre, kept, sets[k], arena_printf(a, "%s_pro%d", c->name, k + 1));
+		pc->pass_of = c->name, pc->pass = 0, pc->prologue = k + 1;
 		s->piece[s->npre++] = pc;
 	}
 	for (int k = 0; k < np; k++)

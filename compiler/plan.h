@@ -146,7 +146,7 @@ typedef struct PassSplit {
 	PtrVec ws;
 } PassSplit;
 int pass_split(Arena *a, Diag *d, const Cascade *c, const char *target, PassSplit *s);
-int pass_split_prologues(const Plan *p, char *pre);
+int pass_split_prologues(Arena *a, const Plan *p, char *pre);
 Program *pass_split_program(Arena *a, Diag *d, const Program *p, const char *target);
 
 /* compiler/masks.c: how a mask conjunct can be decided for a whole tile of
