@@ -77,35 +77,25 @@ static void choose_grid(Plan *p)
 {
 	Cascade *c = p->c;
 	int any = 0, tiles = 0;
-	for (int k = 0; k < p->nclasses; k++)
-		p->classes[k].grid = k != p->stream;
-	for (int i = 0; i < c->nodes.n; i++) {
-		if (summed_across_tiles(p, i))
-			continue;
-		tiles |= p->np[i].role == ROLE_TILE;
-		if (p->np[i].role != ROLE_RUNNING)
-			continue;
-		any = 1;
-		for (int k = 0; k < p->nclasses; k++)
-			if (!(plan_node_class(p, i, k) & 1))
-				p->classes[k].grid = 0;
-	}
-	for (int k = 0; k < p->nclasses && tiles; k++) {
-		int in_a_tile = 0;
-		for (int i = 0; i < c->nodes.n; i++)
-			if (p->np[i].role == ROLE_TILE && !summed_across_tiles(p, i))
-				in_a_tile |= plan_node_class(p, i, k) & 1;
-		if (!in_a_tile)
-			p->classes[k].grid = 0;
-	}
-	/* a tile value summed over an index sums across what would be grid
-	** points (a reference backward's dV = sum[i](..) over a stream of b) */
-	for (int i = 0; i < c->nodes.n; i++) {
-		const Node *n = c->nodes.v[i];
-		if (p->np[i].role != ROLE_TILE || summed_across_tiles(p, i))
-			continue;
-		for (int v = n->nfree; v < n->nfree + n->nred; v++)
-			p->classes[p->cls[i][v]].grid = 0;
+	for (int i = 0; i < c->nodes.n; i++)
+		if (!summed_across_tiles(p, i))
+			any |= p->np[i].role == ROLE_RUNNING, tiles |= p->np[i].role == ROLE_TILE;
+	for (int k = 0; k < p->nclasses; k++) {
+		/* in every running state, free in some tile value and summed by
+		** none (a reference backward's dV = sum[i](..) over a stream of b
+		** would sum across grid points) */
+		int all = k != p->stream, some = !tiles, summed = 0;
+		for (int i = 0; i < c->nodes.n; i++) {
+			NodeRole r = p->np[i].role;
+			if (summed_across_tiles(p, i) || (r != ROLE_RUNNING && r != ROLE_TILE))
+				continue;
+			int m = plan_node_class(p, i, k);
+			if (r == ROLE_RUNNING)
+				all &= m & 1;
+			else
+				some |= m & 1, summed |= m & 2;
+		}
+		p->classes[k].grid = all && some && !summed;
 	}
 	if (!any && (p->stream >= 0 || !strcmp(p->target, "cpu")))
 		for (int k = 0; k < p->nclasses; k++)
