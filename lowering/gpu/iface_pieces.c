@@ -10,12 +10,16 @@
 #include "gpu.h"
 #include "iface.h"
 
-/* The index of the tensor named `name` in c, or -1. */
+/* The index of c's input or output named `name`, or -1: a temporary of the
+** same name has no pointer in the launch's arrays (a piece's tensor of
+** that name lives in the workspace). */
 static int tensor_index(const Cascade *c, const char *name)
 {
-	for (int i = 0; i < c->tensors.n; i++)
-		if (!strcmp(((const Tensor *)c->tensors.v[i])->name, name))
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		if (t->kind != TK_TEMP && !strcmp(t->name, name))
 			return i;
+	}
 	return -1;
 }
 

@@ -29,9 +29,8 @@ static void scope_elem(KernelGen *g, TileState *t, int i, int el)
 	g->node = i, g->elem = el, g->half = gpu_el_rs(g, el);
 	g->row = t->crows[g->half], g->col = key_of(g, t, el, 1);
 	g->cbase = t->cbase, g->coloff = gpu_el_nt(g, el) * 8 + (el & 1);
-	/* this element's offset: with the one before it (the previous
-	** element's), an index of the key outside a subscript (T5's j > i in
-	** a temporary) read its neighbour's key */
+	/* after coloff: an index of the key outside a subscript (T5's j > i
+	** in a temporary) is col_base + col_off, this element's key */
 	g->col_base = t->cbase, g->col_off = g->coloff, g->col_of = g->col;
 }
 
