@@ -424,13 +424,20 @@ double expr_eval_float(const Expr *e, const long *dims, const double *params)
 }
 
 /* Kernels unroll and size their tiles by extents known when they are
-** generated; every other size is a runtime dim. */
+** generated; every other size is a runtime dim. A sum or product of fixed
+** extents is fixed (absorbed MLA's DL + DR = 576); 0 where any part is not. */
 long expr_fixed_extent(const Expr *e)
 {
 	if (e->kind == EX_INT)
 		return e->ival;
 	if (e->kind == EX_DIM && e->dim->fixed)
 		return e->dim->fixed;
+	if (e->kind == EX_BINOP && (e->op == OP_ADD || e->op == OP_MUL)) {
+		long a = expr_fixed_extent(e->args[0]), b = expr_fixed_extent(e->args[1]);
+		if (a <= 0 || b <= 0 || a > (1L << 31) || b > (1L << 31))
+			return 0;
+		return e->op == OP_ADD ? a + b : a * b;
+	}
 	return 0;
 }
 

@@ -273,6 +273,25 @@ void plan_explain(FILE *out, const Plan *p)
 		}
 		arena_free(&pa);
 	}
+	/* lowering/gpu/shape.c: V wider than a CTA's accumulators */
+	for (int i = 0; i < c->nodes.n && p->target && strcmp(p->target, "cpu"); i++) {
+		const Node *n = c->nodes.v[i];
+		if (p->np[i].role != ROLE_RUNNING || n->red != RED_SUM)
+			continue;
+		for (int v = 0; v < n->nfree; v++) {
+			long dv = expr_fixed_extent(n->vars[v].extent);
+			int k = plan_index_kind(p, i, v) == IDX_OTHER ? plan_value_slices(dv) : 1;
+			if (k <= 1)
+				continue;
+			fputs(slow++ ? "" : "  slower paths:\n", out);
+			fprintf(out,
+				"    %s: its %ld columns over %s in %d slices of %ld, a CTA each, "
+				"each computing the scores again (a CTA holds %d columns)",
+				n->out->name, dv, n->vars[v].name, k, dv / k, PLAN_MAX_DV);
+			print_loc(out, n->loc);
+			fputc('\n', out);
+		}
+	}
 	if (p->passes_after > 1) {
 		fputs(slow++ ? "" : "  slower paths:\n", out);
 		const char *j = p->classes[p->stream].name;

@@ -127,6 +127,16 @@ static long widest_fixed_dim(const Cascade *c)
 	return w;
 }
 
+/* The fewest equal slices, each a multiple of 32 (the kernels' k-steps and
+** 16-byte copies) within PLAN_MAX_DV: absorbed MLA's 512 is two of 256. */
+int plan_value_slices(long dv)
+{
+	for (int k = 1; dv > 0 && dv % 32 == 0 && k <= PLAN_MAX_VSLICES; k++)
+		if (dv % k == 0 && dv / k % 32 == 0 && dv / k <= PLAN_MAX_DV)
+			return k;
+	return 0;
+}
+
 static void choose_tiles(Plan *p)
 {
 	if (!strcmp(p->target, "cpu"))

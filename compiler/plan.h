@@ -94,6 +94,15 @@ Plan *plan_build(Arena *a, const Cascade *c, const char *target);
 
 /* compiler/classes.c */
 void plan_classes(Arena *a, Plan *p);
+/* compiler/pipeline.c: the GPU kernels' head dims. A contraction with K
+** runs over at most PLAN_MAX_DQK columns; a CTA accumulates at most
+** PLAN_MAX_DV of V's columns, and wider V is computed in slices of equal
+** width (a CTA each, each computing the scores again), at most
+** PLAN_MAX_VSLICES. */
+enum { PLAN_MAX_DQK = 1024, PLAN_MAX_DV = 256, PLAN_MAX_VSLICES = 4 };
+/* The slices of a value dimension of dv columns (1: one), 0 where no
+** equal slices are multiples of 32 within PLAN_MAX_DV. */
+int plan_value_slices(long dv);
 /* What variable v of a node is to a kernel (one rule for every reader). */
 typedef enum IndexKind {
 	IDX_QUERY, /* the tiled grid index: query rows */

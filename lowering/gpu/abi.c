@@ -380,5 +380,9 @@ void gpu_decode_grid(KernelGen *g)
 	g->sext = class_extent(g, g->s->scls);
 	if (g->s->parts)
 		parts_grid(g);
+	if (g->s->vslices > 1) {
+		g->vcol0 = gpu_special(g, "%ctaid.z");
+		gpu_op3(g, PTX_MUL, ".lo.s64", po_r(g->vcol0), po_r(g->vcol0), po_i(g->s->DV));
+	}
 	gpu_lane_ids(g);
 }

@@ -56,6 +56,12 @@ void gpu_epilogue(KernelGen *g, TileState *t)
 	PReg q = gpu_reg(g, PC_B64), lead = gpu_reg(g, PC_PRED), okr[GPU_MAXRS], okl[GPU_MAXRS];
 	gpu_op3(g, PTX_AND, ".b64", po_r(q), po_r(g->lane), po_i(3));
 	gpu_op3(g, PTX_SETP, ".eq.s64", po_r(lead), po_r(q), po_i(0));
+	/* outputs per row: one lane of the quad, of the first slice of V's columns */
+	if (g->vcol0.n) {
+		PReg first = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_SETP, ".eq.s64", po_r(first), po_r(g->vcol0), po_i(0));
+		gpu_op3(g, PTX_AND, ".pred", po_r(lead), po_r(lead), po_r(first));
+	}
 	for (int h = 0; h < nrs; h++) {
 		okr[h] = gpu_reg(g, PC_PRED), okl[h] = gpu_reg(g, PC_PRED);
 		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(okr[h]), po_r(t->rows[h]), po_r(g->qext));

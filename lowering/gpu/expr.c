@@ -110,7 +110,14 @@ PReg gpu_index_value(KernelGen *g, int v)
 			return k;
 		}
 		return g->col;
-	case 'e': return g->col;
+	case 'e':
+		/* g->col counts the CTA's own columns: its slice's start added */
+		if (g->vcol0.n) {
+			PReg e = gpu_reg(g, PC_B64);
+			gpu_op3(g, PTX_ADD, ".s64", po_r(e), po_r(g->col), po_r(g->vcol0));
+			return e;
+		}
+		return g->col;
 	case 'g': return g->grid[g->p->cls[g->node][v]];
 	default: return iconst(g, 0); /* not reachable for shapes gpu_shape accepts */
 	}

@@ -190,7 +190,13 @@ typedef struct KernelShape {
 	/* the K read whose tiles a V read repeats (its copies are K's), or -1 */
 	int vk[GPU_MAXG];
 	int gathers; /* some Q, K or V read is (the targets that take it) */
+	/* the value columns a CTA computes: V's width, or a slice of it where
+	** V is wider than the accumulators hold (absorbed MLA's 512) */
 	long DV;
+	/* the slices of V's columns (1: none): launch z index k computes
+	** columns [k DV, (k + 1) DV), the scores again in every slice, and
+	** only slice 0 stores the outputs per row */
+	int vslices;
 	/* the target's tile-size choice: 0 its first, others after ptxas spilled
 	** (GpuTarget.retune) */
 	int tiling;
@@ -321,6 +327,7 @@ typedef struct KernelGen {
 	PReg lane, warp; /* b64, re-read from %tid.x where needed (gpu_lane_ids) */
 	PReg q0, qext;   /* the CTA's first query row; the query extent (its group's end) */
 	PReg sext;       /* the key extent */
+	PReg vcol0;      /* b64 first value column of the CTA's slice (none: vslices 1) */
 	int row_blocks;  /* m16 row blocks per warp: 1 or 2 (GpuTarget.row_blocks) */
 	int cta_rows;    /* query rows per CTA: gpu_warps(t) * 16 * row_blocks */
 	int bn, nel;     /* keys per tile (GpuTarget.block_n); score elements per

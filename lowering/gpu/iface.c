@@ -690,13 +690,16 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			"\t(void)sizes;\n\tif (part)\n\t\treturn attnrt_launch(&%s_kernel_part, "
 			"(unsigned)gx, (unsigned)gy, pz, stream, args);\n",
 			n);
+	int vz = im->info[idx].vslices > 1 ? im->info[idx].vslices : 1;
 	if (im->info[idx].persistent || (ai && ai->persistent)) {
 		persistent_grid(o, im->info[idx].persistent, ai && ai->persistent, ai != NULL);
-		fputs("\treturn attnrt_launch(kern, lx, ly, 1, stream, args);\n}\n", o);
+		fprintf(o, "\treturn attnrt_launch(kern, lx, ly, %d, stream, args);\n}\n", vz);
 	} else {
-		fputs("\treturn attnrt_launch(kern, (unsigned)gx, (unsigned)gy, 1, stream, "
-		      "args);\n}\n",
-		      o);
+		/* z: the slices of V's columns (KernelShape.vslices) */
+		fprintf(o,
+			"\treturn attnrt_launch(kern, (unsigned)gx, (unsigned)gy, %d, stream, "
+			"args);\n}\n",
+			vz);
 	}
 	if (parts) {
 		iface_part_functions(o, c, p);

@@ -480,6 +480,13 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		const char *why = rows ? NULL : c->prologue ? why_rows : gpu_shape(&a, p, &s);
 		if (!why && t->refusal && !rows)
 			why = t->refusal(p, &s);
+		if (!why && parts && !rows && s.vslices > 1)
+			why =
+			    arena_printf(&a,
+					 "V's %ld columns are computed in %d slices of %ld, which "
+					 "the entry of partial states (--parts) does not take yet; "
+					 "without --parts it compiles",
+					 s.DV * s.vslices, s.vslices, s.DV);
 		if (why) {
 			/* at the statement the refusal is about, where there is one */
 			SrcLoc at = s.why_node >= 0 ? ((const Node *)p->c->nodes.v[s.why_node])->loc
@@ -548,6 +555,7 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			info[i].part_cta_bytes = part_cta_bytes;
 			info[i].streamk = skw[i].text != NULL;
 			info[i].persistent = s.persistent;
+			info[i].vslices = rows ? 1 : s.vslices;
 			memcpy(info[i].tmap, s.tmap, sizeof s.tmap);
 			if (s.pack && s.pack->kind == EX_INT)
 				info[i].pack = s.pack->ival;

@@ -73,35 +73,20 @@ static const Expr *strip(const Expr *e)
 	return e;
 }
 
-/* The size of a compile-time extent written as an expression (DL + DR),
-** for messages only: the kernels take a fixed dim or a literal, as above;
-** 0 when it depends on a runtime dim. */
-static long folded_extent(const Expr *e)
+/* Why a head dimension is refused, for the GPU's reason. */
+static const char *head_dim_reason(Arena *a, const Node *n, const char *what, const Expr *ext,
+				   long most)
 {
-	if (e->kind == EX_BINOP && (e->op == OP_ADD || e->op == OP_MUL)) {
-		long a = folded_extent(e->args[0]), b = folded_extent(e->args[1]);
-		return a > 0 && b > 0 ? (e->op == OP_ADD ? a + b : a * b) : 0;
-	}
-	return expr_fixed_extent(e);
-}
-
-/* Why a head dimension is refused, for the GPU's reason: wide heads
-** (absorbed MLA reads 576 and 512) say so, and name the way that runs them. */
-static const char *head_dim_reason(Arena *a, const Node *n, const char *what, const Expr *ext)
-{
-	long size = folded_extent(ext);
+	long size = expr_fixed_extent(ext);
 	if (size <= 0)
 		return arena_printf(a,
 				    "%s: the %s dimension must be a compile-time multiple of 32 up "
-				    "to 256, not a runtime size",
-				    node_what(a, n), what);
+				    "to %ld, not a runtime size",
+				    node_what(a, n), what, most);
 	return arena_printf(a,
 			    "%s: the %s dimension has %ld values; the GPU kernels take a "
-			    "compile-time multiple of 32 up to 256%s",
-			    node_what(a, n), what, size,
-			    size > 256 ? " (wide heads, such as absorbed MLA's 576 and 512, are "
-					 "not tiled yet; --target=cpu runs it)"
-				       : "");
+			    "compile-time multiple of 32 up to %ld",
+			    node_what(a, n), what, size, most);
 }
 
 /* Free classes of node i: returns a bit set of kinds q, s, x. */
@@ -204,12 +189,16 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 		if (expr_vars(x) & (1ull << evar))
 			continue;
 		long dv = expr_fixed_extent(n->vars[evar].extent);
-		if (dv <= 0 || dv % 32 || dv > 256)
-			return head_dim_reason(a, n, "value", n->vars[evar].extent);
+		int slices = plan_value_slices(dv);
+		if (!slices)
+			return head_dim_reason(a, n, "value", n->vars[evar].extent,
+					       (long)PLAN_MAX_DV * PLAN_MAX_VSLICES);
 		if (s->npv == GPU_MAXG)
 			return "more than two contractions with V";
-		if (s->DV && s->DV != dv)
+		if (s->DV && s->DV * s->vslices != dv)
 			return "contractions with V of different widths";
+		dv /= slices;
+		s->vslices = slices;
 		int ec = p->cls[i][evar];
 		if (s->ecls >= 0 && s->ecls != ec && s->ecls2 >= 0 && s->ecls2 != ec)
 			return "contractions with V over more than two value indices";
@@ -321,8 +310,8 @@ static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 		return arena_printf(a, "%s: the tile contraction must be a product of two inputs",
 				    node_what(a, n));
 	long D = expr_fixed_extent(n->vars[d].extent);
-	if (D <= 0 || D % 32 || D > 256)
-		return head_dim_reason(a, n, "contracted", n->vars[d].extent);
+	if (D <= 0 || D % 32 || D > PLAN_MAX_DQK)
+		return head_dim_reason(a, n, "contracted", n->vars[d].extent, PLAN_MAX_DQK);
 	for (int side = 0; side < 2; side++) {
 		const Expr *qa = strip(b->args[side]), *kb = strip(b->args[!side]);
 		int qg = 0, kg = 0;
@@ -358,15 +347,16 @@ int gpu_vread_node(const KernelShape *s, int v)
 }
 
 /* The K read that V read v repeats, or -1 (KernelShape.vk): the same rows
-** (gpu_same_rows) of the same width, neither through a gather (a
-** backward's kernels read Q and dO as the keys of one contraction and
-** the values of another). */
+** (gpu_same_rows), V's columns the first of K's, neither through a gather
+** (a backward's kernels read Q and dO as the keys of one contraction and
+** the values of another; absorbed MLA's values are the first 512 of the
+** keys' 576 columns). */
 static int shared_k(const KernelShape *s, int v)
 {
 	int nv = gpu_vread_node(s, v);
 	for (int k = 0; k < s->nqk && nv >= 0 && !s->vgather[v]; k++) {
 		int nk = gpu_gemm_node(s, s->p->c->nodes.n, SN_GEMM1, k);
-		if (nk >= 0 && s->qk[k].D == s->DV && !s->qk[k].bgather &&
+		if (nk >= 0 && s->qk[k].D >= s->DV * s->vslices && !s->qk[k].bgather &&
 		    gpu_same_rows(s->p, nk, s->qk[k].b, nv, s->vreads[v]))
 			return k;
 	}
@@ -376,6 +366,7 @@ static int shared_k(const KernelShape *s, int v)
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 {
 	memset(s, 0, sizeof *s);
+	s->vslices = 1;
 	s->p = p, s->qcls = s->scls = s->ecls = s->ecls2 = s->why_node = -1;
 	if (p->stream < 0)
 		return "no streamed index";

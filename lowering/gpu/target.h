@@ -56,6 +56,7 @@ typedef struct GpuKernelInfo {
 	/* NAME_fwd's CTAs each take work tiles in turn (KernelShape.persistent):
 	** the launcher starts no more of them than the device runs at once */
 	int persistent;
+	int vslices; /* launches nctaid.z = vslices slices of V's columns (KernelShape) */
 } GpuKernelInfo;
 
 enum { GPU_MAX_CUBINS = 4 };

@@ -107,9 +107,8 @@ void sm80_tile_begin(KernelGen *g, PReg buf, int keeps_true_max)
 	}
 	for (int v = 0; v < s->nvreads; v++) {
 		k8->vaddr[v] = gpu_reg(g, PC_B32);
-		gpu_op4(
-		    g, PTX_MAD, ".lo.u32", po_r(k8->vaddr[v]), po_r(buf), po_i(sm->vbuf[v]),
-		    po_r(fresh ? sm80_lane_addr(g, g->sbase, sm->v[v], sm->vs, 1) : k8->vbase[v]));
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(k8->vaddr[v]), po_r(buf), po_i(sm->vbuf[v]),
+			po_r(fresh ? sm80_v_lane_addr(g, g->sbase, v) : k8->vbase[v]));
 	}
 	gpu_op1(g, PTX_CP_WAIT, "", po_i(1));
 	gpu_op1(g, PTX_BAR, "", po_i(0));

@@ -16,14 +16,14 @@ void sm80_plan_smem(const KernelShape *s, Smem *m, int bm, int table)
 		m->q[i] = off, off += (uint32_t)bm * m->qs[i];
 		m->k[i] = off, m->kbuf[i] = GPU_BN * m->ks[i], off += 2 * m->kbuf[i];
 	}
-	m->vs = (uint32_t)(s->DV * 2 + 16);
 	for (int i = 0; i < s->nvreads; i++) {
 		int k = m->vk[i] = s->vk[i];
 		if (k >= 0) {
-			m->v[i] = m->k[k], m->vbuf[i] = m->kbuf[k];
+			m->v[i] = m->k[k], m->vbuf[i] = m->kbuf[k], m->vs[i] = m->ks[k];
 			continue;
 		}
-		m->v[i] = off, m->vbuf[i] = GPU_BN * m->vs, off += 2 * m->vbuf[i];
+		m->vs[i] = (uint32_t)(s->DV * 2 + 16);
+		m->v[i] = off, m->vbuf[i] = GPU_BN * m->vs[i], off += 2 * m->vbuf[i];
 	}
 	m->kvend = off;
 	m->xs = (uint32_t)(GPU_BN * 2 + 16);
@@ -373,8 +373,15 @@ int sm80_setup_loads(KernelGen *g, int table)
 			if (s->node[i].kind == SN_GEMM2 && s->pv[s->node[i].gemm].vslot == v)
 				node = i;
 		tile_load_setup(g, &k8->lv[v], node, s->vreads[v], s->scls, GPU_BN, s->DV, sm->v[v],
-				sm->vs, sbase, tid, s->vgather[v]);
-		k8->vaddr[v] = sm80_lane_addr(g, sbase, sm->v[v], sm->vs, 1);
+				sm->vs[v], sbase, tid, s->vgather[v]);
+		if (g->vcol0.n) { /* the CTA's slice of V's columns, 2-byte elements */
+			TileLoad *L = &k8->lv[v];
+			gpu_op4(g, PTX_MAD, ".lo.s64", po_r(L->base), po_r(g->vcol0), po_i(2),
+				po_r(L->base));
+			gpu_op4(g, PTX_MAD, ".lo.s64", po_r(L->baseoff), po_r(g->vcol0), po_i(2),
+				po_r(L->baseoff));
+		}
+		k8->vaddr[v] = sm80_v_lane_addr(g, sbase, v);
 	}
 	if (!qlate)
 		gpu_op0(g, PTX_CP_COMMIT, "");

@@ -36,6 +36,22 @@ PReg sm80_lane_addr(KernelGen *g, PReg sbase, uint32_t soff, uint32_t stride, in
 	return lm_addr(g, sbase, soff, stride, gpu_u32(g, row), gpu_u32(g, cb));
 }
 
+/* The lane part of V read v's ldmatrix addresses in buffer 0, at the
+** first column of the CTA's slice of V's columns (KernelShape.vslices):
+** where V's tiles are K's (absorbed MLA), its columns start within K's
+** rows. */
+PReg sm80_v_lane_addr(KernelGen *g, PReg sbase, int v)
+{
+	const Smem *sm = &sm80_of(g)->sm;
+	PReg a = sm80_lane_addr(g, sbase, sm->v[v], sm->vs[v], 1);
+	if (sm->vk[v] >= 0 && g->vcol0.n) {
+		PReg b = gpu_reg(g, PC_B32), c = gpu_u32(g, g->vcol0);
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(b), po_r(c), po_i(2), po_r(a));
+		a = b;
+	}
+	return a;
+}
+
 static void q_frag(KernelGen *g, const QFrag *q, int m, int kk, PReg out[4])
 {
 	if (q->inregs) {
@@ -168,7 +184,7 @@ void sm80_contract_pv(KernelGen *g, int i, const PReg *x)
 			}
 		/* V fragments by ldmatrix.trans: row j = kk*16 + (mi&1)*8 + r, col e = ep*16 + (mi>>1)*8 */
 		for (int ep = 0; ep < net / 2; ep++) {
-			int32_t off = (int32_t)(kk * 16 * sm->vs + ep * 32);
+			int32_t off = (int32_t)(kk * 16 * sm->vs[pv->vslot] + ep * 32);
 			PReg b[4];
 			for (int q = 0; q < 4; q++)
 				b[q] = gpu_reg(g, PC_B32);

@@ -17,9 +17,9 @@
 enum { SM80_TILING_FIRST, SM80_TILING_ROWS64, SM80_TILING_JOINT_KV };
 
 typedef struct Smem {
-	uint32_t q[GPU_MAXG], k[GPU_MAXG], v[GPU_MAXG]; /* byte offsets */
-	uint32_t kbuf[GPU_MAXG], vbuf[GPU_MAXG];        /* bytes between the two buffers */
-	uint32_t qs[GPU_MAXG], ks[GPU_MAXG], vs;        /* row strides (bytes) */
+	uint32_t q[GPU_MAXG], k[GPU_MAXG], v[GPU_MAXG];    /* byte offsets */
+	uint32_t kbuf[GPU_MAXG], vbuf[GPU_MAXG];           /* bytes between the two buffers */
+	uint32_t qs[GPU_MAXG], ks[GPU_MAXG], vs[GPU_MAXG]; /* row strides (bytes) */
 	/* the K read whose buffers a V read shares (the same rows of the same
 	** tensor: a backward's Q and dO, read as both), or -1 */
 	int vk[GPU_MAXG];
@@ -104,6 +104,7 @@ void sm80_copy_wait(KernelGen *g, int n);
 
 /* mma.c */
 PReg sm80_lane_addr(KernelGen *g, PReg sbase, uint32_t soff, uint32_t stride, int transposed);
+PReg sm80_v_lane_addr(KernelGen *g, PReg sbase, int v);
 void sm80_q_frags(KernelGen *g);
 void sm80_contract_qk(KernelGen *g, int node);
 void sm80_contract_pv(KernelGen *g, int node, const PReg *p);

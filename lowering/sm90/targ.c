@@ -32,6 +32,9 @@ const char *sm90_refusal(const Plan *p, const KernelShape *s)
 	if (!gpu_cross_mappable(p, s))
 		return "a sum over the CTA's rows whose output has more than 5 dimensions or no "
 		       "dimension of the streamed rows has no tensor map to add through";
+	if (s->vslices > 1 || s->qk[0].D > 256 || (s->nqk > 1 && s->qk[1].D > 256))
+		return "wide heads (a contraction over more than 256 columns, or V's columns in "
+		       "slices) are not yet taken by sm_90a; --target=sm_80 takes them";
 	int maps = 2 * s->nqk + s->ncross;
 	for (int v = 0; v < s->nvreads; v++)
 		maps += s->vk[v] < 0;

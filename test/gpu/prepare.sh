@@ -109,6 +109,8 @@ sink gpt_oss_sink B=2,H=3,N=140 B=1,H=1,N=1
 sigmoid sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1
 diff diff_attn B=2,H=2,N=120 B=1,H=1,N=1 B=1,H=2,N=1,lam=0.9995 B=1,H=2,N=40,lam=0.9995
 mla mla B=2,H=2,N=140 B=1,H=1,N=1 B=1,H=2,N=700,ramp=4
+mla_wide mla B=2,H=2,N=140 B=1,H=1,N=1 B=1,H=2,N=300,ramp=4 B=1,H=2,N=65,param0=-0.2
+mla_absorbed mla_absorbed B=2,H=16,M=300 B=1,H=1,M=1 B=3,H=128,M=700,ramp=8 B=1,H=70,M=2100 B=2,H=16,M=64,param0=-0.1 --int kv_len=0:2100
 decode decode B=2,HKV=2,G=4,M=300 B=1,HKV=2,G=8,M=900,ramp=8 B=1,HKV=3,G=8,M=1 B=3,HKV=1,G=1,M=70 B=1,HKV=2,G=80,M=130 --int kv_len=0:300
 multi gqa_groups B=2,HKV=2,G=4,N=130 B=1,HKV=1,G=8,N=1 B=1,HKV=3,G=1,N=65
 full_d64 full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=900,ramp=8
@@ -174,6 +176,11 @@ while read -r file casc rest; do
 		sed -e 's# where j <= i;#;#' -e 's/^attention causal /attention selfattn /' \
 			examples/causal.attn > "$src"
 		;;
+	mla_wide)
+		# mla.attn with V 512 wide: its own tiles, its columns in two slices
+		src="$DIR/src/$file.attn"
+		sed -e 's/DV = 128;/DV = 512;/' examples/mla.attn > "$src"
+		;;
 	gather_q)
 		# Q's rows read through a gather (the lit test's input)
 		src=test/lit/ptx/Inputs/gather_q.attn
@@ -207,8 +214,14 @@ while read -r file casc rest; do
 		;;
 	esac
 	if ! "$ATTNC" --target="$TARGET" $parts_opt "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
-		echo "skip $file: $(head -1 "$DIR/gen/$file.err")"
-		continue
+		# wide values (absorbed MLA's 512) in slices have no entry of
+		# partial states yet: the example runs without it
+		if ! grep -q "slices of" "$DIR/gen/$file.err" ||
+			! "$ATTNC" --target="$TARGET" "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
+			echo "skip $file: $(head -1 "$DIR/gen/$file.err")"
+			continue
+		fi
+		echo "$file: without --parts (V's columns in slices)"
 	fi
 	"$ATTNC" --target=cpu --emit=c "$src" -o "$DIR/gen/${file}_cpu.c"
 	ints=""

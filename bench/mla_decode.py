@@ -1,0 +1,143 @@
+"""Absorbed MLA decode: attnc's wide-head kernel against PyTorch, in one process.
+
+Runs on the GPU machine from the folder bench/prepare.sh filled (gen/mla_absorbed.c:
+examples/mla_absorbed.attn compiled for the default bundle, without --parts, whose
+partial states do not take V's columns in slices yet; runtime sources in runtime/).
+One query token per sequence and H query heads attend to one latent head: keys are
+the cache rows KV[b, j, 0:576], values their first 512 columns, keys j < kv_len[b].
+attnc's kernel keeps 64 heads per CTA and computes V's 512 columns in two slices of
+256, one CTA each, each computing the scores again (docs/gpu.md, wide heads).
+
+Anchors on the same tensors: SDPA (whichever backend takes 576/512 with one K/V
+head, enable_gqa) and the eager product softmax(q K^T s) V in bf16 (what a user
+without FlashMLA writes). FlashMLA itself is not installed on the device.
+Bandwidth counts the cache bytes a step must read once, 2 * 576 * sum(kv_len), over
+the median time; the copy ceiling is a device-to-device copy of 2 GiB. TFLOP/s
+counts 2 * H * sum(kv_len) * (576 + 512). Every attnc output is checked against
+the eager product in f32 (rel L2 below 1e-2).
+
+usage: python3 mla_decode.py    writes mla_decode.json and mla_decode.txt under $OUT
+"""
+import ctypes
+import json
+import os
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from decode import bench  # noqa: E402  (its soak and median)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.environ.get("OUT", "/tmp/out")
+DL, DR = 512, 64
+rows = []
+
+
+def rec(**kw):
+    rows.append(kw)
+    print(json.dumps(kw), flush=True)
+
+
+def library():
+    so = os.path.join(HERE, "lib", "mla_absorbed.so")
+    os.makedirs(os.path.dirname(so), exist_ok=True)
+    rt = [os.path.join(HERE, "runtime", f) for f in os.listdir(os.path.join(HERE, "runtime"))
+          if f.endswith(".c")]
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-D_GNU_SOURCE",
+                    "-I" + os.path.join(HERE, "runtime"),
+                    os.path.join(HERE, "gen", "mla_absorbed.c")] + rt +
+                   ["-ldl", "-lpthread", "-lm", "-o", so], check=True)
+    lib = ctypes.CDLL(so)
+    lib.mla_absorbed_launch_generic.restype = ctypes.c_int
+    lib.attnrt_last_error.restype = ctypes.c_char_p
+    return lib
+
+
+def eager(q, KV, lens, scale):
+    """softmax(q K^T scale) V per sequence, masked past kv_len (bf16 products)."""
+    s = torch.einsum("bhd,bjd->bhj", q, KV).float() * scale
+    j = torch.arange(KV.shape[1], device=q.device)
+    s = s.masked_fill(j[None, None, :] >= lens[:, None, None], float("-inf"))
+    p = torch.softmax(s, dim=-1).to(q.dtype)
+    return torch.einsum("bhj,bje->bhe", p, KV[:, :, :DL])
+
+
+def main():
+    lib = library()
+    stream = torch.cuda.current_stream().cuda_stream
+    scale = 192 ** -0.5
+    big = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(big)
+    ms = bench(lambda: dst.copy_(big))
+    ceiling = 2 * big.numel() / ms / 1e9
+    del big, dst
+    rec(sys="copy", tbs=round(ceiling, 3))
+    # (B, H, kv_len): DeepSeek-V3's 128 heads on one GPU and 16 under 8-way
+    # tensor parallelism, batches of 8 to 128 sequences of 4k and 8k
+    for B, H, L in [(64, 128, 4096), (8, 128, 8192), (128, 16, 4096), (32, 16, 8192), (4, 128, 4096)]:
+        torch.manual_seed(B * 7 + H)
+        q = torch.randn(B, H, DL + DR, device="cuda", dtype=torch.bfloat16)
+        KV = torch.randn(B, L, DL + DR, device="cuda", dtype=torch.bfloat16)
+        lens = torch.full((B,), L, dtype=torch.int32, device="cuda")
+        o = torch.full((B, H, DL), float("nan"), device="cuda", dtype=torch.bfloat16)
+        lse = torch.full((B, H), float("nan"), device="cuda", dtype=torch.float32)
+        ptrs = (ctypes.c_void_p * 5)(q.data_ptr(), KV.data_ptr(), lens.data_ptr(), o.data_ptr(),
+                                     lse.data_ptr())
+        dims = (ctypes.c_long * 5)(B, H, L, DL, DR)
+        params = (ctypes.c_double * 1)(scale)
+
+        def run():
+            rc = lib.mla_absorbed_launch_generic(ptrs, None, dims, params, ctypes.c_void_p(stream))
+            if rc:
+                raise RuntimeError(lib.attnrt_last_error().decode())
+
+        run()
+        torch.cuda.synchronize()
+        ref = eager(q.float(), KV.float(), lens, scale)
+        err = ((o.float() - ref).norm() / ref.norm()).item()
+        s = (torch.einsum("bhd,bjd->bhj", q.float(), KV.float()) * scale)
+        lse_err = ((lse - torch.logsumexp(s, -1)).abs().max()).item()
+        label = f"{B}x{L}_h{H}"
+        nbytes = 2 * (DL + DR) * B * L
+        flops = 2 * H * B * L * (DL + DR + DL)
+        t = bench(run)
+        rec(shape=label, sys="attnc", ms=round(t, 4), tbs=round(nbytes / t / 1e9, 3),
+            tflops=round(flops / t / 1e9, 1), rel_l2=err, lse_max_err=lse_err)
+        ok = err < 1e-2 and lse_err < 1e-2
+        if not ok:
+            print(f"FAIL {label}: rel_l2 {err} lse {lse_err}", flush=True)
+        te = bench(lambda: eager(q, KV, lens, scale))
+        rec(shape=label, sys="eager", ms=round(te, 4), tbs=round(nbytes / te / 1e9, 3),
+            tflops=round(flops / te / 1e9, 1))
+        q4, k4, v4 = q[:, :, None, :], KV[:, None], KV[:, None, :, :DL]
+        try:
+            ts = bench(lambda: F.scaled_dot_product_attention(q4, k4, v4, scale=scale,
+                                                              enable_gqa=True))
+            rec(shape=label, sys="sdpa", ms=round(ts, 4), tbs=round(nbytes / ts / 1e9, 3),
+                tflops=round(flops / ts / 1e9, 1))
+        except RuntimeError as e:
+            rec(shape=label, sys="sdpa", error=str(e).splitlines()[0][:120])
+        del q, KV, o, lse
+        torch.cuda.empty_cache()
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "mla_decode.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    lines = [f"{'shape':<16} {'sys':<6} {'ms':>8} {'TB/s':>7} {'TFLOP/s':>8} {'vs eager':>8} {'vs sdpa':>8}"]
+    by = {(r.get("shape"), r["sys"]): r for r in rows}
+    for r in rows:
+        if r["sys"] != "attnc":
+            continue
+        e, s = by.get((r["shape"], "eager"), {}), by.get((r["shape"], "sdpa"), {})
+        ve = f"{e['ms'] / r['ms']:.2f}" if "ms" in e else "-"
+        vs = f"{s['ms'] / r['ms']:.2f}" if "ms" in s else "-"
+        lines.append(f"{r['shape']:<16} attnc  {r['ms']:>8.4f} {r['tbs']:>7.3f} {r['tflops']:>8.1f} {ve:>8} {vs:>8}")
+    lines.append(f"copy ceiling {ceiling:.3f} TB/s")
+    open(os.path.join(OUT, "mla_decode.txt"), "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
