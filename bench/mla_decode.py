@@ -1,12 +1,14 @@
 """Absorbed MLA decode: attnc's wide-head kernel against PyTorch, in one process.
 
-Runs on the GPU machine from the folder bench/prepare.sh filled (gen/mla_absorbed.c:
-examples/mla_absorbed.attn compiled for the default bundle, without --parts, whose
-partial states do not take V's columns in slices yet; runtime sources in runtime/).
+Runs on the GPU machine from a folder with gen/mla_absorbed.c (examples/mla_absorbed.attn
+compiled for the default bundle with --parts), runtime/ (the runtime's sources),
+decode.py and rundir.sh beside this script, and build.json (commit and target).
 One query token per sequence and H query heads attend to one latent head: keys are
 the cache rows KV[b, j, 0:576], values their first 512 columns, keys j < kv_len[b].
 attnc's kernel keeps 64 heads per CTA and computes V's 512 columns in two slices of
-256, one CTA each, each computing the scores again (docs/gpu.md, wide heads).
+256, one CTA each, each computing the scores again (docs/gpu.md, wide heads). It runs
+three ways: NAME_launch (a CTA per 64 heads and slice), NAME_launch_part with the
+splits the launcher picks (split-KV) and as stream-K.
 
 Anchors on the same tensors: SDPA (whichever backend takes 576/512 with one K/V
 head, enable_gqa) and the eager product softmax(q K^T s) V in bf16 (what a user
@@ -16,7 +18,8 @@ the median time; the copy ceiling is a device-to-device copy of 2 GiB. TFLOP/s
 counts 2 * H * sum(kv_len) * (576 + 512). Every attnc output is checked against
 the eager product in f32 (rel L2 below 1e-2).
 
-usage: python3 mla_decode.py    writes mla_decode.json and mla_decode.txt under $OUT
+usage: python3 mla_decode.py    writes DATE-COMMIT-mla_decode/{meta.json,mla_decode.json,
+mla_decode.txt} under $OUT (bench/rundir.sh)
 """
 import ctypes
 import json
@@ -28,12 +31,13 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from decode import bench  # noqa: E402  (its soak and median)
+from decode import Part, bench  # noqa: E402  (the part struct; its soak and median)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.environ.get("OUT", "/tmp/out")
 DL, DR = 512, 64
 rows = []
+meta = {}
 
 
 def rec(**kw):
@@ -52,6 +56,7 @@ def library():
                    ["-ldl", "-lpthread", "-lm", "-o", so], check=True)
     lib = ctypes.CDLL(so)
     lib.mla_absorbed_launch_generic.restype = ctypes.c_int
+    lib.mla_absorbed_launch_part_generic.restype = ctypes.c_int
     lib.attnrt_last_error.restype = ctypes.c_char_p
     return lib
 
@@ -66,7 +71,16 @@ def eager(q, KV, lens, scale):
 
 
 def main():
+    env = dict(os.environ, OUT=OUT)
+    env.setdefault("DEVICE", torch.cuda.get_device_name())
+    out = subprocess.run(["sh", os.path.join(HERE, "rundir.sh"), "mla_decode", "bench/mla_decode.py"],
+                         env=env, check=True, capture_output=True, text=True).stdout.strip()
+    m = json.load(open(os.path.join(out, "meta.json")))
+    for k in ("target", "device", "commit", "date"):
+        meta[k] = m.get(k, "unknown")
     lib = library()
+    ws_bytes = 1 << 28
+    ws = torch.zeros(ws_bytes, dtype=torch.uint8, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
     scale = 192 ** -0.5
     big = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
@@ -89,26 +103,42 @@ def main():
         dims = (ctypes.c_long * 5)(B, H, L, DL, DR)
         params = (ctypes.c_double * 1)(scale)
 
-        def run():
+        def plain():
             rc = lib.mla_absorbed_launch_generic(ptrs, None, dims, params, ctypes.c_void_p(stream))
             if rc:
                 raise RuntimeError(lib.attnrt_last_error().decode())
 
-        run()
-        torch.cuda.synchronize()
+        def split_of(flags):
+            pn = Part(0, 0, 0, 0, 0, flags, ws.data_ptr(), ws_bytes, None, 0)
+
+            def run():
+                rc = lib.mla_absorbed_launch_part_generic(ptrs, None, dims, params, ctypes.byref(pn),
+                                                          ctypes.c_void_p(stream))
+                if rc:
+                    raise RuntimeError(lib.attnrt_last_error().decode())
+            return run
+
         ref = eager(q.float(), KV.float(), lens, scale)
-        err = ((o.float() - ref).norm() / ref.norm()).item()
         s = (torch.einsum("bhd,bjd->bhj", q.float(), KV.float()) * scale)
-        lse_err = ((lse - torch.logsumexp(s, -1)).abs().max()).item()
+        lref = torch.logsumexp(s, -1)
+        del s
         label = f"{B}x{L}_h{H}"
         nbytes = 2 * (DL + DR) * B * L
         flops = 2 * H * B * L * (DL + DR + DL)
-        t = bench(run)
-        rec(shape=label, sys="attnc", ms=round(t, 4), tbs=round(nbytes / t / 1e9, 3),
-            tflops=round(flops / t / 1e9, 1), rel_l2=err, lse_max_err=lse_err)
-        ok = err < 1e-2 and lse_err < 1e-2
-        if not ok:
-            print(f"FAIL {label}: rel_l2 {err} lse {lse_err}", flush=True)
+        # flags: 2 finalize, 4 stream-K (the part struct of decode.py)
+        for name, run in (("attnc", plain), ("attnc_split", split_of(2)),
+                          ("attnc_streamk", split_of(2 | 4))):
+            o.fill_(float("nan"))
+            lse.fill_(float("nan"))
+            run()
+            torch.cuda.synchronize()
+            err = ((o.float() - ref).norm() / ref.norm()).item()
+            lse_err = (lse - lref).abs().max().item()
+            t = bench(run)
+            rec(shape=label, sys=name, ms=round(t, 4), tbs=round(nbytes / t / 1e9, 3),
+                tflops=round(flops / t / 1e9, 1), rel_l2=err, lse_max_err=lse_err, **meta)
+            if not (err < 1e-2 and lse_err < 1e-2):
+                print(f"FAIL {label} {name}: rel_l2 {err} lse {lse_err}", flush=True)
         te = bench(lambda: eager(q, KV, lens, scale))
         rec(shape=label, sys="eager", ms=round(te, 4), tbs=round(nbytes / te / 1e9, 3),
             tflops=round(flops / te / 1e9, 1))
@@ -122,20 +152,21 @@ def main():
             rec(shape=label, sys="sdpa", error=str(e).splitlines()[0][:120])
         del q, KV, o, lse
         torch.cuda.empty_cache()
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "mla_decode.json"), "w") as f:
+    with open(os.path.join(out, "mla_decode.json"), "w") as f:
         json.dump(rows, f, indent=1)
-    lines = [f"{'shape':<16} {'sys':<6} {'ms':>8} {'TB/s':>7} {'TFLOP/s':>8} {'vs eager':>8} {'vs sdpa':>8}"]
+    lines = [f"{'shape':<16} {'sys':<14} {'ms':>8} {'TB/s':>7} {'TFLOP/s':>8} {'vs eager':>8} {'vs sdpa':>8}"]
     by = {(r.get("shape"), r["sys"]): r for r in rows}
     for r in rows:
-        if r["sys"] != "attnc":
+        if not r["sys"].startswith("attnc"):
             continue
         e, s = by.get((r["shape"], "eager"), {}), by.get((r["shape"], "sdpa"), {})
         ve = f"{e['ms'] / r['ms']:.2f}" if "ms" in e else "-"
         vs = f"{s['ms'] / r['ms']:.2f}" if "ms" in s else "-"
-        lines.append(f"{r['shape']:<16} attnc  {r['ms']:>8.4f} {r['tbs']:>7.3f} {r['tflops']:>8.1f} {ve:>8} {vs:>8}")
+        lines.append(f"{r['shape']:<16} {r['sys']:<14} {r['ms']:>8.4f} {r['tbs']:>7.3f} "
+                     f"{r['tflops']:>8.1f} {ve:>8} {vs:>8}")
     lines.append(f"copy ceiling {ceiling:.3f} TB/s")
-    open(os.path.join(OUT, "mla_decode.txt"), "w").write("\n".join(lines) + "\n")
+    lines.append(f"{meta['device']}, {meta['date']}, commit {meta['commit']}, target {meta['target']}")
+    open(os.path.join(out, "mla_decode.txt"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -336,6 +336,16 @@ void gpu_decode_grid(KernelGen *g)
 	g->grid = ARENA_ARRAY(g->a, PReg, p->nclasses + 1);
 	PReg qt = gpu_reg(g, PC_B64), rest = gpu_reg(g, PC_B64);
 	launch_order(g, qt, rest);
+	if (g->s->vslices > 1) {
+		/* y's fastest part is the slice of V's columns (KernelShape.vslices),
+		** so that split-KV's parts and their states keep a CTA per slice */
+		PReg r32 = gpu_u32(g, rest), sl = gpu_reg(g, PC_B32), q = gpu_reg(g, PC_B32);
+		gpu_op3(g, PTX_REM, ".u32", po_r(sl), po_r(r32), po_i(g->s->vslices));
+		gpu_op3(g, PTX_DIV, ".u32", po_r(q), po_r(r32), po_i(g->s->vslices));
+		g->vcol0 = gpu_reg(g, PC_B64), rest = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_MUL, ".wide.u32", po_r(g->vcol0), po_r(sl), po_i(g->s->DV));
+		gpu_op2(g, PTX_CVT, ".u64.u32", po_r(rest), po_r(q));
+	}
 	g->q0 = gpu_reg(g, PC_B64);
 	gpu_op3(g, PTX_MUL, ".lo.s64", po_r(g->q0), po_r(qt), po_i(g->cta_rows));
 	PReg gend = {0};
@@ -380,9 +390,5 @@ void gpu_decode_grid(KernelGen *g)
 	g->sext = class_extent(g, g->s->scls);
 	if (g->s->parts)
 		parts_grid(g);
-	if (g->s->vslices > 1) {
-		g->vcol0 = gpu_special(g, "%ctaid.z");
-		gpu_op3(g, PTX_MUL, ".lo.s64", po_r(g->vcol0), po_r(g->vcol0), po_i(g->s->DV));
-	}
 	gpu_lane_ids(g);
 }

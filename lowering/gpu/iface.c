@@ -565,6 +565,8 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		iface_dim_expr(o, p->classes[k].extent);
 		fputs(";\n", o);
 	}
+	if (im->info[idx].vslices > 1) /* y's fastest part: the slices of V's columns */
+		fprintf(o, "\tgy *= %d;\n", im->info[idx].vslices);
 	fputs("\tlong qext = ", o);
 	if (qc >= 0)
 		iface_dim_expr(o, p->classes[qc].extent);
@@ -690,16 +692,13 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			"\t(void)sizes;\n\tif (part)\n\t\treturn attnrt_launch(&%s_kernel_part, "
 			"(unsigned)gx, (unsigned)gy, pz, stream, args);\n",
 			n);
-	int vz = im->info[idx].vslices > 1 ? im->info[idx].vslices : 1;
 	if (im->info[idx].persistent || (ai && ai->persistent)) {
 		persistent_grid(o, im->info[idx].persistent, ai && ai->persistent, ai != NULL);
-		fprintf(o, "\treturn attnrt_launch(kern, lx, ly, %d, stream, args);\n}\n", vz);
+		fputs("\treturn attnrt_launch(kern, lx, ly, 1, stream, args);\n}\n", o);
 	} else {
-		/* z: the slices of V's columns (KernelShape.vslices) */
-		fprintf(o,
-			"\treturn attnrt_launch(kern, (unsigned)gx, (unsigned)gy, %d, stream, "
-			"args);\n}\n",
-			vz);
+		fputs("\treturn attnrt_launch(kern, (unsigned)gx, (unsigned)gy, 1, stream, "
+		      "args);\n}\n",
+		      o);
 	}
 	if (parts) {
 		iface_part_functions(o, c, p);

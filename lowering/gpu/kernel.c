@@ -480,13 +480,6 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		const char *why = rows ? NULL : c->prologue ? why_rows : gpu_shape(&a, p, &s);
 		if (!why && t->refusal && !rows)
 			why = t->refusal(p, &s);
-		if (!why && parts && !rows && s.vslices > 1)
-			why =
-			    arena_printf(&a,
-					 "V's %ld columns are computed in %d slices of %ld, which "
-					 "the entry of partial states (--parts) does not take yet; "
-					 "without --parts it compiles",
-					 s.DV * s.vslices, s.vslices, s.DV);
 		if (why) {
 			/* at the statement the refusal is about, where there is one */
 			SrcLoc at = s.why_node >= 0 ? ((const Node *)p->c->nodes.v[s.why_node])->loc
