@@ -129,6 +129,9 @@ void plan_note(Plan *p, Arena *a, SrcLoc loc, const char *fmt, ...)
 ** T[.., x / G, x % G, ..] is computed over x instead (one grid index space
 ** for GQA written as O[b, hk*G+g, ..]); called first by plan_rewrite. */
 void plan_reindex(Arena *a, Plan *p);
+/* compiler/onehot.c: R6, a reduction whose filter pins its index to one
+** value (k == e) becomes the read at k = e. */
+void plan_onehot(Arena *a, Plan *p);
 
 /* compiler/cascade_clone.c: a deep copy whose tensors and nodes can be
 ** changed without touching the original (dims and params are shared). */

@@ -26,7 +26,9 @@
 **           - 2 sum[d](q k) + sum[d](k k), becomes one contraction per set
 **           of indices: the tensor cores take q . k, and the sums per row
 **           and per key run before the stream (compiler/pass_split.c).
-** R1, R3 and R5 rewrite the IR (meaning preserved); R2 is recorded in the
+**   R6      one term (compiler/onehot.c): sum[k](T[k] where k == e) is the
+**           read T[e] where e lies in k's range, else the identity.
+** R1, R3, R5 and R6 rewrite the IR (meaning preserved); R2 is recorded in the
 ** plan (which node reads which running value, and with what rescale).
 */
 #include <math.h>
@@ -986,6 +988,7 @@ void plan_rewrite(Arena *a, Plan *p)
 	if (p->stream < 0)
 		return;
 	plan_reindex(a, p);
+	plan_onehot(a, p);
 	cse(a, p);
 	plan_classes(a, p);
 	split_all(a, p);

@@ -105,6 +105,8 @@ relpos_bias relpos_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1
 cosine cosine B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=8 B=2,H=2,N=129,M=64
 gaussian gaussian B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4 B=2,H=2,N=129,M=64,param0=0.5
 t5_bias t5_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=150,M=700,ramp=8 B=1,H=2,N=300,M=300,param0=1.0
+t5_onehot t5_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=150,M=700,ramp=8
+onehot onehot B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=150,M=700,ramp=8
 sink gpt_oss_sink B=2,H=3,N=140 B=1,H=1,N=1
 sigmoid sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1
 diff diff_attn B=2,H=2,N=120 B=1,H=1,N=1 B=1,H=2,N=1,lam=0.9995 B=1,H=2,N=40,lam=0.9995
@@ -180,6 +182,17 @@ while read -r file casc rest; do
 		# mla.attn with V 512 wide: its own tiles, its columns in two slices
 		src="$DIR/src/$file.attn"
 		sed -e 's/DV = 128;/DV = 512;/' examples/mla.attn > "$src"
+		;;
+	t5_onehot)
+		# t5_bias.attn with its table read by a sum over the buckets with one
+		# term (compiler/onehot.c, R6: the read at the bucket)
+		src="$DIR/src/$file.attn"
+		sed -e 's/^  S\[b, h, i, j\] = \(.*\) + bucket_bias\[h, bucket\[i, j\]\];$/  bias[h, i, j] = sum[k](bucket_bias[h, k] where k == bucket[i, j]);\n  S[b, h, i, j] = \1 + bias[h, i, j];/' \
+			examples/t5_bias.attn > "$src"
+		;;
+	onehot)
+		# the lit test's input: buckets out of range and a second conjunct
+		src=test/lit/compiler/Inputs/onehot.attn
 		;;
 	gather_q)
 		# Q's rows read through a gather (the lit test's input)
