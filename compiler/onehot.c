@@ -75,11 +75,15 @@ static int pin(Arena *a, Plan *p, Node *x)
 	Expr **sub = ARENA_ARRAY(a, Expr *, nv + 1);
 	for (int v = 0; v < x->nfree; v++)
 		sub[v] = expr_index(a, v);
-	sub[kv] = e;
+	/* the reads take e clamped into k's range: a select may evaluate both
+	** of its arms (the GPU's does), and a read outside its tensor is a
+	** fault even where its value is not chosen */
+	Expr *ext = x->vars[kv].extent;
+	sub[kv] = expr_binop(a, OP_MIN, expr_binop(a, OP_MAX, expr_copy(a, e), expr_int(a, 0)),
+			     expr_binop(a, OP_SUB, expr_copy(a, ext), expr_int(a, 1)));
 	/* 0 <= e < extent(k), and the rest of the filter at k = e */
-	Expr *ok =
-	    expr_binop(a, OP_AND, expr_binop(a, OP_LE, expr_int(a, 0), expr_copy(a, e)),
-		       expr_binop(a, OP_LT, expr_copy(a, e), expr_copy(a, x->vars[kv].extent)));
+	Expr *ok = expr_binop(a, OP_AND, expr_binop(a, OP_LE, expr_int(a, 0), expr_copy(a, e)),
+			      expr_binop(a, OP_LT, expr_copy(a, e), expr_copy(a, ext)));
 	if (rest)
 		ok = expr_binop(a, OP_AND, ok, expr_subst(a, rest, sub, nv));
 	Expr *s = expr_new(a, EX_SELECT, x->out->type, x->loc);
