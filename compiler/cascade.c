@@ -576,7 +576,7 @@ static void print_float(FILE *out, double v)
 {
 	if (isinf(v))
 		fputs(v < 0 ? "-inf" : "inf", out);
-	else if (v == (double)(long)v && fabs(v) < 1e15)
+	else if (fabs(v) < 1e15 && v == (double)(long)v) /* the cast only in range */
 		fprintf(out, "%.1f", v);
 	else
 		fprintf(out, "%.9g", v);
