@@ -250,14 +250,21 @@ def paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nby
         torch.cuda.empty_cache()
 
 
-def main():
+def run_folder(kind, what, into):
+    """The run's folder under $OUT (rundir.sh: DATE-COMMIT-KIND with its
+    meta.json), its target, device, commit and date copied into `into`."""
     env = dict(os.environ, OUT=OUT)
     env.setdefault("DEVICE", torch.cuda.get_device_name())
-    run = subprocess.run(["sh", os.path.join(HERE, "rundir.sh"), "decode", "bench/decode.py"],
+    run = subprocess.run(["sh", os.path.join(HERE, "rundir.sh"), kind, what],
                          env=env, check=True, capture_output=True, text=True).stdout.strip()
     m = json.load(open(os.path.join(run, "meta.json")))
     for k in ("target", "device", "commit", "date"):
-        meta[k] = m.get(k, "unknown")
+        into[k] = m.get(k, "unknown")
+    return run
+
+
+def main():
+    run = run_folder("decode", "bench/decode.py", meta)
     libs = [("attnc", library())]
     # the same cascade compiled for sm_80 alone (gen/decode80.c), where present:
     # which of the bundle's images decodes faster

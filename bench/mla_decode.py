@@ -24,17 +24,14 @@ mla_decode.txt} under $OUT (bench/rundir.sh)
 import ctypes
 import json
 import os
-import subprocess
 import sys
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from decode import Part, bench  # noqa: E402  (the part struct; its soak and median)
+from decode import Part, bench, library, run_folder  # noqa: E402  (decode.py's helpers)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.environ.get("OUT", "/tmp/out")
 DL, DR = 512, 64
 rows = []
 meta = {}
@@ -43,22 +40,6 @@ meta = {}
 def rec(**kw):
     rows.append(kw)
     print(json.dumps(kw), flush=True)
-
-
-def library():
-    so = os.path.join(HERE, "lib", "mla_absorbed.so")
-    os.makedirs(os.path.dirname(so), exist_ok=True)
-    rt = [os.path.join(HERE, "runtime", f) for f in os.listdir(os.path.join(HERE, "runtime"))
-          if f.endswith(".c")]
-    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-D_GNU_SOURCE",
-                    "-I" + os.path.join(HERE, "runtime"),
-                    os.path.join(HERE, "gen", "mla_absorbed.c")] + rt +
-                   ["-ldl", "-lpthread", "-lm", "-o", so], check=True)
-    lib = ctypes.CDLL(so)
-    lib.mla_absorbed_launch_generic.restype = ctypes.c_int
-    lib.mla_absorbed_launch_part_generic.restype = ctypes.c_int
-    lib.attnrt_last_error.restype = ctypes.c_char_p
-    return lib
 
 
 def eager(q, KV, lens, scale):
@@ -71,14 +52,8 @@ def eager(q, KV, lens, scale):
 
 
 def main():
-    env = dict(os.environ, OUT=OUT)
-    env.setdefault("DEVICE", torch.cuda.get_device_name())
-    out = subprocess.run(["sh", os.path.join(HERE, "rundir.sh"), "mla_decode", "bench/mla_decode.py"],
-                         env=env, check=True, capture_output=True, text=True).stdout.strip()
-    m = json.load(open(os.path.join(out, "meta.json")))
-    for k in ("target", "device", "commit", "date"):
-        meta[k] = m.get(k, "unknown")
-    lib = library()
+    out = run_folder("mla_decode", "bench/mla_decode.py", meta)
+    lib = library("mla_absorbed", "mla_absorbed")
     ws_bytes = 1 << 28
     ws = torch.zeros(ws_bytes, dtype=torch.uint8, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
