@@ -69,20 +69,52 @@ static void bind_uses(UF *u, const int *off, const Expr *e, int *first, const in
 		bind_uses(u, off, e->args[i], first, user);
 }
 
+/* Whether tensor t is computed through a reduction (its own or one it
+** reads): S = sum[d](Q K) is, a feature map elu(Q) + 1 is not. A map of
+** the inputs alone is an input expression written apart, like float(Q). */
+static int expr_reads_reduced(const Expr *e);
+static int reduced_above(const Tensor *t)
+{
+	if (!t->def)
+		return 0;
+	if (t->def->nred)
+		return 1;
+	return expr_reads_reduced(t->def->body) || expr_reads_reduced(t->def->filter);
+}
+
+/* Whether expression e reads a temporary that reduced_above holds for. */
+static int expr_reads_reduced(const Expr *e)
+{
+	if (!e)
+		return 0;
+	if (e->kind == EX_ACCESS && reduced_above(e->tensor))
+		return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (expr_reads_reduced(e->args[i]))
+			return 1;
+	return 0;
+}
+
 /* A reduced variable that subscripts a temporary (or an output computed in
-** the cascade) marks its class as a candidate stream. */
+** the cascade) marks its class as a candidate stream: 2 where that
+** temporary is computed through a reduction (the scores), 1 where it is a
+** map of the inputs alone (a feature map's elu(Q) + 1, read over the head
+** dim d: linear attention's d would otherwise win the count below and be
+** streamed, with N x N state). */
 static int reads_temp_with(const Expr *e, int var)
 {
 	if (!e)
 		return 0;
+	int r = 0;
 	if (e->kind == EX_ACCESS && e->tensor->def)
 		for (int m = 0; m < e->nargs; m++)
 			if (e->args[m]->kind == EX_INDEX && e->args[m]->var == var)
-				return 1;
-	for (int i = 0; i < e->nargs; i++)
-		if (reads_temp_with(e->args[i], var))
-			return 1;
-	return 0;
+				r = reduced_above(e->tensor) ? 2 : 1;
+	for (int i = 0; i < e->nargs && r < 2; i++) {
+		int x = reads_temp_with(e->args[i], var);
+		r = x > r ? x : r;
+	}
+	return r;
 }
 
 void plan_classes(Arena *a, Plan *p)
@@ -150,13 +182,18 @@ void plan_classes(Arena *a, Plan *p)
 	int *cand = ARENA_ARRAY(a, int, p->nclasses + 1);
 	for (int ni = 0; ni < c->nodes.n; ni++) {
 		Node *n = c->nodes.v[ni];
-		for (int v = n->nfree; v < n->nfree + n->nred && !n->out->added_to; v++)
-			if (reads_temp_with(n->body, v))
-				cand[p->cls[ni][v]] = 1;
+		for (int v = n->nfree; v < n->nfree + n->nred && !n->out->added_to; v++) {
+			int r = reads_temp_with(n->body, v), *x = &cand[p->cls[ni][v]];
+			*x = r > *x ? r : *x;
+		}
 	}
+	/* candidates that read a reduction's result first, then the others */
+	int tier = 0;
+	for (int k = 0; k < p->nclasses; k++)
+		tier = cand[k] > tier ? cand[k] : tier;
 	int best = -1, bestn = 0;
 	for (int k = 0; k < p->nclasses; k++) {
-		if (!cand[k])
+		if (!cand[k] || cand[k] < tier)
 			continue;
 		int cnt = 1;
 		for (int ni = 0; ni < c->nodes.n; ni++) {
