@@ -257,8 +257,8 @@ void plan_explain(FILE *out, const Plan *p)
 		else if (rows)
 			fprintf(out,
 				"  before the stream, on the GPU: %d row pass%s (%s_pro1%s%s), one "
-				"for each set of indices; the passes read their results as f32 "
-				"inputs\n",
+				"for each set of indices; the passes read their results as "
+				"inputs, f32 unless a line says otherwise\n",
 				rows, rows > 1 ? "es" : "", p->c->name, rows > 1 ? " to " : "",
 				rows > 1 ? arena_printf(&pa, "%s_pro%d", p->c->name, rows) : "");
 		for (int i = 0; i < p->c->nodes.n && rows; i++) {
@@ -269,6 +269,11 @@ void plan_explain(FILE *out, const Plan *p)
 			print_vars(out, n, 0, n->nfree);
 			fputs("]", out);
 			print_loc(out, n->loc);
+			DType dt = pass_split_dtype(p, pre, i);
+			if (gpu && dt != DT_F32)
+				fprintf(out,
+					", passed as %s: a pass contracts it on the tensor cores",
+					dt == DT_BF16 ? "bf16" : "f16");
 			fputc('\n', out);
 		}
 		arena_free(&pa);

@@ -32,10 +32,55 @@ static int reads(const Cascade *c, int j, int i)
 	return expr_reads(n->body, t) || expr_reads(n->filter, t);
 }
 
+/* Whether node i has a free index that is neither the stream nor a grid
+** index: a key's feature map elu(K) + 1 over (j, d), whose elements a
+** tile does not compute (its products take their operands from memory). */
+static int extra_index(const Plan *p, int i)
+{
+	const Node *n = p->c->nodes.v[i];
+	for (int v = 0; v < n->nfree; v++)
+		if (plan_index_kind(p, i, v) == IDX_OTHER)
+			return 1;
+	return 0;
+}
+
+/* Whether expression e reads tensor t inside a product summed over a
+** variable that subscripts t: t is then an operand of the tensor cores. */
+static int contracted(const Expr *e, const Tensor *t, int var)
+{
+	if (!e)
+		return 0;
+	if (e->kind == EX_ACCESS && e->tensor == t)
+		for (int m = 0; m < e->nargs; m++)
+			if (e->args[m]->kind == EX_INDEX && e->args[m]->var == var)
+				return 1;
+	for (int k = 0; k < e->nargs; k++)
+		if (contracted(e->args[k], t, var))
+			return 1;
+	return 0;
+}
+
+/* Whether a node after i sums node i's result over one of its subscripts
+** (among the nodes outside pre[], where pre is given): the result is then
+** an operand of a product on the tensor cores. */
+static int operand(const Plan *p, const char *pre, int i)
+{
+	const Cascade *c = p->c;
+	const Tensor *t = ((const Node *)c->nodes.v[i])->out;
+	for (int j = i + 1; j < c->nodes.n; j++) {
+		const Node *n = c->nodes.v[j];
+		for (int v = n->nfree; v < n->nfree + n->nred && !(pre && pre[j]); v++)
+			if (contracted(n->body, t, v))
+				return 1;
+	}
+	return 0;
+}
+
 /* The nodes a prologue row pass computes (pre[i]): the plan's values
 ** before the stream, and values over the keys but not the query rows
-** that are reduced over another index (a key's norm, sum[d](K K)) or
-** computed from such. The GPU's passes take neither: a pass has no code
+** that are reduced over another index (a key's norm, sum[d](K K)), have
+** an index of their own and are an operand of a later product (a key's
+** feature map over d) or are computed from such. The GPU's passes take neither: a pass has no code
 ** before its stream, and its tiles reduce over the head dim only in Q K^T. */
 static void mark_pre(const Plan *p, char *pre)
 {
@@ -50,7 +95,7 @@ static void mark_pre(const Plan *p, char *pre)
 			pre[i] = 1;
 		if (r != ROLE_TILE || q < 0 || (plan_node_class(p, i, q) & 1) || n->out->added_to)
 			continue;
-		pre[i] = n->nred > 0;
+		pre[i] = n->nred > 0 || (extra_index(p, i) && operand(p, NULL, i));
 		for (int d = 0; d < i && !pre[i]; d++)
 			pre[i] = pre[d] && reads(p->c, i, d);
 	}
@@ -115,6 +160,57 @@ static int passable(Diag *d, const Cascade *c, const Node *n, const Tensor *t)
 	return 0;
 }
 
+/* The first 16-bit input that expression e reads (its dtype), or 0. */
+static DType narrow_input(const Expr *e)
+{
+	if (!e)
+		return 0;
+	if (e->kind == EX_ACCESS && !e->tensor->def &&
+	    (e->tensor->dtype == DT_BF16 || e->tensor->dtype == DT_F16))
+		return e->tensor->dtype;
+	for (int k = 0; k < e->nargs; k++) {
+		DType d = narrow_input(e->args[k]);
+		if (d)
+			return d;
+	}
+	return 0;
+}
+
+/* The dtype in which a prologue's result passes to the passes: f32, but a
+** value that a pass sums over one of its indices (a feature map elu(Q) + 1
+** read by sum[d]) is an operand of the tensor cores, which take 16-bit
+** elements: the dtype of the inputs it is computed from, else bf16. Why:
+** the row pass rounds once where the kernel would round every tile. */
+DType pass_split_dtype(const Plan *p, const char *pre, int i)
+{
+	const Cascade *c = p->c;
+	const Node *x = c->nodes.v[i];
+	if (!pre[i] || !extra_index(p, i) || x->out->type != VT_FLOAT || !operand(p, pre, i))
+		return DT_F32;
+	DType d = narrow_input(x->body);
+	for (int j = 0; j < i && !d; j++)
+		if (pre[j] && reads(c, i, j))
+			d = narrow_input(((const Node *)c->nodes.v[j])->body);
+	return d ? d : DT_BF16;
+}
+
+/* Sets the dtype of the tensors in piece pc that carry a prologue's result
+** (by name) to the one pass_split_dtype gives. */
+static void narrow_piece(Arena *a, const Plan *p, const char *pre, Cascade *pc)
+{
+	for (int i = 0; i < p->c->nodes.n; i++) {
+		DType d = pass_split_dtype(p, pre, i);
+		if (d == DT_F32)
+			continue;
+		const char *name = cascade_c_name(a, ((const Node *)p->c->nodes.v[i])->out->name);
+		for (int t = 0; t < pc->tensors.n; t++) {
+			Tensor *x = pc->tensors.v[t];
+			if (x->kind != TK_TEMP && !strcmp(x->name, name))
+				x->dtype = d;
+		}
+	}
+}
+
 /* The distinct class sets of the nodes kept[] (the prologue values that a
 ** pass reads or the user wants), in the order of their first node: one row
 ** pass each. */
@@ -142,10 +238,16 @@ static Cascade *prologue(Arena *a, const Plan *p, const char *pre, const char *k
 	     *row = ARENA_ARRAY(a, char, n + 1);
 	for (int i = 0; i < n; i++)
 		out[i] = kept[i] && class_set(p, i) == set;
+	int value_last = 0;
 	for (int i = 0; i < n; i++)
-		if (out[i])
+		if (out[i]) {
 			need(p, pre, 0, i, keep, row);
-	return cascade_piece(a, p->c, name, keep, out, row);
+			value_last |= extra_index(p, i);
+		}
+	Cascade *pc = cascade_piece(a, p->c, name, keep, out, row);
+	/* a feature map over (i, d): its row pass loops over d, a row a thread */
+	pc->value_last = value_last;
+	return pc;
 }
 
 /* What a GPU runs before the passes (--explain): pre[] as mark_pre sets
@@ -210,6 +312,7 @@ int pass_split(Arena *a, Diag *d, const Cascade *c, const char *target, PassSpli
 		Cascade *pc = cascade_piece(a, p->c, arena_printf(a, "%s_pass%d", c->name, k), keep,
 					    out, row);
 		pc->pass_of = c->name, pc->pass = k;
+		narrow_piece(a, p, pre, pc);
 		Plan *pp = plan_build(a, pc, target);
 		if (pp->passes_after != 1) {
 			diag_error(d, c->loc,
@@ -235,6 +338,7 @@ int pass_split(Arena *a, Diag *d, const Cascade *c, const char *target, PassSpli
 		Cascade *pc =
 		    prologue(a, p, pre, kept, sets[k], arena_printf(a, "%s_pro%d", c->name, k + 1));
 		pc->pass_of = c->name, pc->pass = 0, pc->prologue = k + 1;
+		narrow_piece(a, p, pre, pc);
 		s->piece[s->npre++] = pc;
 	}
 	for (int k = 0; k < np; k++)

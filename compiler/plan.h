@@ -159,6 +159,7 @@ typedef struct PassSplit {
 } PassSplit;
 int pass_split(Arena *a, Diag *d, const Cascade *c, const char *target, PassSplit *s);
 int pass_split_prologues(Arena *a, const Plan *p, char *pre);
+DType pass_split_dtype(const Plan *p, const char *pre, int i);
 Program *pass_split_program(Arena *a, Diag *d, const Program *p, const char *target);
 
 /* compiler/masks.c: how a mask conjunct can be decided for a whole tile of

@@ -30,7 +30,9 @@ void iface_passes_decls(FILE *o, const PassSplit *s)
 {
 	const Cascade *c = s->fwd;
 	const char *n = c->name;
-	int npass = s->npieces - s->npre;
+	int npass = s->npieces - s->npre, narrow = 0;
+	for (int k = 0; k < s->ws.n; k++)
+		narrow |= ((const Tensor *)s->ws.v[k])->dtype != DT_F32;
 	fprintf(o, "/* %s on the GPU, as %d kernels in order (", n, s->npieces);
 	if (s->npre)
 		fprintf(o, "%d row pass%s computing values\n** before the stream, then ", s->npre,
@@ -46,7 +48,7 @@ void iface_passes_decls(FILE *o, const PassSplit *s)
 	    "/* Sets fixed dims and param defaults (set the other dims first). */\n"
 	    "void %s_gpu_defaults(%s_gpu_args *a);\n"
 	    "/* Bytes of device memory %s_launch needs as its workspace for these dims:\n"
-	    "** what one kernel leaves for the next, f32 per query row (or key). */\n"
+	    "** what one kernel leaves for the next, %s. */\n"
 	    "size_t %s_workspace_bytes(const %s_gpu_args *a);\n"
 	    "size_t %s_workspace_bytes_generic(const long *dims);\n"
 	    "/* Checks the arguments and launches the kernels in order on stream (a\n"
@@ -61,11 +63,15 @@ void iface_passes_decls(FILE *o, const PassSplit *s)
 	    "int %s_launch_generic(void *const *ptrs, const int64_t *const *strides, const long "
 	    "*dims, const double *params, void *workspace, size_t bytes, void *stream);\n"
 	    "void %s_shape(int tensor, const long *dims, int64_t *shape);\n",
-	    n, n, n, n, n, n, n, n, n, n, n);
+	    n, n, n,
+	    narrow ? "f32 per query row (or key), and 16-bit elements\n** of the values a later "
+		     "kernel multiplies on the tensor cores"
+		   : "f32 per query row (or key)",
+	    n, n, n, n, n, n, n, n);
 }
 
-/* The source's part: the workspace layout (each tensor f32, contiguous
-** and 256-byte aligned), the pieces' launches in order, the shapes, and
+/* The source's part: the workspace layout (each tensor in its dtype,
+** contiguous and 256-byte aligned), the pieces' launches in order, the shapes, and
 ** the typed API over them. */
 void iface_passes_functions(FILE *o, const PassSplit *s)
 {

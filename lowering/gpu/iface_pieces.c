@@ -39,7 +39,7 @@ void iface_ws_layout(FILE *o, const char *name, const PtrVec *a, const PtrVec *b
 			iface_dim_expr(o, t->shape[d]);
 			fputs(" * (size_t)", o);
 		}
-		fputs("4 + 255) & ~(size_t)255;\n", o);
+		fprintf(o, "%d + 255) & ~(size_t)255;\n", dtype_size(t->dtype));
 	}
 	fputs("\t(void)dims, (void)off;\n\treturn n;\n}\n", o);
 }

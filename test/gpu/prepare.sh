@@ -103,6 +103,7 @@ prefix_lm prefix_lm B=3,H=2,N=160 B=2,H=1,N=1 B=1,H=2,N=400,ramp=8 --int prefix_
 document document B=2,H=2,N=180 B=1,H=1,N=1 --int doc=0:3
 relpos_bias relpos_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1
 cosine cosine B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=8 B=2,H=2,N=129,M=64
+linear linear_attn B=2,H=3,N=200 B=1,H=1,N=1 B=1,H=2,N=700 B=2,H=2,N=129
 gaussian gaussian B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4 B=2,H=2,N=129,M=64,param0=0.5
 t5_bias t5_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=150,M=700,ramp=8 B=1,H=2,N=300,M=300,param0=1.0
 t5_onehot t5_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=150,M=700,ramp=8
