@@ -94,8 +94,9 @@ def library(name="decode", casc="decode"):
                     os.path.join(HERE, "gen", name + ".c")] + rt + ["-ldl", "-lpthread", "-lm", "-o", so],
                    check=True)
     lib = ctypes.CDLL(so)
-    getattr(lib, casc + "_launch_generic").restype = ctypes.c_int
-    getattr(lib, casc + "_launch_part_generic").restype = ctypes.c_int
+    for entry in ("_launch_generic", "_launch_part_generic"):
+        if hasattr(lib, casc + entry):  # a block of several kernels has no part entry
+            getattr(lib, casc + entry).restype = ctypes.c_int
     lib.attnrt_last_error.restype = ctypes.c_char_p
     return lib
 
