@@ -537,6 +537,8 @@ static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FI
 				ptrvec_push(a, &r->cascades, s.fused);
 				ptrvec_push(a, &r->cascades, s.post);
 			}
+			for (int k = 0; !failed && k < s.ngrp; k++)
+				ptrvec_push(a, &r->cascades, s.grp[k]);
 			continue;
 		}
 		ptrvec_push(a, &r->cascades, b);

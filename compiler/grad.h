@@ -56,6 +56,11 @@ typedef struct GradSplit {
 	Cascade *fused, *post;
 	int fused_at;
 	PtrVec acc;
+	/* GQA: gradients of a K/V head shared by a group of query heads, each
+	** query head's part written by the kernels over key tiles (in ws, after
+	** the row pass's results) and summed by a row pass each, run last */
+	Cascade *grp[GRAD_MAX_DKV];
+	int ngrp;
 } GradSplit;
 
 /* Fills s from the forward fwd and its backward bwd (grad_derive with

@@ -269,6 +269,134 @@ static void fuse_dq(Arena *a, const Cascade *b, const Plan *bp, int J, const cha
 	s->fused = f, s->fused_at = at, s->post = post;
 }
 
+/* The reduced variable of node x other than the query rows' (class I in
+** plan bp) where x reduces over the query rows and one more index, a head
+** of the group that shares a K/V head (GQA's dV = sum[i, h_i](..)), and
+** keeps the keys (class J) free; else -1. */
+static int group_var(const Plan *bp, int i, int I, int J)
+{
+	const Node *x = bp->c->nodes.v[i];
+	if (x->out->kind != TK_OUT || x->red != RED_SUM || x->nred != 2 ||
+	    !(plan_node_class(bp, i, J) & 1) || plan_node_class(bp, i, I) != 2)
+		return -1;
+	for (int v = x->nfree; v < x->nfree + 2; v++)
+		if (bp->cls[i][v] != I && bp->cls[i][v] != J)
+			return v;
+	return -1;
+}
+
+/* The free variable h_o of node x that x's body pairs with variable g as
+** h_o * E + g (the query head of GQA's dV, derived through V's h / G), E
+** in *e; else -1. */
+static int group_pair(const Node *x, const Expr *e, int g, const Expr **ext)
+{
+	if (!e)
+		return -1;
+	if (e->kind == EX_BINOP && e->op == OP_ADD && e->type == VT_INT)
+		for (int side = 0; side < 2; side++) {
+			const Expr *m = e->args[side], *r = e->args[!side];
+			if (r->kind != EX_INDEX || r->var != g || m->kind != EX_BINOP ||
+			    m->op != OP_MUL)
+				continue;
+			for (int f = 0; f < 2; f++)
+				if (m->args[f]->kind == EX_INDEX && m->args[f]->var < x->nfree &&
+				    expr_equal(m->args[!f], x->vars[g].extent)) {
+					*ext = m->args[!f];
+					return m->args[f]->var;
+				}
+		}
+	for (int k = 0; k < e->nargs; k++) {
+		int v = group_pair(x, e->args[k], g, ext);
+		if (v >= 0)
+			return v;
+	}
+	return -1;
+}
+
+/* GQA's gradients of a shared K/V head, dV[b, h_o, j, e] = sum[i, h_i](X),
+** as FlashAttention-2 computes them: the kernel over key tiles writes each
+** query head's part, NAME_grp[b, h, j, e] = sum[i](X) with h_o = h / G and
+** h_i = h % G (f32, in the workspace; h is the query head of the kernel's
+** other values, so its grid is the forward's), and a row pass after it
+** sums the parts, dV = sum[h_i](NAME_grp[b, h_o * G + h_i, j, e]), in a
+** fixed order. Where the body reads the group's head h_i alone (MQA: one
+** K/V head for all), the part keeps it as an index of its own. Node i of
+** b becomes the row pass's node; the part's node is inserted before it.
+** Why not atomics: the sums would depend on the order the CTAs ran in, and
+** a fixed order is what NAME_bwd_launch promises. */
+static void split_group(Arena *a, const Plan *bp, int J, int i, int g)
+{
+	Cascade *b = bp->c;
+	Node *x = b->nodes.v[i];
+	const Expr *G = NULL;
+	int nf = x->nfree, r = g == nf ? nf + 1 : nf; /* r: the query rows */
+	int ho = group_pair(x, x->body, g, &G);
+	/* the part's free variables: x's, with h_o made the query head h (or
+	** h_i inserted before the keys, the last index of its grid) */
+	int at = 0;
+	while (at < nf - 1 && bp->cls[i][at] != J)
+		at++;
+	int pf = ho >= 0 ? nf : nf + 1;
+	Node *m = ARENA_NEW(a, Node);
+	*m = *x;
+	m->nfree = pf, m->nred = 1;
+	m->vars = ARENA_ARRAY(a, IndexVar, pf + 2);
+	Expr **sub = ARENA_ARRAY(a, Expr *, nf + 3);
+	for (int v = 0, k = 0; v < pf; v++) {
+		int from = ho < 0 && v == at ? g : k++;
+		m->vars[v] = x->vars[from];
+		sub[from] = expr_index(a, v);
+		if (from == ho) {
+			m->vars[v].name =
+			    arena_printf(a, "%s_%s", x->vars[ho].name, x->vars[g].name);
+			m->vars[v].extent = expr_binop(a, OP_MUL, x->vars[ho].extent, (Expr *)G);
+			sub[ho] = expr_binop(a, OP_DIV, expr_index(a, v), (Expr *)G);
+			sub[g] = expr_binop(a, OP_MOD, expr_index(a, v), (Expr *)G);
+		}
+	}
+	m->vars[pf] = x->vars[r];
+	sub[r] = expr_index(a, pf);
+	m->body = plan_fold_splits(expr_subst(a, x->body, sub, nf + 2));
+	m->filter = x->filter ? plan_fold_splits(expr_subst(a, x->filter, sub, nf + 2)) : NULL;
+	Tensor *t = ARENA_NEW(a, Tensor);
+	*t = *x->out;
+	t->name = arena_printf(a, "%s.grp", x->out->name);
+	/* a temporary of the backward (not the caller's), an output of the
+	** kernel and an input of the row pass (cascade_piece) */
+	t->kind = TK_TEMP, t->dtype = DT_F32, t->trainable = 0, t->domain = NULL;
+	t->rank = pf, t->id = b->tensors.n;
+	t->shape = ARENA_ARRAY(a, Expr *, pf + 1);
+	for (int v = 0; v < pf; v++)
+		t->shape[v] = m->vars[v].extent;
+	t->def = m, m->out = t;
+	ptrvec_push(a, &b->tensors, t);
+	/* x: the sum of the parts over h_i, its reduced variable nf */
+	Expr *rd = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
+	rd->tensor = t, rd->nargs = pf;
+	rd->args = ARENA_ARRAY(a, Expr *, pf + 1);
+	for (int v = 0, k = 0; v < pf; v++) {
+		int from = ho < 0 && v == at ? g : k++;
+		rd->args[v] = from == g ? expr_index(a, nf) : expr_index(a, from);
+		if (from == ho)
+			rd->args[v] = expr_binop(
+			    a, OP_ADD, expr_binop(a, OP_MUL, expr_index(a, ho), (Expr *)G),
+			    expr_index(a, nf));
+	}
+	IndexVar *xv = ARENA_ARRAY(a, IndexVar, nf + 2);
+	memcpy(xv, x->vars, sizeof *xv * (size_t)nf);
+	xv[nf] = x->vars[g];
+	x->vars = xv, x->nred = 1, x->body = rd, x->filter = NULL;
+	PtrVec nodes = {0};
+	for (int k = 0; k < b->nodes.n; k++) {
+		if (k == i)
+			ptrvec_push(a, &nodes, m);
+		ptrvec_push(a, &nodes, b->nodes.v[k]);
+	}
+	for (int k = 0; k < nodes.n; k++)
+		((Node *)nodes.v[k])->id = k;
+	b->nodes = nodes;
+}
+
 /* The cut (grad.h): each gradient to the kernel whose stream it reduces,
 ** the row values they read to the row pass, the rest recomputed per
 ** kernel; what fits neither is one error at its statement. */
@@ -306,9 +434,31 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			   bwd->name);
 		return 1;
 	}
+	/* GQA: gradients of a shared K/V head as parts per query head and their
+	** sum (split_group), the plan's classes taken again */
+	int ngrp = 0;
+	for (int i = 0; i < b->nodes.n; i++) {
+		int g = group_var(bp, i, I, J);
+		if (g < 0)
+			continue;
+		split_group(a, bp, J, i, g);
+		ngrp++;
+		plan_classes(a, bp);
+		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
+		i++;
+	}
 	int n = b->nodes.n, failed = 0;
 	char *row = ARENA_ARRAY(a, char, n + 1), *outq = ARENA_ARRAY(a, char, n + 1),
-	     *outk = ARENA_ARRAY(a, char, n + 1);
+	     *outk = ARENA_ARRAY(a, char, n + 1), *grp = ARENA_ARRAY(a, char, n + 1),
+	     *grp_in = ARENA_ARRAY(a, char, n + 1);
+	for (int i = 0; i < n && ngrp; i++) {
+		const Node *x = b->nodes.v[i];
+		for (int k = 0; k < i; k++)
+			if (x->nred == 1 && x->body->kind == EX_ACCESS &&
+			    x->body->tensor == ((Node *)b->nodes.v[k])->out &&
+			    !strcmp(x->body->tensor->name, arena_printf(a, "%s.grp", x->out->name)))
+				grp[i] = 1, grp_in[k] = 1;
+	}
 	/* row-pass nodes: neither index reduced, no key index, reading only
 	** inputs and row-pass nodes */
 	for (int i = 0; i < n; i++) {
@@ -323,7 +473,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	}
 	for (int i = 0; i < n; i++) {
 		const Node *x = b->nodes.v[i];
-		if (x->out->kind != TK_OUT)
+		if ((x->out->kind != TK_OUT && !grp_in[i]) || grp[i])
 			continue;
 		int hi = plan_node_class(bp, i, I), hj = plan_node_class(bp, i, J);
 		if ((hi & 1) && hj == 2 && x->nred == 1)
@@ -433,6 +583,26 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	}
 	for (int k = 0; k < s->ndkv; k++)
 		s->dkv[k]->first_rows_longest = 1;
+	/* the parts of GQA's gradients: in the workspace after the row pass's
+	** results, summed by a row pass over the keys after the kernels */
+	for (int i = 0; i < n && ngrp; i++)
+		if (grp_in[i])
+			ptrvec_push(a, &s->ws, ((Node *)b->nodes.v[i])->out);
+	/* a row pass each: two gradients' indices join no class (they read
+	** different parts), so one pass would have no rows in common */
+	for (int i = 0; i < n && ngrp; i++) {
+		if (!grp[i] || s->ngrp == GRAD_MAX_DKV)
+			continue;
+		char *one = ARENA_ARRAY(a, char, n + 1);
+		one[i] = 1;
+		Cascade *r =
+		    bwd_piece(a, b,
+			      arena_printf(a, "%s_%s_sum", bwd->name,
+					   cascade_c_name(a, ((Node *)b->nodes.v[i])->out->name)),
+			      one, one, grp_in);
+		r->value_last = 1;
+		s->grp[s->ngrp++] = r;
+	}
 	if (anyq && s->ndkv)
 		fuse_dq(a, b, bp, J, needq, outq, keepr, outr, keeps, outs, s);
 	return 0;

@@ -129,6 +129,7 @@ void plan_note(Plan *p, Arena *a, SrcLoc loc, const char *fmt, ...)
 ** T[.., x / G, x % G, ..] is computed over x instead (one grid index space
 ** for GQA written as O[b, hk*G+g, ..]); called first by plan_rewrite. */
 void plan_reindex(Arena *a, Plan *p);
+Expr *plan_fold_splits(Expr *e); /* (x / G) * G + x % G -> x, in place, bottom-up */
 /* compiler/onehot.c: R6, a reduction whose filter pins its index to one
 ** value (k == e) becomes the read at k = e. */
 void plan_onehot(Arena *a, Plan *p);

@@ -154,13 +154,15 @@ static Expr *fold_split(Expr *e)
 	return e;
 }
 
-/* fold_split everywhere in e, bottom-up; e is a fresh copy the caller owns. */
-static Expr *fold_splits(Expr *e)
+/* fold_split everywhere in e, bottom-up; e is a fresh copy the caller owns.
+** Also the backward's GQA parts (grad_split.c), whose query head is split
+** the other way. */
+Expr *plan_fold_splits(Expr *e)
 {
 	if (!e)
 		return NULL;
 	for (int i = 0; i < e->nargs; i++)
-		e->args[i] = fold_splits(e->args[i]);
+		e->args[i] = plan_fold_splits(e->args[i]);
 	return fold_split(e);
 }
 
@@ -206,8 +208,8 @@ static void reindex_def(Arena *a, Tensor *t, int k, const char *name)
 		else if (v != k + 1)
 			vars[o++] = d->vars[v];
 	}
-	d->body = fold_splits(expr_subst(a, d->body, sub, nv));
-	d->filter = fold_splits(expr_subst(a, d->filter, sub, nv));
+	d->body = plan_fold_splits(expr_subst(a, d->body, sub, nv));
+	d->filter = plan_fold_splits(expr_subst(a, d->filter, sub, nv));
 	d->vars = vars;
 	d->nfree--;
 	/* the shape array may be the front end's: make a new one */
@@ -218,7 +220,7 @@ static void reindex_def(Arena *a, Tensor *t, int k, const char *name)
 		else if (m != k + 1)
 			shape[o++] = t->shape[m];
 	}
-	t->domain = fold_splits(expr_subst(a, t->domain, sub, t->rank));
+	t->domain = plan_fold_splits(expr_subst(a, t->domain, sub, t->rank));
 	t->shape = shape;
 	t->rank--;
 }

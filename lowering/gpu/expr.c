@@ -97,6 +97,8 @@ int gpu_index_kind(KernelGen *g, int v)
 
 PReg gpu_index_value(KernelGen *g, int v)
 {
+	if (g->inner.n && g->p->cls[g->node][v] == g->inner_cls)
+		return g->inner;
 	switch (gpu_index_kind(g, v)) {
 	case 'q': return g->row;
 	case 's':

@@ -328,11 +328,15 @@ typedef struct KernelGen {
 	PReg q0, qext;   /* the CTA's first query row; the query extent (its group's end) */
 	PReg sext;       /* the key extent */
 	PReg vcol0;      /* b64 first value column of the CTA's slice (none: vslices 1) */
-	int row_blocks;  /* m16 row blocks per warp: 1 or 2 (GpuTarget.row_blocks) */
-	int cta_rows;    /* query rows per CTA: gpu_warps(t) * 16 * row_blocks */
-	int bn, nel;     /* keys per tile (GpuTarget.block_n); score elements per
+	/* rowpass.c: a sum inside an element's loop (GQA's parts summed over the
+	** group's heads): its index's class and value (b64; none: no such sum) */
+	int inner_cls;
+	PReg inner;
+	int row_blocks; /* m16 row blocks per warp: 1 or 2 (GpuTarget.row_blocks) */
+	int cta_rows;   /* query rows per CTA: gpu_warps(t) * 16 * row_blocks */
+	int bn, nel;    /* keys per tile (GpuTarget.block_n); score elements per
 			    thread and row block, bn / 2 */
-	int grouped;     /* launch order by groups of heads (masks read the query row) */
+	int grouped;    /* launch order by groups of heads (masks read the query row) */
 	/* a persistent kernel's work tile (u32; {0, 0}: the launch position is
 	** the tile), the query tiles and the work tiles (u32, gpu_work_count) */
 	PReg work, wnx, wtotal;

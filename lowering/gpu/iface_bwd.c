@@ -19,7 +19,8 @@
 #include "gpu.h"
 #include "iface.h"
 
-/* Workspace tensor k: the row pass's results, then dQ's f32 sums. */
+/* Workspace tensor k: the row pass's results (and GQA's parts per query
+** head), then dQ's f32 sums. */
 static const Tensor *ws_tensor(const GradSplit *s, int k)
 {
 	return k < s->ws.n ? s->ws.v[k] : s->acc.v[k - s->ws.n];
@@ -137,6 +138,8 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 			piece_call(o, s, fused && k == s->fused_at ? s->fused : s->dkv[k]);
 		if (fused)
 			piece_call(o, s, s->post);
+		for (int k = 0; k < s->ngrp; k++)
+			piece_call(o, s, s->grp[k]);
 		fputs("\treturn 0;\n}\n", o);
 	}
 	/* shapes: the pieces' tensors are the backward's */

@@ -54,7 +54,7 @@ const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s)
 		for (int v = 0; v < n->nfree; v++)
 			if (plan_index_kind(p, i, v) != IDX_GRID &&
 			    plan_index_kind(p, i, v) != IDX_QUERY &&
-			    !(v == n->nfree - 1 && !n->nred && n->out->kind == TK_OUT))
+			    !(v == n->nfree - 1 && n->out->kind == TK_OUT))
 				return arena_printf(a,
 						    "%s: a row value with an index that is not "
 						    "the row's or a grid index",
@@ -98,12 +98,12 @@ typedef struct RowLanes {
 	PReg sub, valid, lead;
 } RowLanes;
 
-/* Node i's loop variable (its reduced index, or an output's value index),
-** or -1. */
+/* Node i's loop variable (an output's value index, or its reduced index),
+** or -1. An output's sum inside its elements' loop is the lane's alone. */
 static int loop_var(const Plan *p, int i)
 {
 	const Node *n = p->c->nodes.v[i];
-	return n->nred ? n->nfree : row_elements(p, i) ? n->nfree - 1 : -1;
+	return row_elements(p, i) ? n->nfree - 1 : n->nred ? n->nfree : -1;
 }
 
 static int row_lanes(const Plan *p)
@@ -206,6 +206,35 @@ static PReg row_value(KernelGen *g, const RowLanes *rl, int i)
 	return acc;
 }
 
+/* Node i's sum at the element g->col: a loop of the lane over its reduced
+** index (g->inner, its class g->inner_cls, which the expressions read),
+** in order, absent points (its filter) adding 0. GQA's gradient of a
+** shared K/V head sums its query heads' parts so (grad_split.c). */
+static PReg element_sum(KernelGen *g, int i)
+{
+	const Node *n = gpu_node(g, i);
+	PReg acc = gpu_fconst(g, 0.0f), p = gpu_reg(g, PC_PRED);
+	PReg ext = gpu_expr(g, n->vars[n->nfree].extent), col = g->col;
+	g->inner = gpu_reg(g, PC_B64), g->inner_cls = g->p->cls[i][n->nfree];
+	gpu_op2(g, PTX_MOV, ".b64", po_r(g->inner), po_i(0));
+	int top = ptx_new_label(g->f), end = ptx_new_label(g->f);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(p), po_r(g->inner), po_r(ext));
+	gpu_op1(g, PTX_BRA, ".uni", po_label(end));
+	ptx_guard(g->f, p, 0);
+	gpu_expr_forget(g, 0);
+	ptx_label(g->f, top);
+	PReg x = kept(g, gpu_expr(g, n->body), n->filter, 0.0f);
+	gpu_op3(g, PTX_ADD, ".f32", po_r(acc), po_r(acc), po_r(x));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(g->inner), po_r(g->inner), po_i(1));
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(p), po_r(g->inner), po_r(ext));
+	gpu_op1(g, PTX_BRA, "", po_label(top));
+	ptx_guard(g->f, p, 0);
+	ptx_label(g->f, end);
+	gpu_expr_forget(g, 0);
+	g->inner.n = 0, g->inner_cls = -1, g->col = col;
+	return acc;
+}
+
 /* Output node i's elements along its value index (the last): each
 ** evaluated and stored where the row is the launch's, converted to the
 ** output's dtype, absent points 0. */
@@ -221,8 +250,11 @@ static void row_elements_store(KernelGen *g, const RowLanes *rl, int i)
 	int reps = loop_open(g, rl, &l, i, n->nfree - 1);
 	for (int k = 0; k < reps; k++) {
 		loop_at(g, rl, &l, k);
-		PReg v =
-		    kept(g, gpu_expr(g, n->body), n->filter ? n->filter : n->out->domain, 0.0f);
+		PReg v = n->nred ? element_sum(g, i)
+				 : kept(g, gpu_expr(g, n->body),
+					n->filter ? n->filter : n->out->domain, 0.0f);
+		if (n->nred && n->out->domain)
+			v = kept(g, v, n->out->domain, 0.0f);
 		PReg ad = gpu_addr(g, n->out, args);
 		if (n->out->dtype == DT_F32) {
 			gpu_op2(g, PTX_ST, ".global.f32", po_mem(ad, 0), po_r(v));
