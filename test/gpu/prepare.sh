@@ -33,7 +33,7 @@ causal_d64 causal B=2,H=4,N=257 B=1,H=1,N=1 B=2,H=2,N=600
 full_d64 full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=900
 causal_strict causal B=2,H=2,N=130 B=1,H=1,N=1 B=1,H=2,N=300
 gqa gqa B=2,HKV=2,G=4,N=130,M=190 B=1,HKV=3,G=1,N=65,M=65 B=1,HKV=1,G=8,N=100,M=300 B=1,HKV=2,G=4,N=200,M=700,ramp=4
-mqa mqa B=2,H=4,N=150
+mqa mqa B=2,H=4,N=150 B=1,H=1,N=1 B=1,H=8,N=300,ramp=4
 sink gpt_oss_sink B=2,H=3,N=140
 sigmoid sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1 B=1,H=2,N=300
 diff diff_attn B=2,H=2,N=120

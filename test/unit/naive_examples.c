@@ -700,7 +700,7 @@ static Spec specs[] = {
      "K",
      "V",
      "O",
-     NULL,
+     "L",
      {MHA3},
      0,
      0,
