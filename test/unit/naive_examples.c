@@ -310,6 +310,40 @@ static void naive_sigmoid(const Naive *a)
 			}
 }
 
+/* Linear attention (Katharopoulos et al. 2020, the quadratic form): the
+** weights phi(q_i) . phi(k_j), phi(x) = elu(x) + 1, over the visible keys,
+** normalised by their sum. */
+static double elu1(double x)
+{
+	return x > 0 ? x + 1.0 : exp(x);
+}
+
+static void naive_linear(const Naive *a)
+{
+	for (long b = 0; b < a->B; b++)
+		for (long h = 0; h < a->H; h++)
+			for (long i = 0; i < a->N; i++) {
+				const double *q = q_row(a, a->Q, b, h, i);
+				double *o = a->O + ((b * a->H + h) * a->N + i) * a->DV, z = 0;
+				for (long e = 0; e < a->DV; e++)
+					o[e] = 0;
+				for (long j = 0; j < a->M; j++) {
+					if (!a->visible(a, b, i, j))
+						continue;
+					const double *k = kv_row(a, a->K, a->D, b, h, j);
+					double w = 0;
+					for (long d = 0; d < a->D; d++)
+						w += elu1(q[d]) * elu1(k[d]);
+					const double *v = kv_row(a, a->V, a->VW, b, h, j);
+					for (long e = 0; e < a->DV; e++)
+						o[e] += w * v[e];
+					z += w;
+				}
+				for (long e = 0; e < a->DV; e++)
+					o[e] /= z;
+			}
+}
+
 /* The softmax weights of one row of (Q, K) over the visible keys; 0 where
 ** invisible, all 0 for an empty row. Differential attention needs two. */
 static void softmax_row(const Naive *a, const double *Q, const double *K, long b, long h, long i,
@@ -375,7 +409,7 @@ static void naive_diff(const Naive *a)
 
 /* ---- what each example is ------------------------------------------------ */
 
-typedef enum Form { F_SOFTMAX, F_SIGMOID, F_DIFF, F_THRESHOLD } Form;
+typedef enum Form { F_SOFTMAX, F_SIGMOID, F_DIFF, F_THRESHOLD, F_LINEAR } Form;
 typedef enum Heads { HEADS_MHA, HEADS_GQA, HEADS_MQA } Heads;
 
 /* One attention block: its formula, tensor names, fixed head dims (from the
@@ -907,6 +941,24 @@ static Spec specs[] = {
      0,
      0,
      0.0},
+    {"linear.attn",
+     "linear_attn",
+     F_LINEAR,
+     HEADS_MHA,
+     vis_causal,
+     NULL,
+     64,
+     64,
+     0,
+     "Q",
+     "K",
+     "V",
+     "O",
+     NULL,
+     {MHA3},
+     0,
+     0,
+     0.0},
     {"diff.attn",
      "diff_attn",
      F_DIFF,
@@ -1251,6 +1303,8 @@ static void run_case(const Cascade *c, Spec *sp, int shape)
 		CHECK(rc == 0);
 		if (sp->form == F_SIGMOID)
 			naive_sigmoid(&a);
+		else if (sp->form == F_LINEAR)
+			naive_linear(&a);
 		else if (sp->form == F_DIFF)
 			naive_diff(&a);
 		else if (sp->form == F_THRESHOLD)
