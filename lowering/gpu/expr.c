@@ -132,8 +132,14 @@ PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args)
 	for (int k = 0; k < t->rank; k++) {
 		PReg x = gpu_expr(g, args[k]);
 		PReg n = gpu_reg(g, PC_B64);
-		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(n), po_r(x), po_r(g->par.stride[t->id][k]),
-			po_r(off));
+		/* the last dimension's stride is 1: libattnrt refuses any other
+		** where that dimension has more than one element (where it has
+		** one, the index is 0); an add, not a 64-bit multiply, a read */
+		if (k == t->rank - 1)
+			gpu_op3(g, PTX_ADD, ".s64", po_r(n), po_r(x), po_r(off));
+		else
+			gpu_op4(g, PTX_MAD, ".lo.s64", po_r(n), po_r(x),
+				po_r(g->par.stride[t->id][k]), po_r(off));
 		off = n;
 	}
 	g->in_subscript--;
@@ -460,7 +466,9 @@ static void fpick(KernelGen *g, PReg d, PReg a, PReg p)
 
 /* log(1 + x) by Kahan's trick: with u = 1 + x rounded, log(u) x / (u - 1)
 ** cancels u's rounding error (and lg2.approx's relative error stays), so
-** that small x keep their digits; u = 1 gives x, u = inf gives inf. */
+** that small x keep their digits; u = 1 gives x, u = inf gives inf. The
+** division is div.full's (2 ulp, a few instructions): div.rn's exact
+** rounding is a subroutine call, and lg2.approx's error is larger. */
 static PReg f_log1p(KernelGen *g, PReg x)
 {
 	PReg u = gpu_reg(g, PC_F32), l = gpu_reg(g, PC_F32), m = gpu_reg(g, PC_F32),
@@ -469,7 +477,7 @@ static PReg f_log1p(KernelGen *g, PReg x)
 	gpu_op2(g, PTX_LG2, ".approx.f32", po_r(l), po_r(u));
 	gpu_op3(g, PTX_MUL, ".f32", po_r(l), po_r(l), po_f(LN2));
 	gpu_op3(g, PTX_SUB, ".rn.f32", po_r(m), po_r(u), po_f(1.0f));
-	gpu_op3(g, PTX_DIV, ".rn.f32", po_r(d), po_r(x), po_r(m));
+	gpu_op3(g, PTX_DIV, ".full.f32", po_r(d), po_r(x), po_r(m));
 	gpu_op3(g, PTX_MUL, ".f32", po_r(d), po_r(d), po_r(l));
 	fpick(g, d, u, fcmp(g, ".eq.f32", u, INFINITY));
 	fpick(g, d, x, fcmp(g, ".eq.f32", u, 1.0f));
@@ -477,7 +485,8 @@ static PReg f_log1p(KernelGen *g, PReg x)
 }
 
 /* exp(x) - 1 by Kahan's trick: with u = exp(x), (u - 1) x / log(u); u = 1
-** gives x, u - 1 = -1 gives -1, u = inf gives inf. */
+** gives x, u - 1 = -1 gives -1, u = inf gives inf; div.full as in
+** f_log1p. */
 static PReg f_expm1(KernelGen *g, PReg x)
 {
 	PReg t = gpu_reg(g, PC_F32), u = gpu_reg(g, PC_F32), l = gpu_reg(g, PC_F32),
@@ -487,7 +496,7 @@ static PReg f_expm1(KernelGen *g, PReg x)
 	gpu_op2(g, PTX_LG2, ".approx.f32", po_r(l), po_r(u));
 	gpu_op3(g, PTX_MUL, ".f32", po_r(l), po_r(l), po_f(LN2));
 	gpu_op3(g, PTX_SUB, ".rn.f32", po_r(m), po_r(u), po_f(1.0f));
-	gpu_op3(g, PTX_DIV, ".rn.f32", po_r(d), po_r(x), po_r(l));
+	gpu_op3(g, PTX_DIV, ".full.f32", po_r(d), po_r(x), po_r(l));
 	gpu_op3(g, PTX_MUL, ".f32", po_r(d), po_r(d), po_r(m));
 	fpick(g, d, m, fcmp(g, ".eq.f32", m, -1.0f));
 	fpick(g, d, u, fcmp(g, ".eq.f32", u, INFINITY));
