@@ -504,8 +504,37 @@ static int no_atomic_launch(const GpuTarget *t, const GradSplit *sp)
 ** target t (NULL: none), the pieces of its launches; the launch with
 ** atomics only where t takes its fused kernel (sm_80's: a bundle runs that
 ** image on Hopper too). NULL after a diagnostic. */
+/* --explain --grad with GPU target t: the kernels grad_split cuts the
+** backward b of c into (grad_split_explain), or the reason the GPU refuses
+** it, taken from the diagnostic it would give: the explanation itself is
+** not an error. */
+static void explain_gpu_cut(Arena *a, Diag *d, const Cascade *c, const Cascade *b,
+			    const GpuTarget *t, FILE *out)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	Diag q = *d;
+	q.errors = q.warnings = q.suppressed = 0;
+	q.out = open_memstream(&buf, &len);
+	if (!q.out)
+		return;
+	GradSplit s;
+	int refused = grad_split(a, &q, c, b, &s);
+	fclose(q.out);
+	if (refused) {
+		const char *why = buf ? strstr(buf, "error: ") : NULL;
+		int n = why ? (int)strcspn(why + 7, "\n") : 0;
+		fprintf(out, "  on the GPU: refused: %.*s\n", n, why ? why + 7 : "");
+	} else {
+		if (s.fused && no_atomic_launch(t, &s))
+			s.fused = s.post = NULL;
+		grad_split_explain(out, &s);
+	}
+	free(buf);
+}
+
 static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FILE *out,
-			      const GpuTarget *t)
+			      const GpuTarget *t, const GpuTarget *explain_t)
 {
 	int gpu = t != NULL;
 	Program *r = ARENA_NEW(a, Program);
@@ -553,6 +582,8 @@ static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FI
 		}
 		for (int k = 0; k < notes.n; k++)
 			fprintf(out, "  %s\n", (const char *)notes.v[k]);
+		if (explain_t)
+			explain_gpu_cut(a, d, c, b, explain_t, out);
 	}
 	return failed ? NULL : r;
 }
@@ -592,7 +623,9 @@ int main(int argc, char **argv)
 	if (p && o.grad) {
 		int gpu = gpu_code ||
 			  (o.emit == EMIT_HEADER && o.target_given && strcmp(o.target, "cpu"));
-		p = with_backward(&arena, &d, p, o.emit, stdout, gpu ? gpu_target(o.target) : NULL);
+		int explain_gpu = o.emit == EMIT_EXPLAIN && strcmp(o.target, "cpu");
+		p = with_backward(&arena, &d, p, o.emit, stdout, gpu ? gpu_target(o.target) : NULL,
+				  explain_gpu ? gpu_target(o.target) : NULL);
 		if (o.emit == EMIT_EXPLAIN)
 			o.emit = EMIT_NONE, out = NULL; /* the notes were the output */
 	}

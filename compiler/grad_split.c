@@ -607,3 +607,56 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		fuse_dq(a, b, bp, J, needq, outq, keepr, outr, keeps, outs, s);
 	return 0;
 }
+
+/* The outputs of piece c that the next kernels or the caller get, as a
+** list for grad_split_explain. */
+static void piece_outputs(FILE *out, const Cascade *c)
+{
+	int n = 0;
+	for (int t = 0; t < c->tensors.n; t++) {
+		const Tensor *x = c->tensors.v[t];
+		if (x->kind == TK_OUT)
+			fprintf(out, "%s%s", n++ ? ", " : "", x->name);
+	}
+}
+
+/* --explain --grad with a GPU target: the kernels of the cut, in the order
+** NAME_bwd_launch runs them, each with what it computes; where the parts
+** of GQA's gradients are summed, and what the atomic launch does instead.
+** Why: the cut decides the backward's speed and its workspace, and is
+** otherwise visible only in the generated launcher. */
+void grad_split_explain(FILE *out, const GradSplit *s)
+{
+	int n = (s->pre != NULL) + (s->dq != NULL) + s->ndkv + s->ngrp;
+	fprintf(out, "  on the GPU: %s_launch runs %d kernel%s in order, sums in a fixed order\n",
+		s->bwd->name, n, n > 1 ? "s" : "");
+	if (s->pre) {
+		fprintf(out, "    %s: a row pass over the query rows: ", s->pre->name);
+		piece_outputs(out, s->pre);
+		fputs(" (read by the kernels below, held in the workspace)\n", out);
+	}
+	if (s->dq) {
+		fprintf(out, "    %s: over query tiles, streaming the keys: ", s->dq->name);
+		piece_outputs(out, s->dq);
+		fputc('\n', out);
+	}
+	for (int k = 0; k < s->ndkv; k++) {
+		fprintf(out, "    %s: over key tiles, streaming the query rows: ", s->dkv[k]->name);
+		piece_outputs(out, s->dkv[k]);
+		fputs(s->ngrp
+			  ? " (_grp: each query head's part of a gradient that also reduces over "
+			    "the heads sharing a K/V head, f32 in the workspace)\n"
+			  : "\n",
+		      out);
+	}
+	for (int k = 0; k < s->ngrp; k++) {
+		const Node *x = s->grp[k]->nodes.v[s->grp[k]->nodes.n - 1];
+		fprintf(out, "    %s: a row pass over the keys: %s, its parts summed over %s\n",
+			s->grp[k]->name, x->out->name, x->vars[x->nfree].name);
+	}
+	if (s->fused)
+		fprintf(out,
+			"  %s_launch_atomic: %s instead of %s adds dQ's f32 sums from the kernel "
+			"over key tiles (no dQ kernel), in no fixed order; %s converts them\n",
+			s->bwd->name, s->fused->name, s->dkv[s->fused_at]->name, s->post->name);
+}
