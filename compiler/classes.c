@@ -69,39 +69,27 @@ static void bind_uses(UF *u, const int *off, const Expr *e, int *first, const in
 		bind_uses(u, off, e->args[i], first, user);
 }
 
-/* Whether tensor t is computed through a reduction (its own or one it
-** reads): S = sum[d](Q K) is, a feature map elu(Q) + 1 is not. A map of
-** the inputs alone is an input expression written apart, like float(Q). */
-static int expr_reads_reduced(const Expr *e);
-static int reduced_above(const Tensor *t)
-{
-	if (!t->def)
-		return 0;
-	if (t->def->nred)
-		return 1;
-	return expr_reads_reduced(t->def->body) || expr_reads_reduced(t->def->filter);
-}
-
-/* Whether expression e reads a temporary that reduced_above holds for. */
-static int expr_reads_reduced(const Expr *e)
+/* Whether expression e reads a temporary (or an output computed in the
+** cascade) whose node thru[] marks. */
+static int reads_marked(const Expr *e, const char *thru)
 {
 	if (!e)
 		return 0;
-	if (e->kind == EX_ACCESS && reduced_above(e->tensor))
+	if (e->kind == EX_ACCESS && e->tensor->def && thru[e->tensor->def->id])
 		return 1;
 	for (int i = 0; i < e->nargs; i++)
-		if (expr_reads_reduced(e->args[i]))
+		if (reads_marked(e->args[i], thru))
 			return 1;
 	return 0;
 }
 
 /* A reduced variable that subscripts a temporary (or an output computed in
 ** the cascade) marks its class as a candidate stream: 2 where that
-** temporary is computed through a reduction (the scores), 1 where it is a
-** map of the inputs alone (a feature map's elu(Q) + 1, read over the head
-** dim d: linear attention's d would otherwise win the count below and be
-** streamed, with N x N state). */
-static int reads_temp_with(const Expr *e, int var)
+** temporary is computed through a reduction (thru[]: the scores), 1 where
+** it is a map of the inputs alone (a feature map's elu(Q) + 1, read over
+** the head dim d: linear attention's d would otherwise win the count below
+** and be streamed, with N x N state). */
+static int reads_temp_with(const Expr *e, int var, const char *thru)
 {
 	if (!e)
 		return 0;
@@ -109,9 +97,9 @@ static int reads_temp_with(const Expr *e, int var)
 	if (e->kind == EX_ACCESS && e->tensor->def)
 		for (int m = 0; m < e->nargs; m++)
 			if (e->args[m]->kind == EX_INDEX && e->args[m]->var == var)
-				r = reduced_above(e->tensor) ? 2 : 1;
+				r = thru[e->tensor->def->id] ? 2 : 1;
 	for (int i = 0; i < e->nargs && r < 2; i++) {
-		int x = reads_temp_with(e->args[i], var);
+		int x = reads_temp_with(e->args[i], var, thru);
 		r = x > r ? x : r;
 	}
 	return r;
@@ -179,11 +167,20 @@ void plan_classes(Arena *a, Plan *p)
 		}
 	}
 	/* the stream: the candidate class that the most nodes carry freely */
+	/* thru[i]: node i's result is computed through a reduction, its own or
+	** one it reads (S = sum[d](Q K) is, a feature map elu(Q) + 1 is not: a
+	** map of the inputs alone is an input expression written apart, like
+	** float(Q)); the nodes are in topological order */
+	char *thru = ARENA_ARRAY(a, char, c->nodes.n + 1);
+	for (int ni = 0; ni < c->nodes.n; ni++) {
+		const Node *n = c->nodes.v[ni];
+		thru[ni] = n->nred || reads_marked(n->body, thru) || reads_marked(n->filter, thru);
+	}
 	int *cand = ARENA_ARRAY(a, int, p->nclasses + 1);
 	for (int ni = 0; ni < c->nodes.n; ni++) {
 		Node *n = c->nodes.v[ni];
 		for (int v = n->nfree; v < n->nfree + n->nred && !n->out->added_to; v++) {
-			int r = reads_temp_with(n->body, v), *x = &cand[p->cls[ni][v]];
+			int r = reads_temp_with(n->body, v, thru), *x = &cand[p->cls[ni][v]];
 			*x = r > *x ? r : *x;
 		}
 	}

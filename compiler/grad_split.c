@@ -322,9 +322,10 @@ static int group_pair(const Node *x, const Expr *e, int g, const Expr **ext)
 ** fixed order. Where the body reads the group's head h_i alone (MQA: one
 ** K/V head for all), the part keeps it as an index of its own. Node i of
 ** b becomes the row pass's node; the part's node is inserted before it.
-** Why not atomics: the sums would depend on the order the CTAs ran in, and
-** a fixed order is what NAME_bwd_launch promises. */
-static void split_group(Arena *a, const Plan *bp, int J, int i, int g)
+** Returns the part's node. Why not atomics: the sums would depend on the
+** order the CTAs ran in, and a fixed order is what NAME_bwd_launch
+** promises. */
+static Node *split_group(Arena *a, const Plan *bp, int J, int i, int g)
 {
 	Cascade *b = bp->c;
 	Node *x = b->nodes.v[i];
@@ -395,6 +396,7 @@ static void split_group(Arena *a, const Plan *bp, int J, int i, int g)
 	for (int k = 0; k < nodes.n; k++)
 		((Node *)nodes.v[k])->id = k;
 	b->nodes = nodes;
+	return m;
 }
 
 /* The cut (grad.h): each gradient to the kernel whose stream it reduces,
@@ -436,28 +438,24 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	}
 	/* GQA: gradients of a shared K/V head as parts per query head and their
 	** sum (split_group), the plan's classes taken again */
-	int ngrp = 0;
+	PtrVec parts = {0};
 	for (int i = 0; i < b->nodes.n; i++) {
 		int g = group_var(bp, i, I, J);
 		if (g < 0)
 			continue;
-		split_group(a, bp, J, i, g);
-		ngrp++;
+		ptrvec_push(a, &parts, split_group(a, bp, J, i, g));
 		plan_classes(a, bp);
 		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
 		i++;
 	}
-	int n = b->nodes.n, failed = 0;
+	int n = b->nodes.n, failed = 0, ngrp = parts.n;
+	/* grp_in: the parts' nodes; grp: the sums of them, each right after */
 	char *row = ARENA_ARRAY(a, char, n + 1), *outq = ARENA_ARRAY(a, char, n + 1),
 	     *outk = ARENA_ARRAY(a, char, n + 1), *grp = ARENA_ARRAY(a, char, n + 1),
 	     *grp_in = ARENA_ARRAY(a, char, n + 1);
-	for (int i = 0; i < n && ngrp; i++) {
-		const Node *x = b->nodes.v[i];
-		for (int k = 0; k < i; k++)
-			if (x->nred == 1 && x->body->kind == EX_ACCESS &&
-			    x->body->tensor == ((Node *)b->nodes.v[k])->out &&
-			    !strcmp(x->body->tensor->name, arena_printf(a, "%s.grp", x->out->name)))
-				grp[i] = 1, grp_in[k] = 1;
+	for (int k = 0; k < ngrp; k++) {
+		int at = ((const Node *)parts.v[k])->id;
+		grp_in[at] = grp[at + 1] = 1;
 	}
 	/* row-pass nodes: neither index reduced, no key index, reading only
 	** inputs and row-pass nodes */

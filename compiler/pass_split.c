@@ -80,8 +80,9 @@ static int operand(const Plan *p, const char *pre, int i)
 ** before the stream, and values over the keys but not the query rows
 ** that are reduced over another index (a key's norm, sum[d](K K)), have
 ** an index of their own and are an operand of a later product (a key's
-** feature map over d) or are computed from such. The GPU's passes take neither: a pass has no code
-** before its stream, and its tiles reduce over the head dim only in Q K^T. */
+** feature map over d) or are computed from such. The GPU's passes take
+** neither: a pass has no code before its stream, and its tiles reduce over
+** the head dim only in Q K^T. */
 static void mark_pre(const Plan *p, char *pre)
 {
 	int q = -1;

@@ -214,7 +214,7 @@ static PReg element_sum(KernelGen *g, int i)
 {
 	const Node *n = gpu_node(g, i);
 	PReg acc = gpu_fconst(g, 0.0f), p = gpu_reg(g, PC_PRED);
-	PReg ext = gpu_expr(g, n->vars[n->nfree].extent), col = g->col;
+	PReg ext = gpu_expr(g, n->vars[n->nfree].extent);
 	g->inner = gpu_reg(g, PC_B64), g->inner_cls = g->p->cls[i][n->nfree];
 	gpu_op2(g, PTX_MOV, ".b64", po_r(g->inner), po_i(0));
 	int top = ptx_new_label(g->f), end = ptx_new_label(g->f);
@@ -231,7 +231,7 @@ static PReg element_sum(KernelGen *g, int i)
 	ptx_guard(g->f, p, 0);
 	ptx_label(g->f, end);
 	gpu_expr_forget(g, 0);
-	g->inner.n = 0, g->inner_cls = -1, g->col = col;
+	g->inner.n = 0, g->inner_cls = -1;
 	return acc;
 }
 
