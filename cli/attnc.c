@@ -556,6 +556,8 @@ static Program *with_backward(Arena *a, Diag *d, const Program *p, Emit emit, FI
 			s = *sp;
 			if (!failed)
 				ptrvec_push(a, &r->grads, sp);
+			for (int k = 0; !failed && k < s.nstats; k++)
+				ptrvec_push(a, &r->cascades, s.stats[k]);
 			if (!failed && s.pre)
 				ptrvec_push(a, &r->cascades, s.pre);
 			if (!failed && s.dq)

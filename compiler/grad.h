@@ -43,6 +43,12 @@ Cascade *grad_derive(Arena *a, Diag *d, const Cascade *c, int flash, PtrVec *not
 enum { GRAD_MAX_DKV = 8 };
 typedef struct GradSplit {
 	Cascade *bwd; /* the backward with the GPU's dtypes: its interface */
+	/* stats: where the forward saved no logsumexp, the reductions over the
+	** keys the kernels read (the softmax's max and sum), a kernel over
+	** query tiles run first (or several in order, where its plan keeps
+	** several passes), its results in ws before pre's */
+	Cascade *stats[GRAD_MAX_DKV];
+	int nstats;
 	Cascade *pre, *dq;
 	/* one kernel for dK and dV, or, at head dims above 128, one per gradient
 	** (NAME_bwd_dK, NAME_bwd_dV: both accumulators do not fit one) */
@@ -61,6 +67,9 @@ typedef struct GradSplit {
 	** the row pass's results) and summed by a row pass each, run last */
 	Cascade *grp[GRAD_MAX_DKV];
 	int ngrp;
+	/* the first ngqa of grp are GQA's; the others sum the parts per key of
+	** a table's or trainable input's gradient (ALiBi's trainable slope) */
+	int ngqa;
 } GradSplit;
 
 /* Fills s from the forward fwd and its backward bwd (grad_derive with

@@ -71,6 +71,22 @@ static void need_closure(const Cascade *c, int i, char *need)
 	}
 }
 
+/* Marks node i and every node it reads (need[]), stopping at the nodes
+** another piece computes (stop[]: read as inputs, not marked). */
+static void need_closure_until(const Cascade *c, int i, char *need, const char *stop)
+{
+	if (need[i])
+		return;
+	need[i] = 1;
+	const Node *n = c->nodes.v[i];
+	for (int t = 0; t < c->tensors.n; t++) {
+		const Tensor *x = c->tensors.v[t];
+		if (x->def && !stop[x->def->id] &&
+		    (expr_reads(n->body, x) || expr_reads(n->filter, x)))
+			need_closure_until(c, x->def->id, need, stop);
+	}
+}
+
 /* A backward's piece (cascade_piece) as a kernel of 64 query rows a CTA:
 ** sm_80's registers do not fit its accumulators at 128 (Cascade.rows64). */
 static Cascade *bwd_piece(Arena *a, const Cascade *b, const char *name, const char *keep,
@@ -121,11 +137,16 @@ static void factor_sums(Arena *a, Cascade *b)
 	PtrVec nodes = {0};
 	for (int i = 0; i < b->nodes.n; i++) {
 		Node *x = b->nodes.v[i];
-		const Expr *f[16], *dep[16], *ind[16];
+		const Expr *f[16], *dep[16], *ind[16], *num = x->body, *div[8];
+		int r = x->nfree, nd = 0, ni = 0, ndiv = 0;
+		/* divisors that do not read the reduced index leave the sum too
+		** (dP = sum[e](dO V) / Z where the forward saved no logsumexp) */
+		while (num->kind == EX_BINOP && num->op == OP_DIV && num->type == VT_FLOAT &&
+		       !(expr_vars(num->args[1]) >> r & 1) && ndiv < 8)
+			div[ndiv++] = num->args[1], num = num->args[0];
 		int n = x->red == RED_SUM && x->nred == 1 && x->out->type == VT_FLOAT
-			    ? expr_factors(x->body, f, 16)
+			    ? expr_factors(num, f, 16)
 			    : 0;
-		int r = x->nfree, nd = 0, ni = 0;
 		if (n > 16 || (x->filter && (expr_vars(x->filter) >> r & 1)))
 			n = 0;
 		for (int k = 0; k < n; k++) {
@@ -134,7 +155,7 @@ static void factor_sums(Arena *a, Cascade *b)
 			else
 				ind[ni++] = f[k];
 		}
-		if (!nd || !ni) {
+		if (!nd || !(ni + ndiv)) {
 			ptrvec_push(a, &nodes, x);
 			continue;
 		}
@@ -155,7 +176,9 @@ static void factor_sums(Arena *a, Cascade *b)
 		for (int v = 0; v < x->nfree; v++)
 			rd->args[v] = expr_index(a, v);
 		x->red = RED_NONE, x->nred = 0;
-		x->body = expr_binop(a, OP_MUL, rd, product(a, ind, ni));
+		x->body = ni ? expr_binop(a, OP_MUL, rd, product(a, ind, ni)) : rd;
+		while (ndiv)
+			x->body = expr_binop(a, OP_DIV, x->body, (Expr *)div[--ndiv]);
 		ptrvec_push(a, &nodes, x);
 	}
 	for (int i = 0; i < nodes.n; i++)
@@ -399,6 +422,81 @@ static Node *split_group(Arena *a, const Plan *bp, int J, int i, int g)
 	return m;
 }
 
+/* Whether node i is the gradient of a table or trainable input indexed by
+** neither the query rows nor the keys (class I, J) and summed over both,
+** with at most two more reduced indices (ALiBi's trainable slope,
+** dslope[h] = sum[b, i, j](dX (j - i))): the reduced variable of the query
+** rows, else -1. */
+static int scalar_var(const Plan *bp, int i, int I, int J)
+{
+	const Node *x = bp->c->nodes.v[i];
+	if (x->out->kind != TK_OUT || x->red != RED_SUM || x->nred < 2 || x->nred > 3 ||
+	    plan_node_class(bp, i, I) != 2 || plan_node_class(bp, i, J) != 2)
+		return -1;
+	int r = -1, nj = 0;
+	for (int v = x->nfree; v < x->nfree + x->nred; v++) {
+		if (bp->cls[i][v] == I)
+			r = r < 0 ? v : -2;
+		nj += bp->cls[i][v] == J;
+	}
+	return r >= 0 && nj == 1 ? r : -1;
+}
+
+/* Such a gradient as the kernel over key tiles and a row pass compute it:
+** the kernel writes its part per key, NAME_part[.., j] = sum[i](X) with
+** the node's other reduced indices made free (f32, in the workspace, the
+** key last), and a row pass sums the parts over them in a fixed order,
+** dslope[h] = sum[b, j](dslope_part[h, b, j]). Node i of b becomes the row
+** pass's node; the part's node is inserted before it and returned. Why not
+** atomics: the order the CTAs ran in would change the sum's bits. */
+static Node *split_scalar(Arena *a, Cascade *b, int i, int r)
+{
+	Node *x = b->nodes.v[i];
+	int nf = x->nfree, nr = x->nred, pf = nf + nr - 1;
+	Node *m = ARENA_NEW(a, Node);
+	*m = *x;
+	m->nfree = pf, m->nred = 1;
+	m->vars = ARENA_ARRAY(a, IndexVar, pf + 2);
+	Expr **sub = ARENA_ARRAY(a, Expr *, nf + nr + 1);
+	for (int v = 0, k = 0; v < nf + nr; v++) {
+		int to = v == r ? pf : k++;
+		m->vars[to] = x->vars[v];
+		sub[v] = expr_index(a, to);
+	}
+	m->body = expr_subst(a, x->body, sub, nf + nr);
+	m->filter = x->filter ? expr_subst(a, x->filter, sub, nf + nr) : NULL;
+	Tensor *t = ARENA_NEW(a, Tensor);
+	*t = *x->out;
+	t->name = arena_printf(a, "%s.part", x->out->name);
+	t->kind = TK_TEMP, t->dtype = DT_F32, t->trainable = 0, t->domain = NULL;
+	t->rank = pf, t->id = b->tensors.n;
+	t->shape = ARENA_ARRAY(a, Expr *, pf + 1);
+	for (int v = 0; v < pf; v++)
+		t->shape[v] = m->vars[v].extent;
+	t->def = m, m->out = t;
+	ptrvec_push(a, &b->tensors, t);
+	/* x: the sum of the parts over its reduced indices but the rows' */
+	Expr *rd = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
+	rd->tensor = t, rd->nargs = pf;
+	rd->args = ARENA_ARRAY(a, Expr *, pf + 1);
+	IndexVar *xv = ARENA_ARRAY(a, IndexVar, pf + 1);
+	for (int v = 0; v < pf; v++) {
+		rd->args[v] = expr_index(a, v);
+		xv[v] = m->vars[v];
+	}
+	x->vars = xv, x->nred = nr - 1, x->body = rd, x->filter = NULL;
+	PtrVec nodes = {0};
+	for (int k = 0; k < b->nodes.n; k++) {
+		if (k == i)
+			ptrvec_push(a, &nodes, m);
+		ptrvec_push(a, &nodes, b->nodes.v[k]);
+	}
+	for (int k = 0; k < nodes.n; k++)
+		((Node *)nodes.v[k])->id = k;
+	b->nodes = nodes;
+	return m;
+}
+
 /* The cut (grad.h): each gradient to the kernel whose stream it reduces,
 ** the row values they read to the row pass, the rest recomputed per
 ** kernel; what fits neither is one error at its statement. */
@@ -444,6 +542,18 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		if (g < 0)
 			continue;
 		ptrvec_push(a, &parts, split_group(a, bp, J, i, g));
+		plan_classes(a, bp);
+		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
+		i++;
+	}
+	s->ngqa = parts.n;
+	/* gradients of tables and trainable inputs summed over the rows and
+	** the keys: parts per key and their sum (split_scalar) */
+	for (int i = 0; i < b->nodes.n; i++) {
+		int r = scalar_var(bp, i, I, J);
+		if (r < 0)
+			continue;
+		ptrvec_push(a, &parts, split_scalar(a, b, i, r));
 		plan_classes(a, bp);
 		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
 		i++;
@@ -509,6 +619,74 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		if (outk[i])
 			need_closure(b, i, needk);
 	}
+	/* a reduction over the keys that the kernels read and no gradient is
+	** (the softmax's max and sum where the forward saved no logsumexp) is a
+	** pass of its own, first: a kernel over query tiles streaming the keys,
+	** the forward's, its results in the workspace. A reduction over the
+	** query rows that the kernel over key tiles would need first has no
+	** such pass. */
+	char *stat = ARENA_ARRAY(a, char, n + 1), *keeps_ = ARENA_ARRAY(a, char, n + 1);
+	int anys = 0;
+	for (int i = 0; i < n; i++) {
+		const Node *x = b->nodes.v[i];
+		if ((needq[i] || needk[i]) && !outq[i] && !outk[i] &&
+		    (plan_node_class(bp, i, J) & 2) && !grp_in[i] && !grp[i])
+			stat[i] = 1, anys = 1;
+		else if (needk[i] && !outk[i] && (plan_node_class(bp, i, I) & 2)) {
+			diag_error(
+			    d, x->loc,
+			    "%s: the GPU backward's kernel over key tiles streams the query "
+			    "rows; '%s' (%s) reduces over the query rows before it and would "
+			    "need a pass of its own over them (--target=cpu runs it)",
+			    bwd->name, x->out->name, x->origin ? x->origin : "a reduction");
+			return 1;
+		}
+	}
+	if (anys) {
+		memset(needq, 0, (size_t)n), memset(needk, 0, (size_t)n);
+		char *none = ARENA_ARRAY(a, char, n + 1);
+		for (int i = 0; i < n; i++) {
+			if (stat[i])
+				need_closure(b, i, keeps_);
+			if (outq[i])
+				need_closure_until(b, i, needq, stat);
+			if (outk[i])
+				need_closure_until(b, i, needk, stat);
+		}
+		Cascade *st =
+		    cascade_piece(a, b, arena_printf(a, "%s_stats", bwd->name), keeps_, stat, none);
+		for (int i = 0; i < n; i++)
+			if (stat[i])
+				ptrvec_push(a, &s->ws, ((Node *)b->nodes.v[i])->out);
+		/* a pass whose plan keeps several (threshold's sum of dP P over the
+		** kept keys needs P's max and sum complete): its kernels in order,
+		** what passes between them in the workspace too */
+		PassSplit ps;
+		if (pass_split(a, d, st, "sm_80", &ps))
+			return 1;
+		if (ps.npieces > GRAD_MAX_DKV) {
+			diag_error(d, fwd->loc, "%s: the backward's first pass needs %d kernels",
+				   bwd->name, ps.npieces);
+			return 1;
+		}
+		for (int k = 0; k < ps.npieces; k++)
+			s->stats[s->nstats++] = ps.piece[k];
+		if (!ps.npieces)
+			s->stats[s->nstats++] = st;
+		for (int k = 0; k < ps.ws.n; k++)
+			ptrvec_push(a, &s->ws, ps.ws.v[k]);
+		/* row-pass nodes may read the pass's results */
+		for (int i = 0; i < n; i++) {
+			const Node *x = b->nodes.v[i];
+			int ok = !plan_node_class(bp, i, J) && !(plan_node_class(bp, i, I) & 2);
+			for (int t = 0; ok && t < b->tensors.n; t++) {
+				const Tensor *y = b->tensors.v[t];
+				if (y->def && (expr_reads(x->body, y) || expr_reads(x->filter, y)))
+					ok = row[y->def->id] || stat[y->def->id];
+			}
+			row[i] = (char)ok;
+		}
+	}
 	/* the row pass computes what either kernel reads of it; the kernels
 	** keep the rest */
 	char *keepr = ARENA_ARRAY(a, char, n + 1), *outr = ARENA_ARRAY(a, char, n + 1);
@@ -527,26 +705,16 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 				outr[i] = 1;
 		}
 	}
-	/* a reduction over a kernel's stream other than its gradients (the
-	** softmax's max and sum where no logsumexp was saved) is a second pass */
-	for (int i = 0; i < n; i++) {
-		const Node *x = b->nodes.v[i];
-		if ((needq[i] && !outq[i] && (plan_node_class(bp, i, J) & 2)) ||
-		    (needk[i] && !outk[i] && (plan_node_class(bp, i, I) & 2))) {
-			diag_error(d, x->loc,
-				   "%s: the GPU backward recomputes P from the forward's saved "
-				   "logsumexp; '%s' (%s) would need a pass of its own over the "
-				   "keys: give the forward an output L = logsumexp over the keys "
-				   "of the same scores (--target=cpu runs it as it is)",
-				   bwd->name, x->out->name, x->origin ? x->origin : "a reduction");
-			return 1;
-		}
-	}
+	/* what the pieces after the pass read of it (inputs from the workspace):
+	** its results and the row pass's */
+	char *rowin = ARENA_ARRAY(a, char, n + 1), *kin = ARENA_ARRAY(a, char, n + 1);
+	for (int i = 0; i < n; i++)
+		rowin[i] = row[i] || stat[i], kin[i] = outr[i] || stat[i];
 	int any = 0;
 	for (int i = 0; i < n; i++)
 		any |= outr[i];
 	s->pre =
-	    any ? bwd_piece(a, b, arena_printf(a, "%s_pre", bwd->name), keepr, outr, row) : NULL;
+	    any ? bwd_piece(a, b, arena_printf(a, "%s_pre", bwd->name), keepr, outr, rowin) : NULL;
 	for (int i = 0; i < n && any; i++)
 		if (outr[i])
 			ptrvec_push(a, &s->ws, ((Node *)b->nodes.v[i])->out);
@@ -554,12 +722,12 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	for (int i = 0; i < n; i++)
 		anyq |= outq[i], anyk |= outk[i];
 	s->dq =
-	    anyq ? bwd_piece(a, b, arena_printf(a, "%s_dq", bwd->name), needq, outq, outr) : NULL;
+	    anyq ? bwd_piece(a, b, arena_printf(a, "%s_dq", bwd->name), needq, outq, kin) : NULL;
 	char *keeps[GRAD_MAX_DKV], *outs[GRAD_MAX_DKV];
 	if (anyk && !wide_keys(b, outk)) {
 		keeps[s->ndkv] = needk, outs[s->ndkv] = outk;
 		s->dkv[s->ndkv++] =
-		    bwd_piece(a, b, arena_printf(a, "%s_dkv", bwd->name), needk, outk, outr);
+		    bwd_piece(a, b, arena_printf(a, "%s_dkv", bwd->name), needk, outk, kin);
 	}
 	/* wide heads: a kernel per gradient (dK, dV), each recomputing the
 	** scores, where both accumulators and both score tiles do not fit the
@@ -569,7 +737,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			continue;
 		char *one = ARENA_ARRAY(a, char, n + 1), *need = ARENA_ARRAY(a, char, n + 1);
 		one[i] = 1;
-		need_closure(b, i, need);
+		need_closure_until(b, i, need, stat);
 		for (int k = 0; k < n; k++)
 			need[k] &= !keepr[k];
 		keeps[s->ndkv] = need, outs[s->ndkv] = one;
@@ -577,7 +745,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		    bwd_piece(a, b,
 			      arena_printf(a, "%s_%s", bwd->name,
 					   cascade_c_name(a, ((Node *)b->nodes.v[i])->out->name)),
-			      need, one, outr);
+			      need, one, kin);
 	}
 	for (int k = 0; k < s->ndkv; k++)
 		s->dkv[k]->first_rows_longest = 1;
@@ -598,11 +766,14 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			      arena_printf(a, "%s_%s_sum", bwd->name,
 					   cascade_c_name(a, ((Node *)b->nodes.v[i])->out->name)),
 			      one, one, grp_in);
-		r->value_last = 1;
+		/* GQA's sums run over the keys (their value index last), the
+		** others over their own first indices */
+		r->value_last =
+		    !strcmp(strrchr(((Node *)b->nodes.v[i - 1])->out->name, '.'), ".grp");
 		s->grp[s->ngrp++] = r;
 	}
 	if (anyq && s->ndkv)
-		fuse_dq(a, b, bp, J, needq, outq, keepr, outr, keeps, outs, s);
+		fuse_dq(a, b, bp, J, needq, outq, keepr, kin, keeps, outs, s);
 	return 0;
 }
 
@@ -625,9 +796,18 @@ static void piece_outputs(FILE *out, const Cascade *c)
 ** otherwise visible only in the generated launcher. */
 void grad_split_explain(FILE *out, const GradSplit *s)
 {
-	int n = (s->pre != NULL) + (s->dq != NULL) + s->ndkv + s->ngrp;
+	int n = s->nstats + (s->pre != NULL) + (s->dq != NULL) + s->ndkv + s->ngrp;
 	fprintf(out, "  on the GPU: %s_launch runs %d kernel%s in order, sums in a fixed order\n",
 		s->bwd->name, n, n > 1 ? "s" : "");
+	for (int k = 0; k < s->nstats; k++) {
+		fprintf(out, "    %s: over query tiles, streaming the keys: ", s->stats[k]->name);
+		piece_outputs(out, s->stats[k]);
+		fputs(k + 1 < s->nstats
+			  ? "\n"
+			  : " (the forward saved no logsumexp of these scores: save L = "
+			    "logsumexp[j](..) as an output and this pass goes)\n",
+		      out);
+	}
 	if (s->pre) {
 		fprintf(out, "    %s: a row pass over the query rows: ", s->pre->name);
 		piece_outputs(out, s->pre);
@@ -641,7 +821,7 @@ void grad_split_explain(FILE *out, const GradSplit *s)
 	for (int k = 0; k < s->ndkv; k++) {
 		fprintf(out, "    %s: over key tiles, streaming the query rows: ", s->dkv[k]->name);
 		piece_outputs(out, s->dkv[k]);
-		fputs(s->ngrp
+		fputs(s->ngqa
 			  ? " (_grp: each query head's part of a gradient that also reduces over "
 			    "the heads sharing a K/V head, f32 in the workspace)\n"
 			  : "\n",
@@ -649,8 +829,17 @@ void grad_split_explain(FILE *out, const GradSplit *s)
 	}
 	for (int k = 0; k < s->ngrp; k++) {
 		const Node *x = s->grp[k]->nodes.v[s->grp[k]->nodes.n - 1];
-		fprintf(out, "    %s: a row pass over the keys: %s, its parts summed over %s\n",
-			s->grp[k]->name, x->out->name, x->vars[x->nfree].name);
+		if (s->grp[k]->value_last) {
+			fprintf(out,
+				"    %s: a row pass over the keys: %s, its parts summed over %s\n",
+				s->grp[k]->name, x->out->name, x->vars[x->nfree].name);
+			continue;
+		}
+		fprintf(out, "    %s: a row pass: %s, its parts per key summed over ",
+			s->grp[k]->name, x->out->name);
+		for (int v = x->nfree; v < x->nfree + x->nred; v++)
+			fprintf(out, "%s%s", v > x->nfree ? ", " : "", x->vars[v].name);
+		fputs(" in a fixed order\n", out);
 	}
 	if (s->fused)
 		fprintf(out,

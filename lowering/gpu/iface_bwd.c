@@ -131,6 +131,8 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 				"\tif ((rc = attnrt_memset_async(ws + off[%d], 0, need - off[%d], "
 				"stream)))\n\t\treturn rc;\n",
 				s->ws.n, s->ws.n);
+		for (int k = 0; k < s->nstats; k++)
+			piece_call(o, s, s->stats[k]);
 		piece_call(o, s, s->pre);
 		if (!fused)
 			piece_call(o, s, s->dq);

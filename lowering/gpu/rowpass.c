@@ -46,10 +46,11 @@ const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s)
 		if (n->out->type != VT_FLOAT)
 			return arena_printf(a, "%s: a row value that is not a float",
 					    node_what(a, n));
-		if (n->nred > 1 || n->red == RED_PROD)
+		if (n->nred > 2 || (n->nred == 2 && n->red != RED_SUM) || n->red == RED_PROD ||
+		    (n->nred == 2 && row_elements(p, i)))
 			return arena_printf(a,
-					    "%s: a value before the stream reduced over more "
-					    "than one index or by prod",
+					    "%s: a value before the stream reduced by prod, "
+					    "over more than two indices, or by max or min over two",
 					    node_what(a, n));
 		for (int v = 0; v < n->nfree; v++)
 			if (plan_index_kind(p, i, v) != IDX_GRID &&
@@ -109,6 +110,8 @@ static int loop_var(const Plan *p, int i)
 static int row_lanes(const Plan *p)
 {
 	for (int i = 0; i < p->c->nodes.n; i++) {
+		if (((const Node *)p->c->nodes.v[i])->nred == 2)
+			continue; /* its inner loop is the lanes' (row_value) */
 		int v = loop_var(p, i);
 		long e = v < 0
 			     ? ROW_LANES
@@ -177,45 +180,16 @@ static PReg kept(KernelGen *g, PReg v, const Expr *keep, float other)
 	return z;
 }
 
-/* Node i's value at the thread's row: its body, or a loop over its reduced
-** index (the lanes' parts then combined by butterfly shuffles); absent
-** points (its filter) give 0 or the reduction's identity. */
-static PReg row_value(KernelGen *g, const RowLanes *rl, int i)
-{
-	const Node *n = gpu_node(g, i);
-	g->node = i;
-	if (!n->nred)
-		return kept(g, gpu_expr(g, n->body), n->filter, 0.0f);
-	float id = n->red == RED_MAX ? -INFINITY : n->red == RED_MIN ? INFINITY : 0.0f;
-	PtxOpcode op = n->red == RED_SUM ? PTX_ADD : n->red == RED_MAX ? PTX_MAX : PTX_MIN;
-	PReg acc = gpu_reg(g, PC_F32);
-	gpu_op2(g, PTX_MOV, ".f32", po_r(acc), po_f(id));
-	RowLoop l;
-	int reps = loop_open(g, rl, &l, i, n->nfree);
-	for (int k = 0; k < reps; k++) {
-		loop_at(g, rl, &l, k);
-		PReg x = kept(g, gpu_expr(g, n->body), n->filter, id);
-		gpu_op3(g, op, ".f32", po_r(acc), po_r(acc), po_r(x));
-	}
-	loop_close(g, &l);
-	for (int m = rl->lanes / 2; m > 0; m /= 2) {
-		PReg o = gpu_reg(g, PC_F32);
-		gpu_op5(g, PTX_SHFL, ".b32", po_r(o), po_r(acc), po_i(m), po_i(31), po_i(-1));
-		gpu_op3(g, op, ".f32", po_r(acc), po_r(acc), po_r(o));
-	}
-	return acc;
-}
-
 /* Node i's sum at the element g->col: a loop of the lane over its reduced
-** index (g->inner, its class g->inner_cls, which the expressions read),
+** index v (g->inner, its class g->inner_cls, which the expressions read),
 ** in order, absent points (its filter) adding 0. GQA's gradient of a
 ** shared K/V head sums its query heads' parts so (grad_split.c). */
-static PReg element_sum(KernelGen *g, int i)
+static PReg element_sum(KernelGen *g, int i, int v)
 {
 	const Node *n = gpu_node(g, i);
 	PReg acc = gpu_fconst(g, 0.0f), p = gpu_reg(g, PC_PRED);
-	PReg ext = gpu_expr(g, n->vars[n->nfree].extent);
-	g->inner = gpu_reg(g, PC_B64), g->inner_cls = g->p->cls[i][n->nfree];
+	PReg ext = gpu_expr(g, n->vars[v].extent);
+	g->inner = gpu_reg(g, PC_B64), g->inner_cls = g->p->cls[i][v];
 	gpu_op2(g, PTX_MOV, ".b64", po_r(g->inner), po_i(0));
 	int top = ptx_new_label(g->f), end = ptx_new_label(g->f);
 	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(p), po_r(g->inner), po_r(ext));
@@ -235,6 +209,90 @@ static PReg element_sum(KernelGen *g, int i)
 	return acc;
 }
 
+/* Node i's sum over its second reduced index v at the values of the
+** first (g->col): the row's lanes take every lanes-th value from their
+** own, ROW_SPLIT loads at a time into as many sums (the index clamped to
+** its last value and the value dropped past it), so that the loads do not
+** wait for one another. Why: a trainable slope's parts per key (B N of
+** them a head) summed by one thread a value at a time took a memory
+** latency per key. The caller combines the lanes. */
+enum { ROW_SPLIT = 4 };
+static PReg lanes_sum(KernelGen *g, const RowLanes *rl, int i, int v)
+{
+	const Node *n = gpu_node(g, i);
+	PReg acc[ROW_SPLIT], p = gpu_reg(g, PC_PRED), e = gpu_reg(g, PC_B64);
+	PReg ext = gpu_expr(g, n->vars[v].extent), last = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_SUB, ".s64", po_r(last), po_r(ext), po_i(1));
+	for (int k = 0; k < ROW_SPLIT; k++)
+		acc[k] = gpu_reg(g, PC_F32), gpu_op2(g, PTX_MOV, ".f32", po_r(acc[k]), po_f(0.0f));
+	if (rl->lanes > 1)
+		gpu_op2(g, PTX_MOV, ".b64", po_r(e), po_r(rl->sub));
+	else
+		gpu_op2(g, PTX_MOV, ".b64", po_r(e), po_i(0));
+	int top = ptx_new_label(g->f), end = ptx_new_label(g->f);
+	gpu_op3(g, PTX_SETP, ".ge.s64", po_r(p), po_r(e), po_r(ext));
+	gpu_op1(g, PTX_BRA, "", po_label(end));
+	ptx_guard(g->f, p, 0);
+	gpu_expr_forget(g, 0);
+	ptx_label(g->f, top);
+	g->inner_cls = g->p->cls[i][v];
+	for (int k = 0; k < ROW_SPLIT; k++) {
+		PReg at = gpu_reg(g, PC_B64), in = gpu_reg(g, PC_PRED), x = gpu_reg(g, PC_F32);
+		gpu_op3(g, PTX_ADD, ".s64", po_r(at), po_r(e), po_i(k * rl->lanes));
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(in), po_r(at), po_r(ext));
+		g->inner = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_MIN, ".s64", po_r(g->inner), po_r(at), po_r(last));
+		gpu_expr_forget(g, 0);
+		PReg y = kept(g, gpu_expr(g, n->body), n->filter, 0.0f);
+		gpu_op4(g, PTX_SELP, ".f32", po_r(x), po_r(y), po_f(0.0f), po_r(in));
+		gpu_op3(g, PTX_ADD, ".f32", po_r(acc[k]), po_r(acc[k]), po_r(x));
+	}
+	gpu_op3(g, PTX_ADD, ".s64", po_r(e), po_r(e), po_i(ROW_SPLIT * rl->lanes));
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(p), po_r(e), po_r(ext));
+	gpu_op1(g, PTX_BRA, "", po_label(top));
+	ptx_guard(g->f, p, 0);
+	ptx_label(g->f, end);
+	gpu_expr_forget(g, 0);
+	g->inner.n = 0, g->inner_cls = -1;
+	for (int k = 1; k < ROW_SPLIT; k++)
+		gpu_op3(g, PTX_ADD, ".f32", po_r(acc[0]), po_r(acc[0]), po_r(acc[k]));
+	return acc[0];
+}
+
+/* Node i's value at the thread's row: its body, or a loop over its reduced
+** index (the lanes' parts then combined by butterfly shuffles); absent
+** points (its filter) give 0 or the reduction's identity. */
+static PReg row_value(KernelGen *g, const RowLanes *rl, int i)
+{
+	const Node *n = gpu_node(g, i);
+	g->node = i;
+	if (!n->nred)
+		return kept(g, gpu_expr(g, n->body), n->filter, 0.0f);
+	float id = n->red == RED_MAX ? -INFINITY : n->red == RED_MIN ? INFINITY : 0.0f;
+	PtxOpcode op = n->red == RED_SUM ? PTX_ADD : n->red == RED_MAX ? PTX_MAX : PTX_MIN;
+	PReg acc = gpu_reg(g, PC_F32);
+	gpu_op2(g, PTX_MOV, ".f32", po_r(acc), po_f(id));
+	RowLoop l;
+	/* a sum over two indices: the second the lanes' loop inside the
+	** first's, which each lane runs whole (a trainable slope's parts per
+	** key summed over b and j) */
+	const RowLanes one = {1, {0}, {0}, {0}}, *ol = n->nred == 2 ? &one : rl;
+	int reps = loop_open(g, ol, &l, i, n->nfree);
+	for (int k = 0; k < reps; k++) {
+		loop_at(g, ol, &l, k);
+		PReg x = n->nred == 2 ? lanes_sum(g, rl, i, n->nfree + 1)
+				      : kept(g, gpu_expr(g, n->body), n->filter, id);
+		gpu_op3(g, op, ".f32", po_r(acc), po_r(acc), po_r(x));
+	}
+	loop_close(g, &l);
+	for (int m = rl->lanes / 2; m > 0; m /= 2) {
+		PReg o = gpu_reg(g, PC_F32);
+		gpu_op5(g, PTX_SHFL, ".b32", po_r(o), po_r(acc), po_i(m), po_i(31), po_i(-1));
+		gpu_op3(g, op, ".f32", po_r(acc), po_r(acc), po_r(o));
+	}
+	return acc;
+}
+
 /* Output node i's elements along its value index (the last): each
 ** evaluated and stored where the row is the launch's, converted to the
 ** output's dtype, absent points 0. */
@@ -250,7 +308,7 @@ static void row_elements_store(KernelGen *g, const RowLanes *rl, int i)
 	int reps = loop_open(g, rl, &l, i, n->nfree - 1);
 	for (int k = 0; k < reps; k++) {
 		loop_at(g, rl, &l, k);
-		PReg v = n->nred ? element_sum(g, i)
+		PReg v = n->nred ? element_sum(g, i, n->nfree)
 				 : kept(g, gpu_expr(g, n->body),
 					n->filter ? n->filter : n->out->domain, 0.0f);
 		if (n->nred && n->out->domain)

@@ -172,8 +172,11 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 {
 	const Node *n = p->c->nodes.v[i];
 	int sv = p->np[i].svar;
-	/* body = X * V (V the only factor that reads e) */
-	const Expr *b = n->body;
+	/* body = X * V (V the only factor that reads e), or X * V / Z (the
+	** backward's dV = sum[i](P dO / Z) where no logsumexp was saved) */
+	const Expr *b = n->body, *z = NULL;
+	if (b->kind == EX_BINOP && b->op == OP_DIV && b->type == VT_FLOAT)
+		z = b->args[1], b = b->args[0];
 	if (b->kind != EX_BINOP || b->op != OP_MUL)
 		return arena_printf(a, "%s: a sum over the stream with a value index must be X * V",
 				    node_what(a, n));
@@ -183,6 +186,8 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 			evar = v;
 	for (int side = 0; side < 2; side++) {
 		const Expr *v = strip(b->args[side]), *x = b->args[!side];
+		if (z)
+			x = expr_binop(a, OP_DIV, (Expr *)x, (Expr *)z);
 		int vg = 0;
 		if (!operand(p, i, v, p->cls[i][sv], evar, s->qcls, s->scls, &s->pack, &vg))
 			continue;

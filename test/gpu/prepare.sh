@@ -41,6 +41,15 @@ mla mla B=2,H=2,N=140 B=1,H=1,N=1 B=1,H=2,N=400,ramp=4
 decode decode B=2,HKV=2,G=4,M=300 --int kv_len=0:300
 relpos_bias relpos_bias B=2,H=3,N=100,M=170
 softcap_alibi softcap_alibi B=2,H=2,N=150
+longformer longformer B=2,H=2,N=700 B=1,H=1,N=33 B=2,H=2,N=300,ramp=8
+threshold threshold B=2,H=2,N=300 B=1,H=1,N=1 B=2,H=3,N=190
+t5_bias t5_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=150,M=700,ramp=8
+multi gqa_groups B=2,HKV=2,G=4,N=130 B=1,HKV=3,G=1,N=65
+neighborhood2d neighborhood2d B=2,H=2,IH=13,IW=11 B=1,H=1,IH=7,IW=7 B=1,H=2,IH=40,IW=33
+neighborhood3d neighborhood3d B=1,H=2,T=4,IH=9,IW=10 B=1,H=1,T=2,IH=8,IW=8
+gaussian gaussian B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1
+cosine cosine B=2,H=3,N=100,M=170
+linear linear_attn B=2,H=2,N=150
 CASES
 	echo grad > "$DIR/mode.txt"
 	mkdir -p "$DIR/src"
@@ -142,6 +151,7 @@ tc_not causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 tc_mix causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 keypad full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=9000 B=1,H=1,N=1,M=77 B=2,H=1,N=70,M=4200 --int valid=0:2:150
 keypad_r full B=2,H=3,N=200,M=333 B=1,H=2,N=130,M=5000 --int valid=0:2
+headnorm qscale B=2,H=3,N=200 B=1,H=1,N=1 B=1,H=2,N=700,ramp=4
 CASES
 # tc_NAME: causal.attn with another mask, for the less common cases of the
 # tile-class rule (compiler/intervals.c): a negation, floor division and
@@ -171,6 +181,11 @@ while read -r file casc rest; do
 		src="$DIR/src/$file.attn"
 		sed -e 's#sigmoid(S\[b, h, i, j\] + b0)#sigmoid(softplus(S[b, h, i, j]) * 0.5 + elu(S[b, h, i, j]) * 0.25 + erf(S[b, h, i, j]) * 0.5 + log1p(abs(S[b, h, i, j])) * 0.25 + expm1(-abs(S[b, h, i, j])) * 0.25 + sign(S[b, h, i, j]) * 0.125 + (floor(S[b, h, i, j] * 4.0) + ceil(S[b, h, i, j] * 4.0) + round(S[b, h, i, j] * 4.0)) * 0.0625 + clamp(S[b, h, i, j], -1.0, 1.0) + b0)#' \
 			examples/sigmoid.attn > "$src"
+		;;
+	headnorm)
+		# a norm of Q per head over every row and column: a row pass that
+		# sums over two indices (test/lit/ptx/Inputs/prologue_two.attn)
+		src=test/lit/ptx/Inputs/prologue_two.attn
 		;;
 	selfattn)
 		# causal.attn without its mask: full attention over one sequence,
