@@ -13,8 +13,12 @@ dQ, dK, dV of causal and causal_nol are checked against SDPA's (rel L2 below 2e-
 and dslope against PyTorch autograd of the same softcap + ALiBi in f32 at the
 smaller shape.
 
+Each launch's kernels are also timed one by one (torch.profiler).
+
 Runs on the GPU machine from a folder with gen/{causal,causal_nol,softcap_alibi,
-softcap_alibi_frozen}.c (each compiled with --grad for the default bundle),
+softcap_alibi_frozen}.c (each compiled with --grad for the default bundle; causal_nol
+is examples/causal.attn without its `out L` and L statement, softcap_alibi_frozen
+examples/softcap_alibi.attn with `trainable` removed),
 runtime/, decode.py and rundir.sh beside it, and build.json.
 usage: python3 bwd_extras.py    writes DATE-COMMIT-bwd_extras/{meta.json,
 bwd_extras.json,bwd_extras.txt} under $OUT (bench/rundir.sh)
@@ -28,6 +32,7 @@ import sys
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from decode import bench, library, run_folder  # noqa: E402  (decode.py's helpers)
@@ -70,6 +75,23 @@ def fwd(lib, name, tensors, dims, params, stream):
     ptrs = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
     rc = getattr(lib, name + "_launch_generic")(ptrs, None, cd, cp, ctypes.c_void_p(stream))
     assert rc == 0, lib.attnrt_last_error()
+
+
+def kernel_ms(run, calls=5):
+    """ms per call of each kernel a launch runs (torch.profiler: CUPTI sees the
+    generated launchers' driver-API launches), by kernel name."""
+    run()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            run()
+        torch.cuda.synchronize()
+    out = {}
+    for e in prof.key_averages():
+        t = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+        if t:
+            out[e.key] = round(t / 1000 / calls, 4)
+    return out
 
 
 def rel(x, r):
@@ -123,7 +145,7 @@ def main():
             t = bench(run)
             times[name] = t
             rec(shape=label, sys="attnc_" + name, ms=round(t, 4), tflops=round(flops / t / 1e9, 1), rel_l2=errs,
-                vs_cudnn=round(tc / t, 3), **meta)
+                vs_cudnn=round(tc / t, 3), kernels=kernel_ms(run), **meta)
             if max(errs) > 2e-2:
                 print(f"FAIL {label} {name}: rel_l2 {errs}", flush=True)
         # softcap + ALiBi: the slope trainable, then not
@@ -146,7 +168,7 @@ def main():
             t = bench(run)
             times[name] = t
             rec(shape=label, sys="attnc_" + name, ms=round(t, 4), tflops=round(flops / t / 1e9, 1),
-                vs_cudnn_causal=round(tc / t, 3), **extra, **meta)
+                vs_cudnn_causal=round(tc / t, 3), kernels=kernel_ms(run), **extra, **meta)
         rec(shape=label, sys="overhead", stats=round(times["causal_nol"] / times["causal"], 3),
             dslope=round(times["softcap_alibi"] / times["softcap_alibi_frozen"], 3))
         del q, k, v, do, qr, kr, vr, ob, ref, o, lse, o2, l2
@@ -162,6 +184,9 @@ def main():
                      f"{m('attnc_softcap_alibi_frozen'):>8.4f} "
                      f"{m('attnc_softcap_alibi') / m('attnc_softcap_alibi_frozen'):>6.3f} {m('cudnn_causal'):>8.4f}")
     lines.append("ms of NAME_bwd_launch; x: the pair's ratio (no L / with L; trainable / frozen)")
+    for r in rows:
+        if "kernels" in r:
+            lines.append(f"  {r['shape']} {r['sys']}: " + ", ".join(f"{k} {v}" for k, v in r["kernels"].items()))
     lines.append(f"{meta['device']}, {meta['date']}, commit {meta['commit']}, target {meta['target']}")
     open(os.path.join(out, "bwd_extras.txt"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))

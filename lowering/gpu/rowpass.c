@@ -211,19 +211,25 @@ static PReg element_sum(KernelGen *g, int i, int v)
 
 /* Node i's sum over its second reduced index v at the values of the
 ** first (g->col): the row's lanes take every lanes-th value from their
-** own, ROW_SPLIT loads at a time into as many sums (the index clamped to
-** its last value and the value dropped past it), so that the loads do not
-** wait for one another. Why: a trainable slope's parts per key (B N of
-** them a head) summed by one thread a value at a time took a memory
-** latency per key. The caller combines the lanes. */
-enum { ROW_SPLIT = 4 };
+** own, `split` loads at a time into as many sums (the index clamped to its
+** last value and the value dropped past it), so that the loads do not
+** wait for one another: ROW_SPLIT where the extent is not fixed, else no
+** more than a lane's values. Why: a trainable slope's parts per key (B N
+** of them a head, 16 heads: 256 threads on the whole GPU) summed a value
+** at a time took a memory latency per 16 keys. The caller combines the
+** lanes. */
+enum { ROW_SPLIT = 16 };
 static PReg lanes_sum(KernelGen *g, const RowLanes *rl, int i, int v)
 {
 	const Node *n = gpu_node(g, i);
+	long fixed = expr_fixed_extent(n->vars[v].extent);
+	int split = fixed > 0 && (fixed + rl->lanes - 1) / rl->lanes < ROW_SPLIT
+			? (int)((fixed + rl->lanes - 1) / rl->lanes)
+			: ROW_SPLIT;
 	PReg acc[ROW_SPLIT], p = gpu_reg(g, PC_PRED), e = gpu_reg(g, PC_B64);
 	PReg ext = gpu_expr(g, n->vars[v].extent), last = gpu_reg(g, PC_B64);
 	gpu_op3(g, PTX_SUB, ".s64", po_r(last), po_r(ext), po_i(1));
-	for (int k = 0; k < ROW_SPLIT; k++)
+	for (int k = 0; k < split; k++)
 		acc[k] = gpu_reg(g, PC_F32), gpu_op2(g, PTX_MOV, ".f32", po_r(acc[k]), po_f(0.0f));
 	if (rl->lanes > 1)
 		gpu_op2(g, PTX_MOV, ".b64", po_r(e), po_r(rl->sub));
@@ -236,7 +242,7 @@ static PReg lanes_sum(KernelGen *g, const RowLanes *rl, int i, int v)
 	gpu_expr_forget(g, 0);
 	ptx_label(g->f, top);
 	g->inner_cls = g->p->cls[i][v];
-	for (int k = 0; k < ROW_SPLIT; k++) {
+	for (int k = 0; k < split; k++) {
 		PReg at = gpu_reg(g, PC_B64), in = gpu_reg(g, PC_PRED), x = gpu_reg(g, PC_F32);
 		gpu_op3(g, PTX_ADD, ".s64", po_r(at), po_r(e), po_i(k * rl->lanes));
 		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(in), po_r(at), po_r(ext));
@@ -247,14 +253,14 @@ static PReg lanes_sum(KernelGen *g, const RowLanes *rl, int i, int v)
 		gpu_op4(g, PTX_SELP, ".f32", po_r(x), po_r(y), po_f(0.0f), po_r(in));
 		gpu_op3(g, PTX_ADD, ".f32", po_r(acc[k]), po_r(acc[k]), po_r(x));
 	}
-	gpu_op3(g, PTX_ADD, ".s64", po_r(e), po_r(e), po_i(ROW_SPLIT * rl->lanes));
+	gpu_op3(g, PTX_ADD, ".s64", po_r(e), po_r(e), po_i(split * rl->lanes));
 	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(p), po_r(e), po_r(ext));
 	gpu_op1(g, PTX_BRA, "", po_label(top));
 	ptx_guard(g->f, p, 0);
 	ptx_label(g->f, end);
 	gpu_expr_forget(g, 0);
 	g->inner.n = 0, g->inner_cls = -1;
-	for (int k = 1; k < ROW_SPLIT; k++)
+	for (int k = 1; k < split; k++)
 		gpu_op3(g, PTX_ADD, ".f32", po_r(acc[0]), po_r(acc[0]), po_r(acc[k]));
 	return acc[0];
 }
