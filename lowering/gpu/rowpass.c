@@ -426,6 +426,14 @@ PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape
 		int top = ptx_new_label(f);
 		ptx_label(f, top);
 		gpu_expr_forget(g, 0);
+		/* a turn whose first row is past the launch's has no row to store
+		** (the CTA's alike: the branch is uniform). Why: 16 rows (a slope's
+		** gradient per head) took 16 turns of the same work */
+		PReg first = gpu_reg(g, PC_B64), gone = gpu_reg(g, PC_PRED);
+		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(first), po_r(turn), po_i(per), po_r(g->q0));
+		gpu_op3(g, PTX_SETP, ".ge.s64", po_r(gone), po_r(first), po_r(g->qext));
+		gpu_op1(g, PTX_BRA, ".uni", po_label(done));
+		ptx_guard(f, gone, 0);
 		gpu_op4(g, PTX_MAD, ".lo.s64", po_r(row), po_r(turn), po_i(per), po_r(slot));
 		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(rl.valid), po_r(row), po_r(g->qext));
 		gpu_op3(g, PTX_AND, ".pred", po_r(rl.lead), po_r(rl.valid), po_r(sub0));
