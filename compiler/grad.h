@@ -72,6 +72,12 @@ typedef struct GradSplit {
 	int ngqa;
 } GradSplit;
 
+/* The backward b of a forward with a softmax but no saved logsumexp, as
+** the GPU runs it (grad_split.c): its max m and sum z (a pass of their
+** own) give L = m + log(z), and every node after reads P = exp(x - L) for
+** exp(x - m), L for m and 1 for z, as where L was saved. Returns how many
+** softmaxes it rewrote. */
+int grad_lse_for_gpu(Arena *a, Cascade *b);
 /* Fills s from the forward fwd and its backward bwd (grad_derive with
 ** flash); nonzero after one diagnostic per gradient that is neither kind. */
 int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSplit *s);

@@ -211,3 +211,106 @@ void grad_from_lse(Grad *g)
 		}
 	}
 }
+
+/* ---- the GPU's logsumexp where none was saved ------------------------------ */
+
+/* Node k of b with origin `origin` whose body is exp(x - m[...]) (e), or
+** sum[j](e[...]) with the same filter (z): -1 where none. */
+static int find_node(const Cascade *b, const char *origin, const Tensor *m, const Node *e)
+{
+	for (int k = 0; k < b->nodes.n; k++) {
+		const Node *n = b->nodes.v[k];
+		if (!n->origin || strcmp(n->origin, origin))
+			continue;
+		if (m && exp_minus(n->body, m))
+			return k;
+		if (e && n->red == RED_SUM && identity_read(n->body, e->out) &&
+		    expr_equal(n->filter, e->filter))
+			return k;
+	}
+	return -1;
+}
+
+/* A copy of node x reading tensor t of b as the new node's output, with
+** the given body, inserted at position at. */
+static Node *insert_like(Arena *a, Cascade *b, const Node *x, int at, const char *name, int nfree,
+			 Expr *body, Expr *filter)
+{
+	Tensor *t = ARENA_NEW(a, Tensor);
+	*t = *x->out;
+	t->name = name, t->kind = TK_TEMP, t->dtype = DT_F32, t->trainable = 0;
+	t->rank = nfree, t->id = b->tensors.n,
+	t->domain = nfree == x->nfree ? x->out->domain : NULL;
+	ptrvec_push(a, &b->tensors, t);
+	Node *n = ARENA_NEW(a, Node);
+	*n = *x;
+	n->out = t, n->nfree = nfree, n->nred = 0, n->red = RED_NONE;
+	n->body = body, n->filter = filter;
+	t->def = n;
+	PtrVec nodes = {0};
+	for (int k = 0; k < b->nodes.n; k++) {
+		if (k == at)
+			ptrvec_push(a, &nodes, n);
+		ptrvec_push(a, &nodes, b->nodes.v[k]);
+	}
+	if (at >= b->nodes.n)
+		ptrvec_push(a, &nodes, n);
+	for (int k = 0; k < nodes.n; k++)
+		((Node *)nodes.v[k])->id = k;
+	b->nodes = nodes;
+	return n;
+}
+
+int grad_lse_for_gpu(Arena *a, Cascade *b)
+{
+	Grad g = {.a = a, .b = b};
+	int done = 0;
+	for (int k = 0; k < b->nodes.n; k++) {
+		Node *m = b->nodes.v[k];
+		if (!m->origin || strcmp(m->origin, "softmax.max"))
+			continue;
+		int ie = find_node(b, "softmax.exp", m->out, NULL);
+		int iz = ie < 0 ? -1 : find_node(b, "softmax.sum", NULL, b->nodes.v[ie]);
+		if (iz < 0)
+			continue;
+		Node *e = b->nodes.v[ie], *z = b->nodes.v[iz];
+		/* L = m + log(z), after z; P = exp(x - L), after L */
+		Expr *rm = expr_new(a, EX_ACCESS, VT_FLOAT, m->loc), *rz = expr_copy(a, rm);
+		rm->tensor = m->out, rz->tensor = z->out;
+		rm->nargs = rz->nargs = m->nfree;
+		rm->args = ARENA_ARRAY(a, Expr *, m->nfree + 1);
+		rz->args = ARENA_ARRAY(a, Expr *, m->nfree + 1);
+		for (int v = 0; v < m->nfree; v++)
+			rm->args[v] = expr_index(a, v), rz->args[v] = expr_index(a, v);
+		Expr *lg = expr_new(a, EX_CALL, VT_FLOAT, m->loc);
+		lg->op = FN_LOG, lg->nargs = 1, lg->args = ARENA_ARRAY(a, Expr *, 2);
+		lg->args[0] = rz;
+		const char *base = m->out->name;
+		const char *dot = strrchr(base, '.');
+		int stem = dot ? (int)(dot - base) : (int)strlen(base);
+		Node *L = insert_like(a, b, m, iz + 1, arena_printf(a, "%.*s.lse", stem, base),
+				      m->nfree, expr_binop(a, OP_ADD, rm, lg), NULL);
+		Expr *body = expr_copy(a, e->body);
+		int changed = 0;
+		body = grad_swap_reads(&g, body, m->out, L->out, &changed);
+		Node *p = insert_like(a, b, e, L->id + 1, arena_printf(a, "%.*s.p", stem, base),
+				      e->nfree, body, e->filter ? expr_copy(a, e->filter) : NULL);
+		/* everything after but the max, the exp and the sum themselves */
+		for (int i = p->id + 1; i < b->nodes.n; i++) {
+			Node *n = b->nodes.v[i];
+			int ch = 0;
+			n->body = grad_swap_reads(&g, n->body, e->out, p->out, &ch);
+			n->body = grad_swap_reads(&g, n->body, z->out, NULL, &ch);
+			n->body = grad_swap_reads(&g, n->body, m->out, L->out, &ch);
+			if (n->filter) {
+				n->filter = grad_swap_reads(&g, n->filter, e->out, p->out, &ch);
+				n->filter = grad_swap_reads(&g, n->filter, m->out, L->out, &ch);
+			}
+			if (ch && n->body->type == VT_FLOAT)
+				n->body = gx_simplify(&g, n->body);
+		}
+		done++;
+		k = p->id;
+	}
+	return done;
+}

@@ -516,6 +516,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			x->dtype = o->dtype;
 	}
 	s->bwd = b;
+	grad_lse_for_gpu(a, b);
 	factor_sums(a, b);
 	Plan *fp = plan_build(a, fwd, "sm_80");
 	Plan *bp = ARENA_NEW(a, Plan);
@@ -642,21 +643,47 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			return 1;
 		}
 	}
+	/* what the pass finishes from its reductions alone (L = max + log(sum),
+	** grad_lse_for_gpu's), also its own: done[], and of those, what other
+	** pieces read (outs_[]: its outputs, in the workspace) */
+	char *done = ARENA_ARRAY(a, char, n + 1), *outs_ = ARENA_ARRAY(a, char, n + 1);
+	for (int i = 0; i < n && anys; i++) {
+		const Node *x = b->nodes.v[i];
+		done[i] = stat[i];
+		if (stat[i] || plan_node_class(bp, i, J) || (plan_node_class(bp, i, I) & 2))
+			continue;
+		int any = 0, ok = 1;
+		for (int t = 0; t < b->tensors.n; t++) {
+			const Tensor *y = b->tensors.v[t];
+			if (y->def && (expr_reads(x->body, y) || expr_reads(x->filter, y)))
+				ok &= done[y->def->id], any = 1;
+		}
+		done[i] = any && ok;
+	}
 	if (anys) {
 		memset(needq, 0, (size_t)n), memset(needk, 0, (size_t)n);
 		char *none = ARENA_ARRAY(a, char, n + 1);
 		for (int i = 0; i < n; i++) {
-			if (stat[i])
-				need_closure(b, i, keeps_);
 			if (outq[i])
-				need_closure_until(b, i, needq, stat);
+				need_closure_until(b, i, needq, done);
 			if (outk[i])
-				need_closure_until(b, i, needk, stat);
+				need_closure_until(b, i, needk, done);
 		}
-		Cascade *st =
-		    cascade_piece(a, b, arena_printf(a, "%s_stats", bwd->name), keeps_, stat, none);
 		for (int i = 0; i < n; i++)
-			if (stat[i])
+			for (int j = 0; done[i] && j < n; j++) {
+				const Node *y = b->nodes.v[j];
+				const Tensor *t = ((Node *)b->nodes.v[i])->out;
+				if ((needq[j] || needk[j]) &&
+				    (expr_reads(y->body, t) || expr_reads(y->filter, t)))
+					outs_[i] = 1;
+			}
+		for (int i = 0; i < n; i++)
+			if (outs_[i])
+				need_closure(b, i, keeps_);
+		Cascade *st = cascade_piece(a, b, arena_printf(a, "%s_stats", bwd->name), keeps_,
+					    outs_, none);
+		for (int i = 0; i < n; i++)
+			if (outs_[i])
 				ptrvec_push(a, &s->ws, ((Node *)b->nodes.v[i])->out);
 		/* a pass whose plan keeps several (threshold's sum of dP P over the
 		** kept keys needs P's max and sum complete): its kernels in order,
@@ -678,11 +705,12 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		/* row-pass nodes may read the pass's results */
 		for (int i = 0; i < n; i++) {
 			const Node *x = b->nodes.v[i];
-			int ok = !plan_node_class(bp, i, J) && !(plan_node_class(bp, i, I) & 2);
+			int ok = !done[i] && !plan_node_class(bp, i, J) &&
+				 !(plan_node_class(bp, i, I) & 2);
 			for (int t = 0; ok && t < b->tensors.n; t++) {
 				const Tensor *y = b->tensors.v[t];
 				if (y->def && (expr_reads(x->body, y) || expr_reads(x->filter, y)))
-					ok = row[y->def->id] || stat[y->def->id];
+					ok = row[y->def->id] || outs_[y->def->id];
 			}
 			row[i] = (char)ok;
 		}
@@ -709,7 +737,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	** its results and the row pass's */
 	char *rowin = ARENA_ARRAY(a, char, n + 1), *kin = ARENA_ARRAY(a, char, n + 1);
 	for (int i = 0; i < n; i++)
-		rowin[i] = row[i] || stat[i], kin[i] = outr[i] || stat[i];
+		rowin[i] = row[i] || outs_[i], kin[i] = outr[i] || outs_[i];
 	int any = 0;
 	for (int i = 0; i < n; i++)
 		any |= outr[i];
