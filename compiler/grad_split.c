@@ -422,6 +422,36 @@ static Node *split_group(Arena *a, const Plan *bp, int J, int i, int g)
 	return m;
 }
 
+/* Whether every node that node i of b reads is marked in `a` or in `c`
+** (NULL: none); *any (may be NULL): whether it reads a node at all. */
+static int reads_within(const Cascade *b, int i, const char *a, const char *c, int *any)
+{
+	const Node *x = b->nodes.v[i];
+	int ok = 1;
+	if (any)
+		*any = 0;
+	for (int t = 0; ok && t < b->tensors.n; t++) {
+		const Tensor *y = b->tensors.v[t];
+		if (!y->def || !(expr_reads(x->body, y) || expr_reads(x->filter, y)))
+			continue;
+		ok = a[y->def->id] || (c && c[y->def->id]);
+		if (any)
+			*any = 1;
+	}
+	return ok;
+}
+
+/* The row pass's nodes (row[]): neither index reduced, no key index,
+** reading only inputs, row-pass nodes and the first pass's results (from,
+** NULL: none), and not the first pass's own (done, NULL: none). */
+static void row_nodes(const Plan *bp, int I, int J, const char *done, const char *from, char *row)
+{
+	for (int i = 0; i < bp->c->nodes.n; i++)
+		row[i] = (char)(!(done && done[i]) && !plan_node_class(bp, i, J) &&
+				!(plan_node_class(bp, i, I) & 2) &&
+				reads_within(bp->c, i, row, from, NULL));
+}
+
 /* Whether node i is the gradient of a table or trainable input indexed by
 ** neither the query rows nor the keys (class I, J) and summed over both,
 ** with at most two more reduced indices (ALiBi's trainable slope,
@@ -568,18 +598,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		int at = ((const Node *)parts.v[k])->id;
 		grp_in[at] = grp[at + 1] = 1;
 	}
-	/* row-pass nodes: neither index reduced, no key index, reading only
-	** inputs and row-pass nodes */
-	for (int i = 0; i < n; i++) {
-		const Node *x = b->nodes.v[i];
-		int ok = !plan_node_class(bp, i, J) && !(plan_node_class(bp, i, I) & 2);
-		for (int t = 0; ok && t < b->tensors.n; t++) {
-			const Tensor *y = b->tensors.v[t];
-			if (y->def && (expr_reads(x->body, y) || expr_reads(x->filter, y)))
-				ok = row[y->def->id];
-		}
-		row[i] = (char)ok;
-	}
+	row_nodes(bp, I, J, NULL, NULL, row);
 	for (int i = 0; i < n; i++) {
 		const Node *x = b->nodes.v[i];
 		if ((x->out->kind != TK_OUT && !grp_in[i]) || grp[i])
@@ -648,17 +667,10 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	** pieces read (outs_[]: its outputs, in the workspace) */
 	char *done = ARENA_ARRAY(a, char, n + 1), *outs_ = ARENA_ARRAY(a, char, n + 1);
 	for (int i = 0; i < n && anys; i++) {
-		const Node *x = b->nodes.v[i];
-		done[i] = stat[i];
-		if (stat[i] || plan_node_class(bp, i, J) || (plan_node_class(bp, i, I) & 2))
-			continue;
-		int any = 0, ok = 1;
-		for (int t = 0; t < b->tensors.n; t++) {
-			const Tensor *y = b->tensors.v[t];
-			if (y->def && (expr_reads(x->body, y) || expr_reads(x->filter, y)))
-				ok &= done[y->def->id], any = 1;
-		}
-		done[i] = any && ok;
+		int any = 0;
+		done[i] =
+		    stat[i] || (!plan_node_class(bp, i, J) && !(plan_node_class(bp, i, I) & 2) &&
+				reads_within(b, i, done, NULL, &any) && any);
 	}
 	if (anys) {
 		memset(needq, 0, (size_t)n), memset(needk, 0, (size_t)n);
@@ -703,17 +715,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		for (int k = 0; k < ps.ws.n; k++)
 			ptrvec_push(a, &s->ws, ps.ws.v[k]);
 		/* row-pass nodes may read the pass's results */
-		for (int i = 0; i < n; i++) {
-			const Node *x = b->nodes.v[i];
-			int ok = !done[i] && !plan_node_class(bp, i, J) &&
-				 !(plan_node_class(bp, i, I) & 2);
-			for (int t = 0; ok && t < b->tensors.n; t++) {
-				const Tensor *y = b->tensors.v[t];
-				if (y->def && (expr_reads(x->body, y) || expr_reads(x->filter, y)))
-					ok = row[y->def->id] || outs_[y->def->id];
-			}
-			row[i] = (char)ok;
-		}
+		row_nodes(bp, I, J, done, outs_, row);
 	}
 	/* the row pass computes what either kernel reads of it; the kernels
 	** keep the rest */
