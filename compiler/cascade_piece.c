@@ -72,3 +72,21 @@ Cascade *cascade_piece(Arena *a, const Cascade *c0, const char *name, const char
 		}
 	return r;
 }
+
+/* Node n into c at position at (c->nodes.n: last), every node's id its
+** new position. Why: the backward's cut adds nodes before the ones that
+** read them (grad_split.c's parts, grad_flash.c's logsumexp). */
+void cascade_insert_node(Arena *a, Cascade *c, int at, Node *n)
+{
+	PtrVec nodes = {0};
+	for (int k = 0; k < c->nodes.n; k++) {
+		if (k == at)
+			ptrvec_push(a, &nodes, n);
+		ptrvec_push(a, &nodes, c->nodes.v[k]);
+	}
+	if (at >= c->nodes.n)
+		ptrvec_push(a, &nodes, n);
+	for (int k = 0; k < nodes.n; k++)
+		((Node *)nodes.v[k])->id = k;
+	c->nodes = nodes;
+}

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "grad_int.h"
+#include "plan.h"
 
 /* The sign with which R divides or multiplies e (walks products only). */
 static int factor_walk(const Expr *e, const Expr *R, int s)
@@ -247,17 +248,7 @@ static Node *insert_like(Arena *a, Cascade *b, const Node *x, int at, const char
 	n->out = t, n->nfree = nfree, n->nred = 0, n->red = RED_NONE;
 	n->body = body, n->filter = filter;
 	t->def = n;
-	PtrVec nodes = {0};
-	for (int k = 0; k < b->nodes.n; k++) {
-		if (k == at)
-			ptrvec_push(a, &nodes, n);
-		ptrvec_push(a, &nodes, b->nodes.v[k]);
-	}
-	if (at >= b->nodes.n)
-		ptrvec_push(a, &nodes, n);
-	for (int k = 0; k < nodes.n; k++)
-		((Node *)nodes.v[k])->id = k;
-	b->nodes = nodes;
+	cascade_insert_node(a, b, at, n);
 	return n;
 }
 

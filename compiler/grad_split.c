@@ -336,6 +336,25 @@ static int group_pair(const Node *x, const Expr *e, int g, const Expr **ext)
 	return -1;
 }
 
+/* The output of node m, the part of gradient node x that a kernel writes
+** (x's name and suffix, over m's free variables): a temporary of the
+** backward (not the caller's), f32, an output of the kernel and an input of
+** the row pass that sums the parts (cascade_piece). */
+static Tensor *part_tensor(Arena *a, Cascade *b, const Node *x, Node *m, const char *suffix)
+{
+	Tensor *t = ARENA_NEW(a, Tensor);
+	*t = *x->out;
+	t->name = arena_printf(a, "%s%s", x->out->name, suffix);
+	t->kind = TK_TEMP, t->dtype = DT_F32, t->trainable = 0, t->domain = NULL;
+	t->rank = m->nfree, t->id = b->tensors.n;
+	t->shape = ARENA_ARRAY(a, Expr *, m->nfree + 1);
+	for (int v = 0; v < m->nfree; v++)
+		t->shape[v] = m->vars[v].extent;
+	t->def = m, m->out = t;
+	ptrvec_push(a, &b->tensors, t);
+	return t;
+}
+
 /* GQA's gradients of a shared K/V head, dV[b, h_o, j, e] = sum[i, h_i](X),
 ** as FlashAttention-2 computes them: the kernel over key tiles writes each
 ** query head's part, NAME_grp[b, h, j, e] = sum[i](X) with h_o = h / G and
@@ -382,18 +401,7 @@ static Node *split_group(Arena *a, const Plan *bp, int J, int i, int g)
 	sub[r] = expr_index(a, pf);
 	m->body = plan_fold_splits(expr_subst(a, x->body, sub, nf + 2));
 	m->filter = x->filter ? plan_fold_splits(expr_subst(a, x->filter, sub, nf + 2)) : NULL;
-	Tensor *t = ARENA_NEW(a, Tensor);
-	*t = *x->out;
-	t->name = arena_printf(a, "%s.grp", x->out->name);
-	/* a temporary of the backward (not the caller's), an output of the
-	** kernel and an input of the row pass (cascade_piece) */
-	t->kind = TK_TEMP, t->dtype = DT_F32, t->trainable = 0, t->domain = NULL;
-	t->rank = pf, t->id = b->tensors.n;
-	t->shape = ARENA_ARRAY(a, Expr *, pf + 1);
-	for (int v = 0; v < pf; v++)
-		t->shape[v] = m->vars[v].extent;
-	t->def = m, m->out = t;
-	ptrvec_push(a, &b->tensors, t);
+	Tensor *t = part_tensor(a, b, x, m, ".grp");
 	/* x: the sum of the parts over h_i, its reduced variable nf */
 	Expr *rd = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
 	rd->tensor = t, rd->nargs = pf;
@@ -410,15 +418,7 @@ static Node *split_group(Arena *a, const Plan *bp, int J, int i, int g)
 	memcpy(xv, x->vars, sizeof *xv * (size_t)nf);
 	xv[nf] = x->vars[g];
 	x->vars = xv, x->nred = 1, x->body = rd, x->filter = NULL;
-	PtrVec nodes = {0};
-	for (int k = 0; k < b->nodes.n; k++) {
-		if (k == i)
-			ptrvec_push(a, &nodes, m);
-		ptrvec_push(a, &nodes, b->nodes.v[k]);
-	}
-	for (int k = 0; k < nodes.n; k++)
-		((Node *)nodes.v[k])->id = k;
-	b->nodes = nodes;
+	cascade_insert_node(a, b, i, m);
 	return m;
 }
 
@@ -495,16 +495,7 @@ static Node *split_scalar(Arena *a, Cascade *b, int i, int r)
 	}
 	m->body = expr_subst(a, x->body, sub, nf + nr);
 	m->filter = x->filter ? expr_subst(a, x->filter, sub, nf + nr) : NULL;
-	Tensor *t = ARENA_NEW(a, Tensor);
-	*t = *x->out;
-	t->name = arena_printf(a, "%s.part", x->out->name);
-	t->kind = TK_TEMP, t->dtype = DT_F32, t->trainable = 0, t->domain = NULL;
-	t->rank = pf, t->id = b->tensors.n;
-	t->shape = ARENA_ARRAY(a, Expr *, pf + 1);
-	for (int v = 0; v < pf; v++)
-		t->shape[v] = m->vars[v].extent;
-	t->def = m, m->out = t;
-	ptrvec_push(a, &b->tensors, t);
+	Tensor *t = part_tensor(a, b, x, m, ".part");
 	/* x: the sum of the parts over its reduced indices but the rows' */
 	Expr *rd = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
 	rd->tensor = t, rd->nargs = pf;
@@ -515,15 +506,7 @@ static Node *split_scalar(Arena *a, Cascade *b, int i, int r)
 		xv[v] = m->vars[v];
 	}
 	x->vars = xv, x->nred = nr - 1, x->body = rd, x->filter = NULL;
-	PtrVec nodes = {0};
-	for (int k = 0; k < b->nodes.n; k++) {
-		if (k == i)
-			ptrvec_push(a, &nodes, m);
-		ptrvec_push(a, &nodes, b->nodes.v[k]);
-	}
-	for (int k = 0; k < nodes.n; k++)
-		((Node *)nodes.v[k])->id = k;
-	b->nodes = nodes;
+	cascade_insert_node(a, b, i, m);
 	return m;
 }
 

@@ -146,6 +146,7 @@ Cascade *cascade_clone(Arena *a, const Cascade *c);
 Cascade *cascade_piece(Arena *a, const Cascade *c, const char *name, const char *keep,
 		       const char *out, const char *row);
 const char *cascade_c_name(Arena *a, const char *name);
+void cascade_insert_node(Arena *a, Cascade *c, int at, Node *n);
 
 /* compiler/pass_split.c: a forward whose plan keeps several passes, as
 ** one-pass cascades the GPU runs in order (piece k computes what pass k
