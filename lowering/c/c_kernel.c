@@ -591,6 +591,14 @@ void cg_stream_kernel(CGen *g)
 		g->ind++;
 		if (np(g, i)->role == ROLE_RUNNING) {
 			running_node(g, i);
+		} else if (np(g, i)->role == ROLE_TILE && n->red != RED_NONE) {
+			/* a reduction inside the tile writes its identity where its
+			** mask is false on the whole tile: a node without the mask
+			** reads it (a sink's max(max[j](S), sink) on a row with no
+			** key) */
+			char cls[32];
+			snprintf(cls, sizeof cls, "c_%d", i);
+			map_node(g, i, cls);
 		} else if (np(g, i)->role == ROLE_TILE) {
 			char cls[32];
 			snprintf(cls, sizeof cls, "c_%d", i);
