@@ -119,10 +119,22 @@ static void setup(Grad *g)
 }
 
 /* Whether n is the max that softmax or logsumexp desugaring made. */
-static int is_stabiliser(const Node *n)
+static int is_desugared_stabiliser(const Node *n)
 {
 	return n->red == RED_MAX && n->origin &&
 	       (!strcmp(n->origin, "softmax.max") || !strcmp(n->origin, "logsumexp.max"));
+}
+
+/* Whether n's output is a stabiliser: the desugared max, or a max the user
+** wrote whose value the outputs do not depend on (grad_shift.c). Only maxes
+** are tried: they are what keeps exponentials finite. */
+static int is_stabiliser(Grad *g, const Node *n)
+{
+	if (is_desugared_stabiliser(n))
+		return 1;
+	int is_max = n->red == RED_MAX ||
+		     (n->red == RED_NONE && n->body->kind == EX_BINOP && n->body->op == OP_MAX);
+	return is_max && grad_shift_invariant(g->a, g->f, n->out);
 }
 
 /* Marks in `out` every float tensor read in e (outside subscripts). */
@@ -156,7 +168,7 @@ static void activity(Grad *g)
 	}
 	for (int i = 0; i < f->nodes.n; i++) {
 		const Node *n = f->nodes.v[i];
-		g->stop[n->out->id] = (char)is_stabiliser(n);
+		g->stop[n->out->id] = (char)is_stabiliser(g, n);
 		if (g->stop[n->out->id] || n->out->type != VT_FLOAT)
 			continue;
 		memset(r, 0, (size_t)nt);
@@ -491,11 +503,18 @@ Cascade *grad_derive(Arena *a, Diag *d, const Cascade *c, int flash, PtrVec *not
 	activity(&g);
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = c->nodes.v[i];
-		if (g.stop[n->out->id])
+		if (g.stop[n->out->id] && is_desugared_stabiliser(n))
 			grad_note(&g,
 				  "%s (the %s at %d:%d): treated as a constant (stop-gradient): "
 				  "the result does not depend on the stabilising max",
 				  n->out->name, n->origin, n->loc.line, n->loc.col);
+		else if (g.stop[n->out->id])
+			grad_note(
+			    &g,
+			    "%s (at %d:%d): treated as a constant (stop-gradient): every output "
+			    "is unchanged when it shifts (it is read only as exp(x - %s), in "
+			    "ratios whose shifts cancel)",
+			    n->out->name, n->loc.line, n->loc.col, n->out->name);
 	}
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];

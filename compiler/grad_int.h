@@ -8,6 +8,7 @@
 **                 the filter closed over what it reads
 **   grad_expr.c   symbolic derivatives of Expr, with the simplification
 **                 that keeps the printed cascade readable
+**   grad_shift.c  which maxes the outputs do not depend on (stabilisers)
 **   grad_flash.c  the FlashAttention rewrites: the row term Delta, and P
 **                 recomputed from a saved logsumexp
 */
@@ -76,6 +77,10 @@ Expr *gx_simplify(Grad *g, const Expr *e);
 Expr *gx_replace(Grad *g, const Expr *e, const Expr *from, const Expr *to);
 /* How many times R occurs in e (structurally). */
 int gx_count(const Expr *e, const Expr *R);
+
+/* grad_shift.c: whether every float output of f is unchanged when temporary
+** m becomes m + delta, for any delta over m's indices. */
+int grad_shift_invariant(Arena *a, const Cascade *f, const Tensor *m);
 
 /* grad_flash.c */
 /* +1 when body is R times the rest, -1 when it is the rest divided by R
