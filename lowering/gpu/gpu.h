@@ -52,7 +52,7 @@
 ** (expr.c): four row slots and 64 columns of a few subexpressions. */
 enum { GPU_INDEX_MEMO = 192 };
 /* At most this many contractions with K, and with V, in a kernel. */
-enum { GPU_MAXG = 2 };
+enum { GPU_MAXG = 3 };
 /* The CTA every target's kernel is built for: GPU_WARPS warps, each owning
 ** 16 query rows per row block (the tensor cores' m16 accumulator tiles), a
 ** key tile of GPU_BN keys. The tile table, the key-cast caches and the

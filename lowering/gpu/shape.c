@@ -368,6 +368,32 @@ static int shared_k(const KernelShape *s, int v)
 	return -1;
 }
 
+/* Why a read in e (node i) of a value kept per point of the tile is not at
+** the point it was written, or NULL: the kernels hold such a value in the
+** registers of its point, so a read must name the writer's indices in its
+** order (a read t[h, b, i, j] of t[b, h, i, j] would take another head's). */
+static const char *tile_read_reason(Arena *a, const Plan *p, int i, const Expr *e)
+{
+	if (!e)
+		return NULL;
+	const Node *d = e->kind == EX_ACCESS ? e->tensor->def : NULL;
+	if (d && d->id < i && p->c->nodes.v[d->id] == d && p->np[d->id].role == ROLE_TILE)
+		for (int k = 0; k < e->nargs && k < d->nfree; k++)
+			if (e->args[k]->kind != EX_INDEX ||
+			    p->cls[i][e->args[k]->var] != p->cls[d->id][k])
+				return arena_printf(
+				    a,
+				    "%s: it reads '%s' of the tile at other indices "
+				    "than the ones it was computed at",
+				    node_what(a, p->c->nodes.v[i]), e->tensor->name);
+	for (int k = 0; k < e->nargs; k++) {
+		const char *why = tile_read_reason(a, p, i, e->args[k]);
+		if (why)
+			return why;
+	}
+	return NULL;
+}
+
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 {
 	memset(s, 0, sizeof *s);
@@ -447,6 +473,10 @@ const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 						 node_what(a, n));
 			break;
 		}
+		if (!why)
+			why = tile_read_reason(a, p, i, n->body);
+		if (!why)
+			why = tile_read_reason(a, p, i, n->filter);
 		if (why)
 			return why;
 	}
