@@ -237,6 +237,12 @@ typedef struct Cascade {
 	const char *pass_of;
 	int pass;
 	int prologue; /* its prologue row pass k (pass 0), or 0 */
+	/* a piece's tensor dimensions that were one index class in the cascade
+	** it was cut from (cascade_piece): nties quadruples (tensor, dim,
+	** tensor, dim) that plan_classes unites, so that a pass computing two
+	** softmaxes' statistics keeps both on the query rows it tiles */
+	int nties;
+	const int *ties;
 } Cascade;
 
 typedef struct Program {

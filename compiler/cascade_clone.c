@@ -28,6 +28,7 @@ Cascade *cascade_clone(Arena *a, const Cascade *c)
 	n->name = c->name, n->loc = c->loc, n->rows64 = c->rows64;
 	n->first_rows_longest = c->first_rows_longest, n->value_last = c->value_last;
 	n->pass_of = c->pass_of, n->pass = c->pass, n->prologue = c->prologue;
+	n->nties = c->nties, n->ties = c->ties;   /* tensor ids are kept */
 	n->dims = c->dims, n->params = c->params; /* shared: never rewritten */
 	Tensor **map = ARENA_ARRAY(a, Tensor *, c->tensors.n + 1);
 	for (int i = 0; i < c->tensors.n; i++) {

@@ -20,13 +20,113 @@ const char *cascade_c_name(Arena *a, const char *name)
 	return r;
 }
 
+/* The class in plan p of each dimension of each of its cascade's tensors
+** (slot off(t) + k, tensors in order), or -1: the class of a variable
+** that writes it or reads it as a plain index. */
+static int *slot_classes(Arena *a, const Plan *p)
+{
+	const Cascade *c = p->c;
+	int n = 0;
+	int *off = ARENA_ARRAY(a, int, c->tensors.n + 1);
+	for (int t = 0; t < c->tensors.n; t++)
+		off[t] = n, n += ((const Tensor *)c->tensors.v[t])->rank;
+	int *slot = ARENA_ARRAY(a, int, n + 1);
+	for (int k = 0; k < n; k++)
+		slot[k] = -1;
+	for (int i = 0; i < c->nodes.n; i++) {
+		const Node *x = c->nodes.v[i];
+		for (int v = 0; v < x->nfree; v++)
+			slot[off[x->out->id] + v] = p->cls[i][v];
+		const Expr *st[256];
+		int sp = 0;
+		if (x->body)
+			st[sp++] = x->body;
+		if (x->filter)
+			st[sp++] = x->filter;
+		while (sp) {
+			const Expr *e = st[--sp];
+			for (int k = 0; e->kind == EX_ACCESS && k < e->nargs; k++)
+				if (e->args[k]->kind == EX_INDEX &&
+				    slot[off[e->tensor->id] + k] < 0)
+					slot[off[e->tensor->id] + k] = p->cls[i][e->args[k]->var];
+			for (int k = 0; k < e->nargs && sp < 256; k++)
+				st[sp++] = e->args[k];
+		}
+	}
+	/* the slots' offsets are by the source's tensor order: prepend them */
+	int *r = ARENA_ARRAY(a, int, n + c->tensors.n + 1);
+	memcpy(r, off, sizeof(int) * (size_t)c->tensors.n);
+	memcpy(r + c->tensors.n, slot, sizeof(int) * (size_t)n);
+	return r;
+}
+
+/* Piece r's ties (Cascade.ties): each dimension of its tensors tied to the
+** first one of the same class in the source's plan (slot: slot_classes of
+** the source, whose tensors c, the source's clone, lists in order; only
+** that class where only >= 0). Why:
+** a piece's own classes join only through what it computes; two softmaxes'
+** statistics in one pass share no tensor, and their query rows would be two
+** classes, one of them not the tiled rows. */
+static void tie_classes(Arena *a, const Cascade *c0, const Cascade *c, Cascade *r, const Plan *src,
+			const int *slot, int only)
+{
+	int nclasses = src->nclasses, ns = src->c->tensors.n;
+	int *first = ARENA_ARRAY(a, int, 2 * nclasses + 2);
+	for (int k = 0; k < 2 * nclasses; k++)
+		first[k] = -1;
+	/* a class over two dimensions of one tensor (GQA's packed rows, a
+	** query head's g and its rows i, tiled together) is not one index:
+	** it ties nothing */
+	char *packed = ARENA_ARRAY(a, char, nclasses + 1);
+	for (int t = 0; t < ns; t++) {
+		const Tensor *y = src->c->tensors.v[t];
+		for (int k = 0; k < y->rank; k++)
+			for (int m = 0; m < k; m++) {
+				int cl = slot[ns + slot[t] + k];
+				if (cl >= 0 && cl == slot[ns + slot[t] + m])
+					packed[cl] = 1;
+			}
+	}
+	int cap = 0;
+	for (int t = 0; t < c->tensors.n; t++)
+		cap += ((const Tensor *)c->tensors.v[t])->rank;
+	int *ties = ARENA_ARRAY(a, int, 4 * cap + 4), n = 0;
+	for (int t = 0; t < c->tensors.n; t++) {
+		const Tensor *x = c->tensors.v[t];
+		if (x->id >= r->tensors.n || r->tensors.v[x->id] != x)
+			continue; /* not in the piece */
+		/* the source's tensor: the same, or the one of its name */
+		int st = t;
+		if (src->c != c0) {
+			const Tensor *y =
+			    cascade_tensor(src->c, ((const Tensor *)c0->tensors.v[t])->name);
+			if (!y || y->rank != x->rank)
+				continue;
+			st = y->id;
+		}
+		for (int k = 0; k < x->rank; k++) {
+			int cl = slot[ns + slot[st] + k];
+			if (cl < 0 || packed[cl] || (only >= 0 && cl != only))
+				continue;
+			if (first[2 * cl] < 0) {
+				first[2 * cl] = x->id, first[2 * cl + 1] = k;
+				continue;
+			}
+			int *q = ties + 4 * n++;
+			q[0] = first[2 * cl], q[1] = first[2 * cl + 1], q[2] = x->id, q[3] = k;
+		}
+	}
+	r->ties = ties, r->nties = n;
+}
+
 /* A new cascade NAME from the nodes keep[] of c (a private copy), in
 ** order: the outputs among them are out[] (others become temporaries),
 ** results of an earlier kernel that they read (row[]) become f32 inputs, and tensors nothing reads
 ** are dropped. Ids are renumbered; dims and params are shared. */
 Cascade *cascade_piece(Arena *a, const Cascade *c0, const char *name, const char *keep,
-		       const char *out, const char *row)
+		       const char *out, const char *row, const Plan *src, int src_cls)
 {
+	int *slot = src ? slot_classes(a, src) : NULL;
 	Cascade *c = cascade_clone(a, c0);
 	int nt = c->tensors.n;
 	char *used = ARENA_ARRAY(a, char, nt + 1);
@@ -70,6 +170,8 @@ Cascade *cascade_piece(Arena *a, const Cascade *c0, const char *name, const char
 			n->id = r->nodes.n;
 			ptrvec_push(a, &r->nodes, n);
 		}
+	if (slot)
+		tie_classes(a, c0, c, r, src, slot, src_cls);
 	return r;
 }
 

@@ -131,6 +131,10 @@ void plan_classes(Arena *a, Plan *p)
 		bind_uses(&u, off, n->body, first[ni], user);
 		bind_uses(&u, off, n->filter, first[ni], user);
 	}
+	for (int k = 0; k < c->nties; k++) {
+		const int *t = c->ties + 4 * k;
+		uf_union(&u, off[t[0]] + t[1], off[t[2]] + t[3]);
+	}
 	/* number the classes: one per root that some variable uses, plus one
 	** per variable that subscripts nothing plainly */
 	int *cls_of_root = ARENA_ARRAY(a, int, npairs + 1);

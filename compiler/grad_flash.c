@@ -279,13 +279,17 @@ int grad_lse_for_gpu(Arena *a, Cascade *b)
 		const char *base = m->out->name;
 		const char *dot = strrchr(base, '.');
 		int stem = dot ? (int)(dot - base) : (int)strlen(base);
-		Node *L = insert_like(a, b, m, iz + 1, arena_printf(a, "%.*s.lse", stem, base),
-				      m->nfree, expr_binop(a, OP_ADD, rm, lg), NULL);
+		/* softmax.max2's is lse2, as the desugaring numbers a second one */
+		const char *nth = base + stem + strcspn(base + stem, "0123456789");
+		Node *L =
+		    insert_like(a, b, m, iz + 1, arena_printf(a, "%.*s.lse%s", stem, base, nth),
+				m->nfree, expr_binop(a, OP_ADD, rm, lg), NULL);
 		Expr *body = expr_copy(a, e->body);
 		int changed = 0;
 		body = grad_swap_reads(&g, body, m->out, L->out, &changed);
-		Node *p = insert_like(a, b, e, L->id + 1, arena_printf(a, "%.*s.p", stem, base),
-				      e->nfree, body, e->filter ? expr_copy(a, e->filter) : NULL);
+		Node *p =
+		    insert_like(a, b, e, L->id + 1, arena_printf(a, "%.*s.p%s", stem, base, nth),
+				e->nfree, body, e->filter ? expr_copy(a, e->filter) : NULL);
 		/* everything after but the max, the exp and the sum themselves */
 		for (int i = p->id + 1; i < b->nodes.n; i++) {
 			Node *n = b->nodes.v[i];

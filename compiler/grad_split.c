@@ -12,8 +12,7 @@
 */
 #include <string.h>
 
-#include "grad.h"
-#include "plan.h"
+#include "grad_cut.h"
 
 /* The class of dimension `dim` of the tensor named `name` in plan p: the
 ** class of a node variable that reads it as a plain index, or -1. */
@@ -92,7 +91,7 @@ static void need_closure_until(const Cascade *c, int i, char *need, const char *
 static Cascade *bwd_piece(Arena *a, const Cascade *b, const char *name, const char *keep,
 			  const char *out, const char *row)
 {
-	Cascade *r = cascade_piece(a, b, name, keep, out, row);
+	Cascade *r = cascade_piece(a, b, name, keep, out, row, NULL, -1);
 	r->rows64 = 1;
 	return r;
 }
@@ -117,73 +116,15 @@ static int wide_keys(const Cascade *b, const char *outk)
 	return cnt > 1 && wide;
 }
 
-/* The product of f[0..n) (factors of a body, shared, not copied), or
-** NULL for none. */
-static Expr *product(Arena *a, const Expr **f, int n)
+/* The width of gradient node i along the keys (class J): the extent of
+** its last free index where that is not the key (dK's d), else 0 (a part
+** per key of a trainable input's gradient). */
+static long key_width(const Plan *bp, int i, int J)
 {
-	Expr *r = NULL;
-	for (int k = 0; k < n; k++)
-		r = r ? expr_binop(a, OP_MUL, r, (Expr *)f[k]) : (Expr *)f[k];
-	return r;
-}
-
-/* A sum over one index whose body has factors that do not read it
-** (sigmoid's dS = sum[e](dO V s'(S)), s' per (i, j)) becomes the sum of the
-** others (a contraction the tensor cores take, dP = sum[e](dO V)) times
-** them, as a node of its own after it. The filter must not read the
-** reduced index. */
-static void factor_sums(Arena *a, Cascade *b)
-{
-	PtrVec nodes = {0};
-	for (int i = 0; i < b->nodes.n; i++) {
-		Node *x = b->nodes.v[i];
-		const Expr *f[16], *dep[16], *ind[16], *num = x->body, *div[8];
-		int r = x->nfree, nd = 0, ni = 0, ndiv = 0;
-		/* divisors that do not read the reduced index leave the sum too
-		** (dP = sum[e](dO V) / Z where the forward saved no logsumexp) */
-		while (num->kind == EX_BINOP && num->op == OP_DIV && num->type == VT_FLOAT &&
-		       !(expr_vars(num->args[1]) >> r & 1) && ndiv < 8)
-			div[ndiv++] = num->args[1], num = num->args[0];
-		int n = x->red == RED_SUM && x->nred == 1 && x->out->type == VT_FLOAT
-			    ? expr_factors(num, f, 16)
-			    : 0;
-		if (n > 16 || (x->filter && (expr_vars(x->filter) >> r & 1)))
-			n = 0;
-		for (int k = 0; k < n; k++) {
-			if (expr_vars(f[k]) >> r & 1)
-				dep[nd++] = f[k];
-			else
-				ind[ni++] = f[k];
-		}
-		if (!nd || !(ni + ndiv)) {
-			ptrvec_push(a, &nodes, x);
-			continue;
-		}
-		Tensor *t = ARENA_NEW(a, Tensor);
-		*t = *x->out;
-		t->name = arena_printf(a, "%s.c", x->out->name);
-		t->kind = TK_TEMP, t->dtype = DT_F32, t->trainable = 0;
-		t->id = b->tensors.n;
-		ptrvec_push(a, &b->tensors, t);
-		Node *c = ARENA_NEW(a, Node);
-		*c = *x;
-		c->out = t, c->body = product(a, dep, nd);
-		t->def = c;
-		ptrvec_push(a, &nodes, c);
-		Expr *rd = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
-		rd->tensor = t, rd->nargs = x->nfree;
-		rd->args = ARENA_ARRAY(a, Expr *, x->nfree + 1);
-		for (int v = 0; v < x->nfree; v++)
-			rd->args[v] = expr_index(a, v);
-		x->red = RED_NONE, x->nred = 0;
-		x->body = ni ? expr_binop(a, OP_MUL, rd, product(a, ind, ni)) : rd;
-		while (ndiv)
-			x->body = expr_binop(a, OP_DIV, x->body, (Expr *)div[--ndiv]);
-		ptrvec_push(a, &nodes, x);
-	}
-	for (int i = 0; i < nodes.n; i++)
-		((Node *)nodes.v[i])->id = i;
-	b->nodes = nodes;
+	const Node *x = bp->c->nodes.v[i];
+	if (!x->nfree || bp->cls[i][x->nfree - 1] == J)
+		return 0;
+	return expr_fixed_extent(x->vars[x->nfree - 1].extent);
 }
 
 /* Gradient node i (reduced over the keys J alone, along the query rows)
@@ -252,9 +193,21 @@ static void fuse_dq(Arena *a, const Cascade *b, const Plan *bp, int J, const cha
 	Cascade *post = ARENA_NEW(a, Cascade);
 	post->name = arena_printf(a, "%s_post", b->name), post->loc = b->loc;
 	post->dims = b->dims, post->params = b->params, post->rows64 = 1, post->value_last = 1;
+	/* two gradients' sums (differential attention's dQ1, dQ2) share no
+	** tensor: their indices of one class in the backward are tied */
+	int *ties = ARENA_ARRAY(a, int, 4 * n * 8 + 4), first = -1, firstin = -1;
 	for (int i = 0; i < n; i++) {
 		if (!outq[i])
 			continue;
+		if (first >= 0) {
+			const Node *x0 = b->nodes.v[first], *x = b->nodes.v[i];
+			for (int v = 0; v < x->nfree && v < x0->nfree && v < 8; v++)
+				if (bp->cls[i][v] == bp->cls[first][v]) {
+					int *q = ties + 4 * post->nties++;
+					q[0] = firstin, q[1] = v, q[2] = post->tensors.n, q[3] = v;
+				}
+		} else
+			first = i, firstin = post->tensors.n;
 		const Node *x = b->nodes.v[i];
 		Tensor *acc = NULL;
 		for (int t = 0; t < f->tensors.n; t++) {
@@ -289,6 +242,7 @@ static void fuse_dq(Arena *a, const Cascade *b, const Plan *bp, int J, const cha
 		o->def = m;
 		ptrvec_push(a, &post->nodes, m);
 	}
+	post->ties = ties;
 	s->fused = f, s->fused_at = at, s->post = post;
 }
 
@@ -334,25 +288,6 @@ static int group_pair(const Node *x, const Expr *e, int g, const Expr **ext)
 			return v;
 	}
 	return -1;
-}
-
-/* The output of node m, the part of gradient node x that a kernel writes
-** (x's name and suffix, over m's free variables): a temporary of the
-** backward (not the caller's), f32, an output of the kernel and an input of
-** the row pass that sums the parts (cascade_piece). */
-static Tensor *part_tensor(Arena *a, Cascade *b, const Node *x, Node *m, const char *suffix)
-{
-	Tensor *t = ARENA_NEW(a, Tensor);
-	*t = *x->out;
-	t->name = arena_printf(a, "%s%s", x->out->name, suffix);
-	t->kind = TK_TEMP, t->dtype = DT_F32, t->trainable = 0, t->domain = NULL;
-	t->rank = m->nfree, t->id = b->tensors.n;
-	t->shape = ARENA_ARRAY(a, Expr *, m->nfree + 1);
-	for (int v = 0; v < m->nfree; v++)
-		t->shape[v] = m->vars[v].extent;
-	t->def = m, m->out = t;
-	ptrvec_push(a, &b->tensors, t);
-	return t;
 }
 
 /* GQA's gradients of a shared K/V head, dV[b, h_o, j, e] = sum[i, h_i](X),
@@ -401,7 +336,7 @@ static Node *split_group(Arena *a, const Plan *bp, int J, int i, int g)
 	sub[r] = expr_index(a, pf);
 	m->body = plan_fold_splits(expr_subst(a, x->body, sub, nf + 2));
 	m->filter = x->filter ? plan_fold_splits(expr_subst(a, x->filter, sub, nf + 2)) : NULL;
-	Tensor *t = part_tensor(a, b, x, m, ".grp");
+	Tensor *t = grad_part_tensor(a, b, x, m, ".grp");
 	/* x: the sum of the parts over h_i, its reduced variable nf */
 	Expr *rd = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
 	rd->tensor = t, rd->nargs = pf;
@@ -439,6 +374,31 @@ static int reads_within(const Cascade *b, int i, const char *a, const char *c, i
 			*any = 1;
 	}
 	return ok;
+}
+
+/* Whether node x reads none of the backward's own inputs (dO, the saved
+** outputs): what the first pass finishes from its reductions and the
+** forward's inputs alone (a sink's max with the sink logit), not the row
+** terms, which the row pass computes. */
+static int reads_no_incoming(const Cascade *fwd, const Node *x)
+{
+	const Expr *st[256];
+	int sp = 0;
+	if (x->body)
+		st[sp++] = x->body;
+	if (x->filter)
+		st[sp++] = x->filter;
+	while (sp) {
+		const Expr *e = st[--sp];
+		if (e->kind == EX_ACCESS && e->tensor->kind == TK_IN) {
+			const Tensor *t = cascade_tensor(fwd, e->tensor->name);
+			if (!t || t->kind != TK_IN)
+				return 0;
+		}
+		for (int k = 0; k < e->nargs && sp < 256; k++)
+			st[sp++] = e->args[k];
+	}
+	return 1;
 }
 
 /* The row pass's nodes (row[]): neither index reduced, no key index,
@@ -495,7 +455,7 @@ static Node *split_scalar(Arena *a, Cascade *b, int i, int r)
 	}
 	m->body = expr_subst(a, x->body, sub, nf + nr);
 	m->filter = x->filter ? expr_subst(a, x->filter, sub, nf + nr) : NULL;
-	Tensor *t = part_tensor(a, b, x, m, ".part");
+	Tensor *t = grad_part_tensor(a, b, x, m, ".part");
 	/* x: the sum of the parts over its reduced indices but the rows' */
 	Expr *rd = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
 	rd->tensor = t, rd->nargs = pf;
@@ -506,6 +466,53 @@ static Node *split_scalar(Arena *a, Cascade *b, int i, int r)
 		xv[v] = m->vars[v];
 	}
 	x->vars = xv, x->nred = nr - 1, x->body = rd, x->filter = NULL;
+	cascade_insert_node(a, b, i, m);
+	return m;
+}
+
+/* Whether node x is the gradient of a trainable input of fwd. */
+static int trainable_gradient(const Cascade *fwd, const Node *x)
+{
+	const Tensor *in = cascade_tensor(fwd, x->out->name + 1);
+	return x->out->kind == TK_OUT && x->out->name[0] == 'd' && in && in->trainable;
+}
+
+/* Whether node i is the gradient of a table or trainable input that reads
+** no key and is summed over the query rows and at most one more index (a
+** sink's logit, dsink[h] = sum[b, i](dZ exp(sink - m))): a row value
+** summed, which neither kernel reduces. */
+static int row_scalar(const Cascade *fwd, const Plan *bp, int i, int I, int J)
+{
+	const Node *x = bp->c->nodes.v[i];
+	return trainable_gradient(fwd, x) && x->red == RED_SUM && x->nred >= 1 && x->nred <= 2 &&
+	       plan_node_class(bp, i, I) == 2 && plan_node_class(bp, i, J) == 0;
+}
+
+/* Such a gradient as the row pass and a sum compute it: the row pass
+** writes each point's term, NAME_part[h, b, i] (its free indices, then the
+** reduced ones; 0 where the filter drops it), and a row pass after the
+** kernels sums it in a fixed order, as split_scalar's parts. */
+static Node *split_row_scalar(Arena *a, Cascade *b, int i)
+{
+	Node *x = b->nodes.v[i];
+	int nv = x->nfree + x->nred;
+	Node *m = ARENA_NEW(a, Node);
+	*m = *x;
+	m->nfree = nv, m->nred = 0, m->red = RED_NONE, m->filter = NULL;
+	if (x->filter) {
+		Expr *sel = expr_new(a, EX_SELECT, VT_FLOAT, x->loc);
+		sel->nargs = 3;
+		sel->args = ARENA_ARRAY(a, Expr *, 3);
+		sel->args[0] = x->filter, sel->args[1] = x->body, sel->args[2] = expr_float(a, 0);
+		m->body = sel;
+	}
+	Tensor *t = grad_part_tensor(a, b, x, m, ".part");
+	Expr *rd = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
+	rd->tensor = t, rd->nargs = nv;
+	rd->args = ARENA_ARRAY(a, Expr *, nv + 1);
+	for (int v = 0; v < nv; v++)
+		rd->args[v] = expr_index(a, v);
+	x->body = rd, x->filter = NULL;
 	cascade_insert_node(a, b, i, m);
 	return m;
 }
@@ -521,16 +528,14 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	Cascade *b = cascade_clone(a, bwd);
 	for (int t = 0; t < b->tensors.n; t++) {
 		Tensor *x = b->tensors.v[t];
-		if (x->kind != TK_IN || x->name[0] != 'd' || cascade_tensor(fwd, x->name))
-			continue;
-		const Tensor *o = cascade_tensor(fwd, x->name + (x->name[1] == '_' ? 2 : 1));
-		if (o && o->kind == TK_OUT && o->rank == x->rank && dtype_size(o->dtype) == 2 &&
-		    dtype_is_float(o->dtype))
+		const Tensor *o = grad_output_of(fwd, x);
+		if (o && dtype_size(o->dtype) == 2 && dtype_is_float(o->dtype))
 			x->dtype = o->dtype;
 	}
 	s->bwd = b;
 	grad_lse_for_gpu(a, b);
-	factor_sums(a, b);
+	grad_inline_incoming(a, fwd, b);
+	grad_factor_sums(a, b);
 	Plan *fp = plan_build(a, fwd, "sm_80");
 	Plan *bp = ARENA_NEW(a, Plan);
 	bp->orig = bp->c = b, bp->target = "sm_80";
@@ -548,6 +553,17 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			   bwd->name);
 		return 1;
 	}
+	int nested = 0;
+	for (int at = 0; (at = grad_nest_sum(a, bp, I, J, at)) >= 0; nested = 1) {
+		plan_classes(a, bp);
+		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
+	}
+	if (nested) {
+		grad_factor_sums(a, b);
+		plan_classes(a, bp);
+		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
+	}
+	grad_merge_same_nodes(b);
 	/* GQA: gradients of a shared K/V head as parts per query head and their
 	** sum (split_group), the plan's classes taken again */
 	PtrVec parts = {0};
@@ -572,19 +588,31 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
 		i++;
 	}
+	/* ... and those summed over the query rows alone, reading no key: the
+	** row pass writes the terms (split_row_scalar) */
+	int nkparts = parts.n;
+	for (int i = 0; i < b->nodes.n; i++) {
+		if (!row_scalar(fwd, bp, i, I, J))
+			continue;
+		ptrvec_push(a, &parts, split_row_scalar(a, b, i));
+		plan_classes(a, bp);
+		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
+		i++;
+	}
 	int n = b->nodes.n, failed = 0, ngrp = parts.n;
 	/* grp_in: the parts' nodes; grp: the sums of them, each right after */
 	char *row = ARENA_ARRAY(a, char, n + 1), *outq = ARENA_ARRAY(a, char, n + 1),
 	     *outk = ARENA_ARRAY(a, char, n + 1), *grp = ARENA_ARRAY(a, char, n + 1),
-	     *grp_in = ARENA_ARRAY(a, char, n + 1);
+	     *grp_in = ARENA_ARRAY(a, char, n + 1), *rpart = ARENA_ARRAY(a, char, n + 1);
 	for (int k = 0; k < ngrp; k++) {
 		int at = ((const Node *)parts.v[k])->id;
 		grp_in[at] = grp[at + 1] = 1;
+		rpart[at] = k >= nkparts; /* the row pass's, not a kernel's */
 	}
 	row_nodes(bp, I, J, NULL, NULL, row);
 	for (int i = 0; i < n; i++) {
 		const Node *x = b->nodes.v[i];
-		if ((x->out->kind != TK_OUT && !grp_in[i]) || grp[i])
+		if ((x->out->kind != TK_OUT && !grp_in[i]) || grp[i] || rpart[i])
 			continue;
 		int hi = plan_node_class(bp, i, I), hj = plan_node_class(bp, i, J);
 		if ((hi & 1) && hj == 2 && x->nred == 1)
@@ -615,12 +643,16 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	}
 	if (failed)
 		return 1;
-	char *needq = ARENA_ARRAY(a, char, n + 1), *needk = ARENA_ARRAY(a, char, n + 1);
+	/* needr: what the row pass's parts read */
+	char *needq = ARENA_ARRAY(a, char, n + 1), *needk = ARENA_ARRAY(a, char, n + 1),
+	     *needr = ARENA_ARRAY(a, char, n + 1);
 	for (int i = 0; i < n; i++) {
 		if (outq[i])
 			need_closure(b, i, needq);
 		if (outk[i])
 			need_closure(b, i, needk);
+		if (rpart[i])
+			need_closure(b, i, needr);
 	}
 	/* a reduction over the keys that the kernels read and no gradient is
 	** (the softmax's max and sum where the forward saved no logsumexp) is a
@@ -632,7 +664,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	int anys = 0;
 	for (int i = 0; i < n; i++) {
 		const Node *x = b->nodes.v[i];
-		if ((needq[i] || needk[i]) && !outq[i] && !outk[i] &&
+		if ((needq[i] || needk[i] || needr[i]) && !outq[i] && !outk[i] &&
 		    (plan_node_class(bp, i, J) & 2) && !grp_in[i] && !grp[i])
 			stat[i] = 1, anys = 1;
 		else if (needk[i] && !outk[i] && (plan_node_class(bp, i, I) & 2)) {
@@ -651,24 +683,28 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	char *done = ARENA_ARRAY(a, char, n + 1), *outs_ = ARENA_ARRAY(a, char, n + 1);
 	for (int i = 0; i < n && anys; i++) {
 		int any = 0;
-		done[i] =
-		    stat[i] || (!plan_node_class(bp, i, J) && !(plan_node_class(bp, i, I) & 2) &&
-				reads_within(b, i, done, NULL, &any) && any);
+		done[i] = stat[i] || (!rpart[i] && !plan_node_class(bp, i, J) &&
+				      !(plan_node_class(bp, i, I) & 2) &&
+				      reads_within(b, i, done, NULL, &any) && any &&
+				      reads_no_incoming(fwd, b->nodes.v[i]));
 	}
 	if (anys) {
 		memset(needq, 0, (size_t)n), memset(needk, 0, (size_t)n);
+		memset(needr, 0, (size_t)n);
 		char *none = ARENA_ARRAY(a, char, n + 1);
 		for (int i = 0; i < n; i++) {
 			if (outq[i])
 				need_closure_until(b, i, needq, done);
 			if (outk[i])
 				need_closure_until(b, i, needk, done);
+			if (rpart[i])
+				need_closure_until(b, i, needr, done);
 		}
 		for (int i = 0; i < n; i++)
 			for (int j = 0; done[i] && j < n; j++) {
 				const Node *y = b->nodes.v[j];
 				const Tensor *t = ((Node *)b->nodes.v[i])->out;
-				if ((needq[j] || needk[j]) &&
+				if ((needq[j] || needk[j] || needr[j]) &&
 				    (expr_reads(y->body, t) || expr_reads(y->filter, t)))
 					outs_[i] = 1;
 			}
@@ -676,7 +712,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			if (outs_[i])
 				need_closure(b, i, keeps_);
 		Cascade *st = cascade_piece(a, b, arena_printf(a, "%s_stats", bwd->name), keeps_,
-					    outs_, none);
+					    outs_, none, fp, qf);
 		for (int i = 0; i < n; i++)
 			if (outs_[i])
 				ptrvec_push(a, &s->ws, ((Node *)b->nodes.v[i])->out);
@@ -704,10 +740,20 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	** keep the rest */
 	char *keepr = ARENA_ARRAY(a, char, n + 1), *outr = ARENA_ARRAY(a, char, n + 1);
 	for (int i = 0; i < n; i++) {
-		if (!row[i] || !(needq[i] || needk[i]))
+		if (needr[i] && !row[i] && !outs_[i]) {
+			const Node *x = b->nodes.v[i];
+			diag_error(d, x->loc,
+				   "%s: the GPU backward's row pass computes the terms of a "
+				   "trainable input's gradient from values of the query rows; "
+				   "'%s' is not one (--target=cpu runs it)",
+				   bwd->name, x->out->name);
+			return 1;
+		}
+		if (!row[i] || !(needq[i] || needk[i] || needr[i]))
 			continue;
 		keepr[i] = 1;
-		needq[i] = needk[i] = 0;
+		outr[i] = rpart[i];
+		needq[i] = needk[i] = needr[i] = 0;
 	}
 	for (int i = 0; i < n; i++) {
 		const Node *x = b->nodes.v[i];
@@ -737,7 +783,57 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	s->dq =
 	    anyq ? bwd_piece(a, b, arena_printf(a, "%s_dq", bwd->name), needq, outq, kin) : NULL;
 	char *keeps[GRAD_MAX_DKV], *outs[GRAD_MAX_DKV];
-	if (anyk && !wide_keys(b, outk)) {
+	/* gradients along the keys of different widths (differential
+	** attention's dK at D 64 and dV at DV 128): a kernel per width, as the
+	** kernel's contractions with V share one */
+	long width[GRAD_MAX_DKV];
+	int nw = 0;
+	for (int i = 0; anyk && !wide_keys(b, outk) && i < n; i++) {
+		long w = key_width(bp, i, J);
+		int k = 0;
+		while (k < nw && width[k] != w)
+			k++;
+		if (outk[i] && w > 0 && k == nw && nw < GRAD_MAX_DKV)
+			width[nw++] = w;
+	}
+	char *some[GRAD_MAX_DKV], *gneed[GRAD_MAX_DKV];
+	for (int g = 0; nw > 1 && g < nw; g++) {
+		some[g] = ARENA_ARRAY(a, char, n + 1), gneed[g] = ARENA_ARRAY(a, char, n + 1);
+		for (int i = 0; i < n; i++)
+			if (outk[i] && key_width(bp, i, J) == width[g]) {
+				some[g][i] = 1;
+				need_closure_until(b, i, gneed[g], done);
+			}
+	}
+	/* a gradient with no value index joins the kernel that already
+	** computes most of what it reads (differential attention's dlam parts
+	** read dP = dO V^T, which dK's kernel multiplies out and dV's does not) */
+	for (int i = 0; nw > 1 && i < n; i++) {
+		if (!outk[i] || key_width(bp, i, J))
+			continue;
+		char *mine = ARENA_ARRAY(a, char, n + 1);
+		need_closure_until(b, i, mine, done);
+		int best = 0, most = -1;
+		for (int g = 0; g < nw; g++) {
+			int shared = 0;
+			for (int k = 0; k < n; k++)
+				shared += mine[k] && gneed[g][k];
+			if (shared > most)
+				most = shared, best = g;
+		}
+		some[best][i] = 1;
+		for (int k = 0; k < n; k++)
+			gneed[best][k] |= mine[k];
+	}
+	for (int g = 0; nw > 1 && g < nw; g++) {
+		for (int k = 0; k < n; k++)
+			gneed[g][k] &= !keepr[k];
+		keeps[s->ndkv] = gneed[g], outs[s->ndkv] = some[g];
+		s->dkv[s->ndkv++] =
+		    bwd_piece(a, b, arena_printf(a, "%s_dkv_%ld", bwd->name, width[g]), gneed[g],
+			      some[g], kin);
+	}
+	if (anyk && !wide_keys(b, outk) && nw <= 1) {
 		keeps[s->ndkv] = needk, outs[s->ndkv] = outk;
 		s->dkv[s->ndkv++] =
 		    bwd_piece(a, b, arena_printf(a, "%s_dkv", bwd->name), needk, outk, kin);
@@ -750,7 +846,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			continue;
 		char *one = ARENA_ARRAY(a, char, n + 1), *need = ARENA_ARRAY(a, char, n + 1);
 		one[i] = 1;
-		need_closure_until(b, i, need, stat);
+		need_closure_until(b, i, need, done);
 		for (int k = 0; k < n; k++)
 			need[k] &= !keepr[k];
 		keeps[s->ndkv] = need, outs[s->ndkv] = one;
@@ -765,7 +861,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	/* the parts of GQA's gradients: in the workspace after the row pass's
 	** results, summed by a row pass over the keys after the kernels */
 	for (int i = 0; i < n && ngrp; i++)
-		if (grp_in[i])
+		if (grp_in[i] && !rpart[i])
 			ptrvec_push(a, &s->ws, ((Node *)b->nodes.v[i])->out);
 	/* a row pass each: two gradients' indices join no class (they read
 	** different parts), so one pass would have no rows in common */
@@ -812,13 +908,25 @@ void grad_split_explain(FILE *out, const GradSplit *s)
 	int n = s->nstats + (s->pre != NULL) + (s->dq != NULL) + s->ndkv + s->ngrp;
 	fprintf(out, "  on the GPU: %s_launch runs %d kernel%s in order, sums in a fixed order\n",
 		s->bwd->name, n, n > 1 ? "s" : "");
+	/* whether the passes write logsumexps alone, some, or none */
+	int lse = 0, other = 0;
+	for (int k = 0; k < s->nstats; k++)
+		for (int t = 0; t < s->stats[k]->tensors.n; t++) {
+			const Tensor *x = s->stats[k]->tensors.v[t];
+			if (x->kind == TK_OUT && strstr(x->name, "_lse"))
+				lse = 1;
+			else if (x->kind == TK_OUT)
+				other = 1;
+		}
 	for (int k = 0; k < s->nstats; k++) {
 		fprintf(out, "    %s: over query tiles, streaming the keys: ", s->stats[k]->name);
 		piece_outputs(out, s->stats[k]);
-		fputs(k + 1 < s->nstats
-			  ? "\n"
-			  : " (the forward saved no logsumexp of these scores: save L = "
-			    "logsumexp[j](..) as an output and this pass goes)\n",
+		fputs(k + 1 < s->nstats ? "\n"
+		      : !other ? " (the forward saved no logsumexp of these scores: save L = "
+				 "logsumexp[j](..) as an output and this pass goes)\n"
+		      : lse    ? " (values the forward did not save; an output L = "
+				 "logsumexp[j](..) spares the softmax's)\n"
+			       : " (values the forward did not save)\n",
 		      out);
 	}
 	if (s->pre) {
@@ -848,8 +956,13 @@ void grad_split_explain(FILE *out, const GradSplit *s)
 				s->grp[k]->name, x->out->name, x->vars[x->nfree].name);
 			continue;
 		}
-		fprintf(out, "    %s: a row pass: %s, its parts per key summed over ",
-			s->grp[k]->name, x->out->name);
+		/* the terms the row pass wrote (a sink's), or parts per key */
+		const Tensor *part = x->body->kind == EX_ACCESS ? x->body->tensor : NULL;
+		const Tensor *by_pre = s->pre && part ? cascade_tensor(s->pre, part->name) : NULL;
+		fprintf(out, "    %s: a row pass: %s, %s summed over ", s->grp[k]->name,
+			x->out->name,
+			by_pre && by_pre->kind == TK_OUT ? "the row pass's terms per query row"
+							 : "its parts per key");
 		for (int v = x->nfree; v < x->nfree + x->nred; v++)
 			fprintf(out, "%s%s", v > x->nfree ? ", " : "", x->vars[v].name);
 		fputs(" in a fixed order\n", out);

@@ -245,7 +245,7 @@ static Cascade *prologue(Arena *a, const Plan *p, const char *pre, const char *k
 			need(p, pre, 0, i, keep, row);
 			value_last |= extra_index(p, i);
 		}
-	Cascade *pc = cascade_piece(a, p->c, name, keep, out, row);
+	Cascade *pc = cascade_piece(a, p->c, name, keep, out, row, p, -1);
 	/* a feature map over (i, d): its row pass loops over d, a row a thread */
 	pc->value_last = value_last;
 	return pc;
@@ -311,7 +311,7 @@ int pass_split(Arena *a, Diag *d, const Cascade *c, const char *target, PassSpli
 		for (int i = 0; i < n; i++)
 			wanted[i] |= row[i];
 		Cascade *pc = cascade_piece(a, p->c, arena_printf(a, "%s_pass%d", c->name, k), keep,
-					    out, row);
+					    out, row, p, -1);
 		pc->pass_of = c->name, pc->pass = k;
 		narrow_piece(a, p, pre, pc);
 		Plan *pp = plan_build(a, pc, target);

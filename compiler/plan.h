@@ -142,9 +142,12 @@ Cascade *cascade_clone(Arena *a, const Cascade *c);
 ** the results of nodes row[] outside keep[] that they read become f32
 ** inputs, and tensors nothing reads are dropped (dims and params shared).
 ** cascade_c_name: a name with its dots made underscores, as the generated
-** interfaces' fields take it. */
+** interfaces' fields take it. src (NULL: none), c's plan or a plan whose
+** cascade names the same tensors: the piece's tensor dimensions that were
+** one class there stay one (Cascade.ties), of every class, or of class
+** src_cls alone where it is >= 0. */
 Cascade *cascade_piece(Arena *a, const Cascade *c, const char *name, const char *keep,
-		       const char *out, const char *row);
+		       const char *out, const char *row, const Plan *src, int src_cls);
 const char *cascade_c_name(Arena *a, const char *name);
 void cascade_insert_node(Arena *a, Cascade *c, int at, Node *n);
 

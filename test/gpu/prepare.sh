@@ -34,9 +34,10 @@ full_d64 full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=900
 causal_strict causal B=2,H=2,N=130 B=1,H=1,N=1 B=1,H=2,N=300
 gqa gqa B=2,HKV=2,G=4,N=130,M=190 B=1,HKV=3,G=1,N=65,M=65 B=1,HKV=1,G=8,N=100,M=300 B=1,HKV=2,G=4,N=200,M=700,ramp=4
 mqa mqa B=2,H=4,N=150 B=1,H=1,N=1 B=1,H=8,N=300,ramp=4
-sink gpt_oss_sink B=2,H=3,N=140
+sink gpt_oss_sink B=2,H=3,N=140 B=1,H=1,N=1 B=1,H=2,N=500,ramp=4
+sink_strict gpt_oss_sink B=2,H=2,N=130 B=1,H=1,N=1
 sigmoid sigmoid_attn B=2,H=3,N=150 B=1,H=1,N=1 B=1,H=2,N=300
-diff diff_attn B=2,H=2,N=120
+diff diff_attn B=2,H=2,N=120 B=1,H=1,N=1 B=1,H=2,N=300,ramp=4
 mla mla B=2,H=2,N=140 B=1,H=1,N=1 B=1,H=2,N=400,ramp=4
 decode decode B=2,HKV=2,G=4,M=300 --int kv_len=0:300
 relpos_bias relpos_bias B=2,H=3,N=100,M=170
@@ -66,6 +67,12 @@ CASES
 			# adds to dK and dV are 0), and every row at N = 1
 			src="$DIR/src/$file.attn"
 			sed -e 's/where j <= i;/where j < i;/' examples/causal.attn > "$src"
+			;;
+		sink_strict)
+			# j < i: row 0 sees only the sink (O = 0; its share of dsink
+			# is -exp(sink - Smax) dO . O = 0), every row at N = 1
+			src="$DIR/src/$file.attn"
+			sed -e 's/where j <= i;/where j < i;/' examples/sink.attn > "$src"
 			;;
 		esac
 		if ! "$ATTNC" --grad --target="$TARGET" "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
