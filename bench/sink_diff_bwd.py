@@ -1,0 +1,160 @@
+"""The backward of a learnable sink (examples/sink.attn) and of differential
+attention (examples/diff.attn) against FlexAttention, on the same tensors.
+
+FlexAttention has neither variant as such; each is written the way a Flex user
+would, and autograd gives its backward:
+  - sink: a key 0 prepended to K and V (V's row zero), its score replaced by
+    sink[h] (score_mod, sink a captured tensor that requires grad), the causal
+    mask shifted by one: O = sum_j exp(S) v / (sum_j exp(S) + exp(sink));
+  - diff: two flex_attention calls, (Q1, K1, V) and (Q2, K2, V), causal, and
+    O = O1 - lam[h] O2 (head dim 64, value dim 128).
+attnc runs NAME_bwd_launch (its forward saves no logsumexp, so the launch first
+recomputes the statistics). Its dQ, dK, dV (and dsink, dlam) are checked
+against Flex's gradients (rel L2 below 2e-2), and each launch's kernels are timed
+one by one (torch.profiler).
+
+Runs on the GPU machine from a folder with gen/{sink,diff}.c (attnc --grad,
+the default bundle), runtime/, decode.py and rundir.sh beside it, and build.json.
+usage: python3 sink_diff_bwd.py    writes DATE-COMMIT-sink_diff_bwd/{meta.json,
+sink_diff_bwd.json,sink_diff_bwd.txt} under $OUT (bench/rundir.sh)
+"""
+import ctypes
+import json
+import os
+import sys
+
+import torch
+from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bwd_extras import kernel_ms, launch, rel  # noqa: E402
+from decode import bench, library, run_folder  # noqa: E402
+
+rows = []
+meta = {}
+flex = torch.compile(flex_attention, dynamic=False)
+
+
+def rec(**kw):
+    rows.append(kw)
+    print(json.dumps(kw), flush=True)
+
+
+def fwd(lib, name, tensors, dims, params, stream):
+    cd = (ctypes.c_long * len(dims))(*dims)
+    cp = (ctypes.c_double * len(params))(*params)
+    ptrs = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
+    rc = getattr(lib, name + "_launch_generic")(ptrs, None, cd, cp, ctypes.c_void_p(stream))
+    assert rc == 0, lib.attnrt_last_error()
+
+
+def sink_flex(q, k, v, sink, do):
+    """The sink as a prepended key; returns (backward call, grads of q, k, v, sink)."""
+    B, H, N, D = q.shape
+    kp = torch.cat([torch.zeros(B, H, 1, D, device="cuda", dtype=k.dtype), k], 2)
+    vp = torch.cat([torch.zeros(B, H, 1, D, device="cuda", dtype=v.dtype), v], 2)
+    qr, kr, vr = (t.detach().requires_grad_() for t in (q, kp, vp))
+    sr = sink.detach().clone().requires_grad_()
+
+    def score(s, b, h, qi, kv):
+        return torch.where(kv == 0, sr[h], s)
+
+    def mask(b, h, qi, kv):
+        return (kv == 0) | (kv - 1 <= qi)
+
+    bm = create_block_mask(mask, 1, 1, N, N + 1, device="cuda")
+    o = flex(qr, kr, vr, score_mod=score, block_mask=bm, scale=D ** -0.5)
+    grads = torch.autograd.grad(o, (qr, kr, vr, sr), do, retain_graph=True)
+    call = lambda: torch.autograd.grad(o, (qr, kr, vr, sr), do, retain_graph=True)
+    return call, (grads[0].float(), grads[1][:, :, 1:].float(), grads[2][:, :, 1:].float(), grads[3].float())
+
+
+def diff_flex(q1, k1, q2, k2, v, lam, do):
+    B, H, N, D = q1.shape
+    ts = [t.detach().requires_grad_() for t in (q1, k1, q2, k2, v)]
+    lr = lam.detach().clone().requires_grad_()
+    bm = create_block_mask(lambda b, h, qi, kv: kv <= qi, 1, 1, N, N, device="cuda")
+    o1 = flex(ts[0], ts[1], ts[4], block_mask=bm, scale=D ** -0.5)
+    o2 = flex(ts[2], ts[3], ts[4], block_mask=bm, scale=D ** -0.5)
+    o = o1 - lr[None, :, None, None] * o2
+    grads = torch.autograd.grad(o, ts + [lr], do, retain_graph=True)
+    call = lambda: torch.autograd.grad(o, ts + [lr], do, retain_graph=True)
+    return call, [g.float() for g in grads]
+
+
+def main():
+    out = run_folder("sink_diff_bwd", "bench/sink_diff_bwd.py", meta)
+    libs = {"sink": library("sink", "gpt_oss_sink"), "diff": library("diff", "diff_attn")}
+    stream = torch.cuda.current_stream().cuda_stream
+    for B, H, N in [(1, 4, 1024), (8, 16, 2048), (2, 16, 8192)]:
+        label = f"{B}x{N}_h{H}"
+        torch.manual_seed(N)
+        # sink, D 64
+        D = 64
+        q, k, v, do = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+        sink = torch.randn(H, device="cuda")
+        flops = 2.5 * 0.5 * 2 * B * H * N * N * (D + D)  # causal: half; the backward 2.5x the forward
+        try:
+            call, ref = sink_flex(q, k, v, sink, do)
+        except Exception as e:  # a captured tensor's gradient in score_mod
+            print(f"FAIL {label} flex sink: {e}", flush=True)
+            return
+        tf = bench(call)
+        rec(shape=label, sys="flex_sink", ms=round(tf, 4), tflops=round(flops / tf / 1e9, 1))
+        o = torch.empty_like(q)
+        fwd(libs["sink"], "gpt_oss_sink", (q, k, v, sink, o), (B, H, N, D), (D ** -0.5,), stream)
+        g = tuple(torch.full_like(t, float("nan")) for t in (q, k, v)) + (torch.full_like(sink, float("nan")),)
+        run = launch(libs["sink"], "gpt_oss_sink", (q, k, v, sink, o, do) + g, (B, H, N, D), (D ** -0.5,), stream)
+        run()
+        torch.cuda.synchronize()
+        errs = [round(rel(x, r), 5) for x, r in zip(g, ref)]
+        t = bench(run)
+        rec(shape=label, sys="attnc_sink", ms=round(t, 4), tflops=round(flops / t / 1e9, 1), rel_l2=errs,
+            vs_flex=round(tf / t, 3), kernels=kernel_ms(run), **meta)
+        if max(errs) > 2e-2:
+            print(f"FAIL {label} sink: rel_l2 {errs}", flush=True)
+        del q, k, v, do, o, g, ref, call
+        # differential attention, D 64, DV 128
+        q1, k1, q2, k2 = (torch.randn(B, H, N, 64, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+        v, do = (torch.randn(B, H, N, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        lam = 0.5 + 0.1 * torch.randn(H, device="cuda")
+        flops = 2.5 * 0.5 * 2 * B * H * N * N * (64 + 64 + 128 + 128)  # causal: half
+        call, ref = diff_flex(q1, k1, q2, k2, v, lam, do)
+        tf = bench(call)
+        rec(shape=label, sys="flex_diff", ms=round(tf, 4), tflops=round(flops / tf / 1e9, 1))
+        o = torch.empty_like(v)
+        dims = (B, H, N, 64, 128)
+        fwd(libs["diff"], "diff_attn", (q1, k1, q2, k2, v, lam, o), dims, (0.125,), stream)
+        g = tuple(torch.full_like(t, float("nan")) for t in (q1, k1, q2, k2, v)) + (torch.full_like(lam, float("nan")),)
+        run = launch(libs["diff"], "diff_attn", (q1, k1, q2, k2, v, lam, do) + g, dims, (0.125,), stream)
+        run()
+        torch.cuda.synchronize()
+        errs = [round(rel(x, r), 5) for x, r in zip(g, ref)]
+        t = bench(run)
+        rec(shape=label, sys="attnc_diff", ms=round(t, 4), tflops=round(flops / t / 1e9, 1), rel_l2=errs,
+            vs_flex=round(tf / t, 3), kernels=kernel_ms(run), **meta)
+        if max(errs) > 2e-2:
+            print(f"FAIL {label} diff: rel_l2 {errs}", flush=True)
+        del q1, k1, q2, k2, v, do, o, g, ref, call
+        torch.cuda.empty_cache()
+    with open(os.path.join(out, "sink_diff_bwd.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    by = {(r.get("shape"), r["sys"]): r for r in rows}
+    lines = [f"{'shape':<14} {'sink':>8} {'Flex':>8} {'x Flex':>7} {'diff':>8} {'Flex':>8} {'x Flex':>7}"]
+    for shape in dict.fromkeys(r["shape"] for r in rows):
+        m = lambda s: by.get((shape, s), {}).get("ms", float("nan"))
+        lines.append(f"{shape:<14} {m('attnc_sink'):>8.4f} {m('flex_sink'):>8.4f} "
+                     f"{m('flex_sink') / m('attnc_sink'):>7.3f} {m('attnc_diff'):>8.4f} {m('flex_diff'):>8.4f} "
+                     f"{m('flex_diff') / m('attnc_diff'):>7.3f}")
+    lines.append("ms of the backward (attnc: NAME_bwd_launch; Flex: autograd.grad); x Flex: Flex's ms / attnc's")
+    for r in rows:
+        if "kernels" in r:
+            lines.append(f"  {r['shape']} {r['sys']} rel_l2 {r['rel_l2']}: "
+                         + ", ".join(f"{k} {v}" for k, v in r["kernels"].items()))
+    lines.append(f"{meta['device']}, {meta['date']}, commit {meta['commit']}, target {meta['target']}")
+    open(os.path.join(out, "sink_diff_bwd.txt"), "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
