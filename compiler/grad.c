@@ -512,8 +512,8 @@ Cascade *grad_derive(Arena *a, Diag *d, const Cascade *c, int flash, PtrVec *not
 			grad_note(
 			    &g,
 			    "%s (at %d:%d): treated as a constant (stop-gradient): every output "
-			    "is unchanged when it shifts (it is read only as exp(x - %s), in "
-			    "ratios whose shifts cancel)",
+			    "is unchanged when it shifts (the exponentials exp(x - %s) it "
+			    "scales cancel in ratios and logs)",
 			    n->out->name, n->loc.line, n->loc.col, n->out->name);
 	}
 	for (int i = 0; i < c->tensors.n; i++) {
