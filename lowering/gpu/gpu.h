@@ -892,6 +892,8 @@ void gpu_store_pairs(KernelGen *g, const PReg *crows, int i, int pc, PReg q, con
 ** the forward's ABI and grid, 128 rows per CTA. */
 const char *gpu_row_shape(Arena *a, const Plan *p, KernelShape *s);
 PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape *s);
+/* Whether row pass p takes a CTA a row (every node a sum over two indices). */
+int gpu_row_wide(const Plan *p);
 
 /* kernel.c; gpu_equal_streams: every CTA's stream about as long as every
 ** other's though masks read the query row (a sliding window's) */

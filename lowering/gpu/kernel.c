@@ -533,8 +533,8 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		}
 		if (info) {
 			info[i].smem = sk_smem > smem ? sk_smem : smem;
-			info[i].block_m =
-			    rows ? GPU_THREADS : (unsigned)(gpu_warps(t) * 16 * t->row_blocks(&s));
+			info[i].block_m = rows ? (gpu_row_wide(p) ? 1u : GPU_THREADS)
+					       : (unsigned)(gpu_warps(t) * 16 * t->row_blocks(&s));
 			info[i].block_n = (unsigned)s.bn;
 			info[i].data_masks = gpu_data_masks(p);
 			info[i].split_v = s.split_v;

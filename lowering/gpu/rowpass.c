@@ -97,7 +97,16 @@ enum { ROW_LANES = 16 };
 typedef struct RowLanes {
 	int lanes;
 	PReg sub, valid, lead;
+	PReg sbase; /* lanes of several warps: their sums' shared memory */
 } RowLanes;
+
+int gpu_row_wide(const Plan *p)
+{
+	for (int i = 0; i < p->c->nodes.n; i++)
+		if (((const Node *)p->c->nodes.v[i])->nred != 2)
+			return 0;
+	return p->c->nodes.n > 0;
+}
 
 /* Node i's loop variable (an output's value index, or its reduced index),
 ** or -1. An output's sum inside its elements' loop is the lane's alone. */
@@ -265,6 +274,33 @@ static PReg lanes_sum(KernelGen *g, const RowLanes *rl, int i, int v)
 	return acc[0];
 }
 
+/* The warps' sums of a row whose lanes are the CTA's: each warp's lane 0
+** writes its sum, and every thread adds them in the warps' order (the same
+** bits whatever the timing); the first barrier keeps a previous node's
+** sums until all have read them. */
+static PReg warps_combine(KernelGen *g, const RowLanes *rl, PtxOpcode op, PReg acc)
+{
+	int nw = rl->lanes / 32;
+	PReg w = gpu_reg(g, PC_B32), lane0 = gpu_reg(g, PC_PRED), t32 = gpu_u32(g, g->tid);
+	PReg at = gpu_reg(g, PC_B32), l = gpu_reg(g, PC_B32);
+	gpu_op3(g, PTX_AND, ".b32", po_r(l), po_r(t32), po_i(31));
+	gpu_op3(g, PTX_SETP, ".eq.u32", po_r(lane0), po_r(l), po_i(0));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(w), po_r(t32), po_i(5));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(at), po_r(w), po_i(4), po_r(rl->sbase));
+	gpu_op2(g, PTX_BAR, "", po_i(1), po_i(rl->lanes));
+	gpu_op2(g, PTX_ST, ".shared.f32", po_mem(at, 0), po_r(acc));
+	ptx_guard(g->f, lane0, 0);
+	gpu_op2(g, PTX_BAR, "", po_i(1), po_i(rl->lanes));
+	PReg sum = gpu_reg(g, PC_F32);
+	gpu_op2(g, PTX_LD, ".shared.f32", po_r(sum), po_mem(rl->sbase, 0));
+	for (int k = 1; k < nw; k++) {
+		PReg x = gpu_reg(g, PC_F32);
+		gpu_op2(g, PTX_LD, ".shared.f32", po_r(x), po_mem(rl->sbase, 4 * k));
+		gpu_op3(g, op, ".f32", po_r(sum), po_r(sum), po_r(x));
+	}
+	return sum;
+}
+
 /* Node i's value at the thread's row: its body, or a loop over its reduced
 ** index (the lanes' parts then combined by butterfly shuffles); absent
 ** points (its filter) give 0 or the reduction's identity. */
@@ -282,7 +318,7 @@ static PReg row_value(KernelGen *g, const RowLanes *rl, int i)
 	/* a sum over two indices: the second the lanes' loop inside the
 	** first's, which each lane runs whole (a trainable slope's parts per
 	** key summed over b and j) */
-	const RowLanes one = {1, {0}, {0}, {0}}, *ol = n->nred == 2 ? &one : rl;
+	const RowLanes one = {1, {0}, {0}, {0}, {0}}, *ol = n->nred == 2 ? &one : rl;
 	int reps = loop_open(g, ol, &l, i, n->nfree);
 	for (int k = 0; k < reps; k++) {
 		loop_at(g, ol, &l, k);
@@ -291,11 +327,13 @@ static PReg row_value(KernelGen *g, const RowLanes *rl, int i)
 		gpu_op3(g, op, ".f32", po_r(acc), po_r(acc), po_r(x));
 	}
 	loop_close(g, &l);
-	for (int m = rl->lanes / 2; m > 0; m /= 2) {
+	for (int m = (rl->lanes < 32 ? rl->lanes : 32) / 2; m > 0; m /= 2) {
 		PReg o = gpu_reg(g, PC_F32);
 		gpu_op5(g, PTX_SHFL, ".b32", po_r(o), po_r(acc), po_i(m), po_i(31), po_i(-1));
 		gpu_op3(g, op, ".f32", po_r(acc), po_r(acc), po_r(o));
 	}
+	if (rl->lanes > 32)
+		acc = warps_combine(g, rl, op, acc);
 	return acc;
 }
 
@@ -380,7 +418,12 @@ PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape
 	GpuTarget *tg = ARENA_NEW(a, GpuTarget);
 	*tg = gpu_row_target(t);
 	g->a = a, g->p = p, g->c = p->c, g->s = s, g->t = tg;
-	g->row_blocks = 2, g->cta_rows = GPU_THREADS;
+	/* a pass of sums over two indices (parts of a trainable input's
+	** gradient: 16 heads' rows of B N values each) takes a CTA a row, all
+	** its threads the row's lanes. Why: 16 lanes a row put 16 rows on one
+	** CTA, 0.22 ms of latency for a megabyte */
+	int wide = gpu_row_wide(p);
+	g->row_blocks = 2, g->cta_rows = wide ? 1 : GPU_THREADS;
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);
 	ptx_func_init(f, a, arena_printf(a, "%s_fwd", p->c->name), tg->threads);
 	g->f = f;
@@ -397,7 +440,12 @@ PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape
 	gpu_decode_grid(g);
 	g->tid = gpu_tid(g);
 	g->stage = 1, g->half = 0, g->elem = -1;
-	RowLanes rl = {row_lanes(p), {0}, {0}, {0}};
+	RowLanes rl = {wide ? GPU_THREADS : row_lanes(p), {0}, {0}, {0}, {0}};
+	if (wide) {
+		f->smem_bytes = 4 * GPU_WARPS;
+		rl.sbase = gpu_reg(g, PC_B32);
+		gpu_op2(g, PTX_MOV, ".u32", po_r(rl.sbase), po_sym("smem"));
+	}
 	int done = ptx_new_label(f);
 	if (rl.lanes == 1) {
 		g->row = gpu_reg(g, PC_B64);
@@ -409,7 +457,7 @@ PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape
 		row_nodes(g, &rl);
 	} else {
 		/* lanes share a row: GPU_THREADS / lanes rows at a time, the
-		** CTA's rows in `lanes` turns; a row past the launch's is
+		** CTA's rows in cta_rows / that turns; a row past the launch's is
 		** computed at its last (shuffles need every lane) and not stored */
 		int per = GPU_THREADS / rl.lanes;
 		PReg slot = gpu_reg(g, PC_B64), turn = gpu_reg(g, PC_B64),
@@ -441,7 +489,7 @@ PtxFunc *gpu_row_kernel(Arena *a, const GpuTarget *t, const Plan *p, KernelShape
 		gpu_op3(g, PTX_MIN, ".s64", po_r(g->row), po_r(row), po_r(last));
 		row_nodes(g, &rl);
 		gpu_op3(g, PTX_ADD, ".s64", po_r(turn), po_r(turn), po_i(1));
-		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(more), po_r(turn), po_i(rl.lanes));
+		gpu_op3(g, PTX_SETP, ".lt.s64", po_r(more), po_r(turn), po_i(g->cta_rows / per));
 		gpu_op1(g, PTX_BRA, ".uni", po_label(top));
 		ptx_guard(f, more, 0);
 	}
