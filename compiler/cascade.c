@@ -205,6 +205,23 @@ int expr_factors(const Expr *e, const Expr **f, int max)
 	return factors_from(e, f, 0, max);
 }
 
+/* e's reads after the n already counted (past max: counted, not kept). */
+static int reads_from(const Expr *e, const Expr **r, int n, int max)
+{
+	if (!e)
+		return n;
+	if (e->kind == EX_ACCESS && n++ < max)
+		r[n - 1] = e;
+	for (int k = 0; k < e->nargs; k++)
+		n = reads_from(e->args[k], r, n, max);
+	return n;
+}
+
+int node_reads(const Node *n, const Expr **r, int max)
+{
+	return reads_from(n->filter, r, reads_from(n->body, r, 0, max), max);
+}
+
 int expr_equal_by(const Expr *a, const Expr *b, int (*same_var)(int, int, void *), void *ud)
 {
 	if (a == b && !same_var)

@@ -285,6 +285,9 @@ int expr_reads(const Expr *e, const Tensor *t); /* e (or NULL) reads t */
 /* The factors of a float product e, flattened in order: the first max
 ** into f; returns how many there are (more than max: f holds max). */
 int expr_factors(const Expr *e, const Expr **f, int max);
+/* The tensor reads of node n's body and filter (EX_ACCESS, subscripts'
+** reads too): the first max into r; returns how many there are. */
+int node_reads(const Node *n, const Expr **r, int max);
 /* The same, with index variables compared by same_var(var of a, var of b)
 ** (expressions of two nodes whose variables are numbered differently). */
 int expr_equal_by(const Expr *a, const Expr *b, int (*same_var)(int, int, void *), void *ud);

@@ -37,21 +37,14 @@ static int *slot_classes(Arena *a, const Plan *p)
 		const Node *x = c->nodes.v[i];
 		for (int v = 0; v < x->nfree; v++)
 			slot[off[x->out->id] + v] = p->cls[i][v];
-		const Expr *st[256];
-		int sp = 0;
-		if (x->body)
-			st[sp++] = x->body;
-		if (x->filter)
-			st[sp++] = x->filter;
-		while (sp) {
-			const Expr *e = st[--sp];
-			for (int k = 0; e->kind == EX_ACCESS && k < e->nargs; k++)
-				if (e->args[k]->kind == EX_INDEX &&
-				    slot[off[e->tensor->id] + k] < 0)
-					slot[off[e->tensor->id] + k] = p->cls[i][e->args[k]->var];
-			for (int k = 0; k < e->nargs && sp < 256; k++)
-				st[sp++] = e->args[k];
-		}
+		const Expr *r[256];
+		int nr = node_reads(x, r, 256);
+		for (int m = 0; m < nr && m < 256; m++)
+			for (int k = 0; k < r[m]->nargs; k++)
+				if (r[m]->args[k]->kind == EX_INDEX &&
+				    slot[off[r[m]->tensor->id] + k] < 0)
+					slot[off[r[m]->tensor->id] + k] =
+					    p->cls[i][r[m]->args[k]->var];
 	}
 	/* the slots' offsets are by the source's tensor order: prepend them */
 	int *r = ARENA_ARRAY(a, int, n + c->tensors.n + 1);

@@ -19,21 +19,12 @@
 static int dim_class(const Plan *p, const char *name, int dim)
 {
 	for (int i = 0; i < p->c->nodes.n; i++) {
-		const Node *n = p->c->nodes.v[i];
-		const Expr *st[256];
-		int sp = 0;
-		if (n->body)
-			st[sp++] = n->body;
-		if (n->filter)
-			st[sp++] = n->filter;
-		while (sp) {
-			const Expr *e = st[--sp];
-			if (e->kind == EX_ACCESS && !strcmp(e->tensor->name, name) &&
-			    dim < e->nargs && e->args[dim]->kind == EX_INDEX)
-				return p->cls[i][e->args[dim]->var];
-			for (int k = 0; k < e->nargs && sp < 256; k++)
-				st[sp++] = e->args[k];
-		}
+		const Expr *r[256];
+		int nr = node_reads(p->c->nodes.v[i], r, 256);
+		for (int k = 0; k < nr && k < 256; k++)
+			if (!strcmp(r[k]->tensor->name, name) && dim < r[k]->nargs &&
+			    r[k]->args[dim]->kind == EX_INDEX)
+				return p->cls[i][r[k]->args[dim]->var];
 	}
 	return -1;
 }
@@ -382,23 +373,14 @@ static int reads_within(const Cascade *b, int i, const char *a, const char *c, i
 ** terms, which the row pass computes. */
 static int reads_no_incoming(const Cascade *fwd, const Node *x)
 {
-	const Expr *st[256];
-	int sp = 0;
-	if (x->body)
-		st[sp++] = x->body;
-	if (x->filter)
-		st[sp++] = x->filter;
-	while (sp) {
-		const Expr *e = st[--sp];
-		if (e->kind == EX_ACCESS && e->tensor->kind == TK_IN) {
-			const Tensor *t = cascade_tensor(fwd, e->tensor->name);
-			if (!t || t->kind != TK_IN)
-				return 0;
-		}
-		for (int k = 0; k < e->nargs && sp < 256; k++)
-			st[sp++] = e->args[k];
+	const Expr *r[256];
+	int nr = node_reads(x, r, 256);
+	for (int k = 0; k < nr && k < 256; k++) {
+		const Tensor *t = cascade_tensor(fwd, r[k]->tensor->name);
+		if (r[k]->tensor->kind == TK_IN && (!t || t->kind != TK_IN))
+			return 0;
 	}
-	return 1;
+	return nr <= 256;
 }
 
 /* The row pass's nodes (row[]): neither index reduced, no key index,
