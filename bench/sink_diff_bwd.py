@@ -18,7 +18,6 @@ the default bundle), runtime/, decode.py and rundir.sh beside it, and build.json
 usage: python3 sink_diff_bwd.py    writes DATE-COMMIT-sink_diff_bwd/{meta.json,
 sink_diff_bwd.json,sink_diff_bwd.txt} under $OUT (bench/rundir.sh)
 """
-import ctypes
 import json
 import os
 import sys
@@ -27,7 +26,7 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bwd_extras import kernel_ms, launch, rel  # noqa: E402
+from bwd_extras import fwd, kernel_ms, launch, rel  # noqa: E402
 from decode import bench, library, run_folder  # noqa: E402
 
 rows = []
@@ -40,12 +39,22 @@ def rec(**kw):
     print(json.dumps(kw), flush=True)
 
 
-def fwd(lib, name, tensors, dims, params, stream):
-    cd = (ctypes.c_long * len(dims))(*dims)
-    cp = (ctypes.c_double * len(params))(*params)
-    ptrs = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
-    rc = getattr(lib, name + "_launch_generic")(ptrs, None, cd, cp, ctypes.c_void_p(stream))
-    assert rc == 0, lib.attnrt_last_error()
+def attnc_side(label, sys, lib, casc, fwd_in, out_like, bwd_in, wants, ref, dims, params, flops, tf,
+               stream):
+    """attnc's forward on fwd_in (its output like out_like), then NAME_bwd_launch on
+    bwd_in(O) and the gradients of `wants` (NaN first), checked against ref and timed."""
+    o = torch.empty_like(out_like)
+    fwd(lib, casc, fwd_in + (o,), dims, params, stream)
+    g = tuple(torch.full_like(t, float("nan")) for t in wants)
+    run = launch(lib, casc, bwd_in(o) + g, dims, params, stream)
+    run()
+    torch.cuda.synchronize()
+    errs = [round(rel(x, r), 5) for x, r in zip(g, ref)]
+    t = bench(run)
+    rec(shape=label, sys=sys, ms=round(t, 4), tflops=round(flops / t / 1e9, 1), rel_l2=errs,
+        vs_flex=round(tf / t, 3), kernels=kernel_ms(run), **meta)
+    if max(errs) > 2e-2:
+        print(f"FAIL {label} {sys}: rel_l2 {errs}", flush=True)
 
 
 def sink_flex(q, k, v, sink, do):
@@ -101,19 +110,10 @@ def main():
             return
         tf = bench(call)
         rec(shape=label, sys="flex_sink", ms=round(tf, 4), tflops=round(flops / tf / 1e9, 1))
-        o = torch.empty_like(q)
-        fwd(libs["sink"], "gpt_oss_sink", (q, k, v, sink, o), (B, H, N, D), (D ** -0.5,), stream)
-        g = tuple(torch.full_like(t, float("nan")) for t in (q, k, v)) + (torch.full_like(sink, float("nan")),)
-        run = launch(libs["sink"], "gpt_oss_sink", (q, k, v, sink, o, do) + g, (B, H, N, D), (D ** -0.5,), stream)
-        run()
-        torch.cuda.synchronize()
-        errs = [round(rel(x, r), 5) for x, r in zip(g, ref)]
-        t = bench(run)
-        rec(shape=label, sys="attnc_sink", ms=round(t, 4), tflops=round(flops / t / 1e9, 1), rel_l2=errs,
-            vs_flex=round(tf / t, 3), kernels=kernel_ms(run), **meta)
-        if max(errs) > 2e-2:
-            print(f"FAIL {label} sink: rel_l2 {errs}", flush=True)
-        del q, k, v, do, o, g, ref, call
+        attnc_side(label, "attnc_sink", libs["sink"], "gpt_oss_sink", (q, k, v, sink), q,
+                   lambda o: (q, k, v, sink, o, do), (q, k, v, sink), ref, (B, H, N, D), (D ** -0.5,),
+                   flops, tf, stream)
+        del q, k, v, do, ref, call
         # differential attention, D 64, DV 128
         q1, k1, q2, k2 = (torch.randn(B, H, N, 64, device="cuda", dtype=torch.bfloat16) for _ in range(4))
         v, do = (torch.randn(B, H, N, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
@@ -122,20 +122,10 @@ def main():
         call, ref = diff_flex(q1, k1, q2, k2, v, lam, do)
         tf = bench(call)
         rec(shape=label, sys="flex_diff", ms=round(tf, 4), tflops=round(flops / tf / 1e9, 1))
-        o = torch.empty_like(v)
-        dims = (B, H, N, 64, 128)
-        fwd(libs["diff"], "diff_attn", (q1, k1, q2, k2, v, lam, o), dims, (0.125,), stream)
-        g = tuple(torch.full_like(t, float("nan")) for t in (q1, k1, q2, k2, v)) + (torch.full_like(lam, float("nan")),)
-        run = launch(libs["diff"], "diff_attn", (q1, k1, q2, k2, v, lam, do) + g, dims, (0.125,), stream)
-        run()
-        torch.cuda.synchronize()
-        errs = [round(rel(x, r), 5) for x, r in zip(g, ref)]
-        t = bench(run)
-        rec(shape=label, sys="attnc_diff", ms=round(t, 4), tflops=round(flops / t / 1e9, 1), rel_l2=errs,
-            vs_flex=round(tf / t, 3), kernels=kernel_ms(run), **meta)
-        if max(errs) > 2e-2:
-            print(f"FAIL {label} diff: rel_l2 {errs}", flush=True)
-        del q1, k1, q2, k2, v, do, o, g, ref, call
+        ins = (q1, k1, q2, k2, v, lam)  # the backward reads no O: its row terms need O1, O2
+        attnc_side(label, "attnc_diff", libs["diff"], "diff_attn", ins, v, lambda o: ins + (do,), ins, ref,
+                   (B, H, N, 64, 128), (0.125,), flops, tf, stream)
+        del q1, k1, q2, k2, v, do, ins, ref, call
         torch.cuda.empty_cache()
     with open(os.path.join(out, "sink_diff_bwd.json"), "w") as f:
         json.dump(rows, f, indent=1)

@@ -162,6 +162,25 @@ Expr *expr_binop(Arena *a, Op op, Expr *l, Expr *r)
 	return e;
 }
 
+Expr *expr_neg(Arena *a, Expr *x)
+{
+	Expr *e = expr_new(a, EX_UNOP, x->type, x->loc);
+	e->op = OP_NEG, e->nargs = 1;
+	e->args = ARENA_ARRAY(a, Expr *, 2);
+	e->args[0] = x;
+	return e;
+}
+
+void expr_redirect(Expr *e, const Tensor *from, Tensor *to)
+{
+	if (!e)
+		return;
+	if (e->kind == EX_ACCESS && e->tensor == from)
+		e->tensor = to;
+	for (int i = 0; i < e->nargs; i++)
+		expr_redirect(e->args[i], from, to);
+}
+
 Expr *expr_and(Arena *a, Expr *l, Expr *r)
 {
 	if (!l)

@@ -278,6 +278,9 @@ Expr *expr_int(Arena *a, long v);
 Expr *expr_float(Arena *a, double v);
 Expr *expr_index(Arena *a, int var);
 Expr *expr_binop(Arena *a, Op op, Expr *l, Expr *r);
+Expr *expr_neg(Arena *a, Expr *x); /* -x */
+/* Every read of `from` in e (NULL: none) made a read of `to`, in place. */
+void expr_redirect(Expr *e, const Tensor *from, Tensor *to);
 Expr *expr_and(Arena *a, Expr *l, Expr *r); /* either may be NULL (= true) */
 Expr *expr_copy(Arena *a, const Expr *e);
 int expr_equal(const Expr *a, const Expr *b);

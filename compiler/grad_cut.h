@@ -12,6 +12,9 @@
 /* The output of node m, a part of gradient node x (x's name and suffix,
 ** over m's free variables): an f32 temporary of b. */
 Tensor *grad_part_tensor(Arena *a, Cascade *b, const Node *x, Node *m, const char *suffix);
+/* The forward tensor X a backward's name dX (or d_X, where dX was taken)
+** is the gradient of, or NULL. */
+const Tensor *grad_forward_of(const Cascade *fwd, const char *name);
 /* The forward output whose incoming gradient x is (dO for O), or NULL. */
 const Tensor *grad_output_of(const Cascade *fwd, const Tensor *x);
 /* An incoming gradient scaled per row (dO / Z) substituted into its readers. */
@@ -21,7 +24,5 @@ void grad_factor_sums(Arena *a, Cascade *b);
 /* One sum over several indices from node `from` on nested (the query rows
 ** and keys being classes I and J of plan bp): the position after it, or -1. */
 int grad_nest_sum(Arena *a, Plan *bp, int I, int J, int from);
-/* Nodes that compute what an earlier one does read the earlier's output. */
-void grad_merge_same_nodes(Cascade *b);
 
 #endif

@@ -4,7 +4,8 @@
 ** scaled per row substituted into its GEMMs, signs and factors that do not
 ** read a sum's index taken out of it, sums over several indices nested so
 ** that the inner one is a tile or an output the kernels already compute,
-** and nodes computed twice made one.
+** (nodes computed twice are then made one by rewrite.c's CSE,
+** plan_merge_same).
 */
 #include <string.h>
 
@@ -39,12 +40,17 @@ Tensor *grad_part_tensor(Arena *a, Cascade *b, const Node *x, Node *m, const cha
 	return t;
 }
 
+const Tensor *grad_forward_of(const Cascade *fwd, const char *name)
+{
+	if (name[0] != 'd' || cascade_tensor(fwd, name))
+		return NULL;
+	return cascade_tensor(fwd, name + (name[1] == '_' ? 2 : 1));
+}
+
 /* The forward output whose incoming gradient x is (dO for O), or NULL. */
 const Tensor *grad_output_of(const Cascade *fwd, const Tensor *x)
 {
-	if (x->kind != TK_IN || x->name[0] != 'd' || cascade_tensor(fwd, x->name))
-		return NULL;
-	const Tensor *o = cascade_tensor(fwd, x->name + (x->name[1] == '_' ? 2 : 1));
+	const Tensor *o = x->kind == TK_IN ? grad_forward_of(fwd, x->name) : NULL;
 	return o && o->kind == TK_OUT && o->rank == x->rank ? o : NULL;
 }
 
@@ -178,12 +184,8 @@ void grad_factor_sums(Arena *a, Cascade *b)
 		x->body = ni ? expr_binop(a, OP_MUL, rd, product(a, ind, ni)) : rd;
 		while (ndiv)
 			x->body = expr_binop(a, OP_DIV, x->body, (Expr *)div[--ndiv]);
-		if (neg) {
-			Expr *m = expr_new(a, EX_UNOP, VT_FLOAT, x->loc);
-			m->op = OP_NEG, m->nargs = 1, m->args = ARENA_ARRAY(a, Expr *, 2);
-			m->args[0] = x->body;
-			x->body = m;
-		}
+		if (neg)
+			x->body = expr_neg(a, x->body);
 		ptrvec_push(a, &nodes, x);
 	}
 	for (int i = 0; i < nodes.n; i++)
@@ -217,7 +219,7 @@ static int vars_in_order(const Expr *e, int *order, int n)
 **   a trainable input's gradient (neither free), an index of neither the
 **     rows nor the keys: dlam[h] = sum[b, i, e, j](-(dO V P2 / Z2)) becomes
 **     sum[b, i, j](-(P2 T / Z2)) with T = sum[e](dO V), the tile dP the
-**     kernels already multiply out (grad_merge_same_nodes finds it), and
+**     kernels already multiply out (plan_merge_same finds it), and
 **     split_scalar then takes the rest.
 ** The filter goes with T where it reads e. One node from node `from` on:
 ** T is inserted before it; returns the position after it, or -1 where no
@@ -302,12 +304,8 @@ int grad_nest_sum(Arena *a, Plan *bp, int I, int J, int from)
 		Expr *body = expr_binop(a, OP_MUL, product(a, out, no), rd);
 		while (ndiv)
 			body = expr_binop(a, OP_DIV, body, (Expr *)div[--ndiv]);
-		if (neg) {
-			Expr *n = expr_new(a, EX_UNOP, VT_FLOAT, x->loc);
-			n->op = OP_NEG, n->nargs = 1, n->args = ARENA_ARRAY(a, Expr *, 2);
-			n->args[0] = body;
-			body = n;
-		}
+		if (neg)
+			body = expr_neg(a, body);
 		IndexVar *xv = ARENA_ARRAY(a, IndexVar, nv);
 		for (int v = 0, k = 0; v < nv; v++) {
 			sub[v] = expr_index(a, v < e ? v : v - 1);
@@ -321,43 +319,4 @@ int grad_nest_sum(Arena *a, Plan *bp, int I, int J, int from)
 		return i + 2;
 	}
 	return -1;
-}
-
-/* Every read of `from` in e (NULL: none) made a read of `to`, in place. */
-static void retarget_reads(Expr *e, const Tensor *from, Tensor *to)
-{
-	if (!e)
-		return;
-	if (e->kind == EX_ACCESS && e->tensor == from)
-		e->tensor = to;
-	for (int k = 0; k < e->nargs; k++)
-		retarget_reads(e->args[k], from, to);
-}
-
-/* A node whose reduction, variables, body and filter are those of an
-** earlier one is that one: its readers read the earlier's output (the
-** dead node is left for the pieces to drop). */
-void grad_merge_same_nodes(Cascade *b)
-{
-	for (int j = 0; j < b->nodes.n; j++) {
-		Node *y = b->nodes.v[j];
-		if (y->out->kind != TK_TEMP)
-			continue;
-		for (int i = 0; i < j; i++) {
-			const Node *x = b->nodes.v[i];
-			int same = x->red == y->red && x->nfree == y->nfree && x->nred == y->nred &&
-				   x->out->type == y->out->type && expr_equal(x->body, y->body) &&
-				   expr_equal(x->filter, y->filter);
-			for (int v = 0; same && v < x->nfree + x->nred; v++)
-				same = expr_equal(x->vars[v].extent, y->vars[v].extent);
-			if (!same)
-				continue;
-			for (int k = j + 1; k < b->nodes.n; k++) {
-				Node *z = b->nodes.v[k];
-				retarget_reads(z->body, y->out, x->out);
-				retarget_reads(z->filter, y->out, x->out);
-			}
-			break;
-		}
-	}
 }

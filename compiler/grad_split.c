@@ -47,6 +47,14 @@ static int map_class(const Plan *f, int k, const Plan *b)
 	return -1;
 }
 
+/* The backward's plan bp classed again after a change to its cascade, and
+** the classes of the forward's query rows (qf of plan fp) and keys in it. */
+static void reclass(Arena *a, const Plan *fp, int qf, Plan *bp, int *I, int *J)
+{
+	plan_classes(a, bp);
+	*I = map_class(fp, qf, bp), *J = map_class(fp, fp->stream, bp);
+}
+
 /* Marks node i and every node it reads (need[]). */
 static void need_closure(const Cascade *c, int i, char *need)
 {
@@ -455,8 +463,8 @@ static Node *split_scalar(Arena *a, Cascade *b, int i, int r)
 /* Whether node x is the gradient of a trainable input of fwd. */
 static int trainable_gradient(const Cascade *fwd, const Node *x)
 {
-	const Tensor *in = cascade_tensor(fwd, x->out->name + 1);
-	return x->out->kind == TK_OUT && x->out->name[0] == 'd' && in && in->trainable;
+	const Tensor *in = x->out->kind == TK_OUT ? grad_forward_of(fwd, x->out->name) : NULL;
+	return in && in->kind == TK_IN && in->trainable;
 }
 
 /* Whether node i is the gradient of a table or trainable input that reads
@@ -536,16 +544,13 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		return 1;
 	}
 	int nested = 0;
-	for (int at = 0; (at = grad_nest_sum(a, bp, I, J, at)) >= 0; nested = 1) {
-		plan_classes(a, bp);
-		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
-	}
+	for (int at = 0; (at = grad_nest_sum(a, bp, I, J, at)) >= 0; nested = 1)
+		reclass(a, fp, qf, bp, &I, &J);
 	if (nested) {
 		grad_factor_sums(a, b);
-		plan_classes(a, bp);
-		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
+		reclass(a, fp, qf, bp, &I, &J);
 	}
-	grad_merge_same_nodes(b);
+	plan_merge_same(b, NULL, NULL);
 	/* GQA: gradients of a shared K/V head as parts per query head and their
 	** sum (split_group), the plan's classes taken again */
 	PtrVec parts = {0};
@@ -554,8 +559,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		if (g < 0)
 			continue;
 		ptrvec_push(a, &parts, split_group(a, bp, J, i, g));
-		plan_classes(a, bp);
-		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
+		reclass(a, fp, qf, bp, &I, &J);
 		i++;
 	}
 	s->ngqa = parts.n;
@@ -566,8 +570,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		if (r < 0)
 			continue;
 		ptrvec_push(a, &parts, split_scalar(a, b, i, r));
-		plan_classes(a, bp);
-		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
+		reclass(a, fp, qf, bp, &I, &J);
 		i++;
 	}
 	/* ... and those summed over the query rows alone, reading no key: the
@@ -577,8 +580,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		if (!row_scalar(fwd, bp, i, I, J))
 			continue;
 		ptrvec_push(a, &parts, split_row_scalar(a, b, i));
-		plan_classes(a, bp);
-		I = map_class(fp, qf, bp), J = map_class(fp, fp->stream, bp);
+		reclass(a, fp, qf, bp, &I, &J);
 		i++;
 	}
 	int n = b->nodes.n, failed = 0, ngrp = parts.n;

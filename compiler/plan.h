@@ -122,6 +122,13 @@ int plan_reads_class(const Plan *p, int node, const Expr *e, int cls);
 int plan_passes(Arena *a, Plan *p, int rebase);
 /* compiler/rewrite.c */
 void plan_rewrite(Arena *a, Plan *p);
+/* Common subexpressions: two nodes computing the same reduction of the same
+** data over the same space are one (readers and domains read the first;
+** merged(ud, y, x), where not NULL, hears of each). Nodes are compared in
+** order, so that a reduction whose operands were merged (logsumexp's max
+** with softmax's) is compared with those operands already redirected. The
+** merged nodes stay, dead. */
+void plan_merge_same(Cascade *c, void (*merged)(void *, const Node *, const Node *), void *ud);
 /* compiler/notes.c: appends a note to the plan, for --explain. */
 void plan_note(Plan *p, Arena *a, SrcLoc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -38,16 +38,6 @@
 
 /* ---- IR surgery --------------------------------------------------------- */
 
-static void redirect_expr(Expr *e, Tensor *from, Tensor *to)
-{
-	if (!e)
-		return;
-	if (e->kind == EX_ACCESS && e->tensor == from)
-		e->tensor = to;
-	for (int i = 0; i < e->nargs; i++)
-		redirect_expr(e->args[i], from, to);
-}
-
 static int tensor_used(const Cascade *c, const Tensor *t)
 {
 	for (int i = 0; i < c->nodes.n; i++) {
@@ -134,34 +124,50 @@ static const Expr *map_inlined(const Node *n)
 	return m->body;
 }
 
-/* Common subexpressions: two nodes computing the same reduction of the same
-** data over the same space are one state. Nodes are compared in order, so
-** that a reduction whose operands were merged (logsumexp's max with
-** softmax's) is compared with those operands already redirected. */
-static void cse(Arena *a, Plan *p)
+void plan_merge_same(Cascade *c, void (*merged)(void *, const Node *, const Node *), void *ud)
 {
-	Cascade *c = p->c;
 	for (int i = 0; i < c->nodes.n; i++) {
 		Node *x = c->nodes.v[i];
 		for (int j = i + 1; j < c->nodes.n; j++) {
 			Node *y = c->nodes.v[j];
 			if (y->out->kind != TK_TEMP || y->red != x->red || !vars_equal(x, y) ||
+			    x->out->type != y->out->type ||
 			    !expr_equal(map_inlined(x), map_inlined(y)) ||
 			    !expr_equal(x->filter, y->filter))
 				continue;
 			for (int k = 0; k < c->nodes.n; k++) {
 				Node *z = c->nodes.v[k];
-				redirect_expr(z->body, y->out, x->out);
-				redirect_expr(z->filter, y->out, x->out);
+				expr_redirect(z->body, y->out, x->out);
+				expr_redirect(z->filter, y->out, x->out);
 			}
 			for (int t = 0; t < c->tensors.n; t++)
-				redirect_expr(((Tensor *)c->tensors.v[t])->domain, y->out, x->out);
-			plan_note(p, a, y->loc,
-				  "CSE: %s is the same reduction as %s; computed once",
-				  y->out->name, x->out->name);
+				expr_redirect(((Tensor *)c->tensors.v[t])->domain, y->out, x->out);
+			if (merged)
+				merged(ud, y, x);
 		}
 	}
-	remove_dead(c);
+}
+
+typedef struct CseNote {
+	Plan *p;
+	Arena *a;
+} CseNote;
+
+/* The CSE's line of --explain. */
+static void cse_note(void *ud, const Node *y, const Node *x)
+{
+	const CseNote *n = ud;
+	plan_note(n->p, n->a, y->loc, "CSE: %s is the same reduction as %s; computed once",
+		  y->out->name, x->out->name);
+}
+
+/* Common subexpressions (plan_merge_same), then the nodes they leave
+** dead removed. */
+static void cse(Arena *a, Plan *p)
+{
+	CseNote n = {p, a};
+	plan_merge_same(p->c, cse_note, &n);
+	remove_dead(p->c);
 }
 
 /* ---- R1 defer and R3 fission ---------------------------------------------- */
