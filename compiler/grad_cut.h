@@ -19,6 +19,9 @@ const Tensor *grad_forward_of(const Cascade *fwd, const char *name);
 const Tensor *grad_output_of(const Cascade *fwd, const Tensor *x);
 /* An incoming gradient scaled per row (dO / Z) substituted into its readers. */
 void grad_inline_incoming(Arena *a, const Cascade *fwd, Cascade *b);
+/* A gradient's sum of terms that read its index and terms that do not, as
+** sums of each (Gaussian attention's dQ). */
+void grad_split_linear(Arena *a, Cascade *b);
 /* Factors, divisors and signs that do not read a sum's index out of it. */
 void grad_factor_sums(Arena *a, Cascade *b);
 /* One sum over several indices from node `from` on nested (the query rows

@@ -128,6 +128,131 @@ void grad_inline_incoming(Arena *a, const Cascade *fwd, Cascade *b)
 	}
 }
 
+/* The terms of an additive expression e (sums, differences, negations,
+** constant multiples) with their coefficients, equal terms made one:
+** appended to t/k[0..n), up to max; returns the new count, or -1 past max. */
+static int linear_terms(const Expr *e, double c, const Expr **t, double *k, int n, int max)
+{
+	if (n < 0)
+		return n;
+	if (e->type == VT_FLOAT && e->kind == EX_BINOP && (e->op == OP_ADD || e->op == OP_SUB))
+		return linear_terms(e->args[1], e->op == OP_SUB ? -c : c, t, k,
+				    linear_terms(e->args[0], c, t, k, n, max), max);
+	if (e->type == VT_FLOAT && e->kind == EX_UNOP && e->op == OP_NEG)
+		return linear_terms(e->args[0], -c, t, k, n, max);
+	if (e->type == VT_FLOAT && e->kind == EX_BINOP && e->op == OP_MUL)
+		for (int side = 0; side < 2; side++)
+			if (e->args[side]->kind == EX_FLOAT)
+				return linear_terms(e->args[!side], c * e->args[side]->fval, t, k,
+						    n, max);
+	for (int m = 0; m < n; m++)
+		if (expr_equal(t[m], e)) {
+			k[m] += c;
+			return n;
+		}
+	if (n == max)
+		return -1;
+	t[n] = e, k[n] = c;
+	return n + 1;
+}
+
+/* coef * e, without the multiplication where coef is 1 or -1. */
+static Expr *scaled(Arena *a, double coef, Expr *e)
+{
+	return coef == 1    ? e
+	       : coef == -1 ? expr_neg(a, e)
+			    : expr_binop(a, OP_MUL, expr_float(a, coef), e);
+}
+
+/* A gradient summed over one index whose body has a factor that adds terms
+** that read the index and terms that do not (Gaussian attention's dQ =
+** sum[j](dS ((Q - K) + (Q - K)))) becomes the terms that do not read it
+** times the sum of the other factors, plus a sum per term that reads it
+** (dQ = 2 Q sum[j](dS) - 2 sum[j](dS K)): each sum a kernel's part (a
+** row sum, a contraction with a bf16 input), the gradient their sum in a
+** row pass (grad_split.c's gradients summed from parts). */
+void grad_split_linear(Arena *a, Cascade *b)
+{
+	for (int i = 0; i < b->nodes.n; i++) {
+		Node *x = b->nodes.v[i];
+		const Expr *f[16], *t[16];
+		double k[16];
+		int r = x->nfree, n = 0, at = -1, nt = 0, nin = 0;
+		if (x->out->kind == TK_OUT && x->red == RED_SUM && x->nred == 1 &&
+		    x->out->type == VT_FLOAT)
+			n = expr_factors(x->body, f, 16);
+		for (int m = 0; m < n && n <= 16 && at < 0; m++) {
+			nt = linear_terms(f[m], 1, t, k, 0, 16);
+			nin = 0;
+			for (int q = 0; q < nt; q++)
+				nin += expr_vars(t[q]) >> r & 1;
+			if (nt > 1 && nin && nin < nt)
+				at = m;
+		}
+		if (at < 0)
+			continue;
+		const Expr *rest[16];
+		int nr = 0;
+		for (int m = 0; m < n; m++)
+			if (m != at)
+				rest[nr++] = f[m];
+		Expr *A = nr ? product(a, rest, nr) : expr_float(a, 1);
+		/* the sum of the other factors, over the free indices they read */
+		unsigned long long used = expr_vars(A) | (x->filter ? expr_vars(x->filter) : 0);
+		Node *s = ARENA_NEW(a, Node);
+		*s = *x;
+		s->vars = ARENA_ARRAY(a, IndexVar, r + 2);
+		Expr **sub = ARENA_ARRAY(a, Expr *, r + 2),
+		     *rd = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
+		rd->args = ARENA_ARRAY(a, Expr *, r + 1);
+		s->nfree = 0;
+		for (int v = 0; v <= r; v++)
+			if (v == r || (used >> v & 1)) {
+				if (v < r)
+					rd->args[rd->nargs++] = expr_index(a, v);
+				sub[v] = expr_index(a, s->nfree);
+				s->vars[s->nfree++] = x->vars[v];
+			} else
+				sub[v] = expr_int(a, 0);
+		s->nfree--;
+		s->body = expr_subst(a, A, sub, r + 1);
+		s->filter = x->filter ? expr_subst(a, x->filter, sub, r + 1) : NULL;
+		rd->tensor = grad_part_tensor(a, b, x, s, ".rows");
+		Expr *out = NULL, *body = NULL;
+		int at_node = i;
+		cascade_insert_node(a, b, at_node++, s);
+		for (int q = 0; q < nt; q++) {
+			if (k[q] == 0)
+				continue;
+			if (!(expr_vars(t[q]) >> r & 1)) {
+				Expr *e = scaled(a, k[q], (Expr *)t[q]);
+				out = out ? expr_binop(a, OP_ADD, out, e) : e;
+				continue;
+			}
+			/* a sum per term that reads the index */
+			Node *m = ARENA_NEW(a, Node);
+			*m = *x;
+			m->body = expr_binop(a, OP_MUL, A, (Expr *)t[q]);
+			Expr *pr = expr_new(a, EX_ACCESS, VT_FLOAT, x->loc);
+			pr->tensor = grad_part_tensor(a, b, x, m, arena_printf(a, ".t%d", q));
+			pr->nargs = r;
+			pr->args = ARENA_ARRAY(a, Expr *, r + 1);
+			for (int v = 0; v < r; v++)
+				pr->args[v] = expr_index(a, v);
+			cascade_insert_node(a, b, at_node++, m);
+			Expr *e = scaled(a, k[q], pr);
+			body = body ? expr_binop(a, OP_ADD, body, e) : e;
+		}
+		if (out) {
+			Expr *e = expr_binop(a, OP_MUL, out, rd);
+			body = body ? expr_binop(a, OP_ADD, e, body) : e;
+		}
+		x->red = RED_NONE, x->nred = 0, x->filter = NULL;
+		x->body = body ? body : expr_float(a, 0);
+		i = at_node;
+	}
+}
+
 /* A sum over one index whose body has factors that do not read it
 ** (sigmoid's dS = sum[e](dO V s'(S)), s' per (i, j)) becomes the sum of the
 ** others (a contraction the tensor cores take, dP = sum[e](dO V)) times

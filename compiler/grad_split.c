@@ -507,6 +507,85 @@ static Node *split_row_scalar(Arena *a, Cascade *b, int i)
 	return m;
 }
 
+/* Whether node i is the gradient of an input read as several operands,
+** which reduces over nothing and sums what two places compute (cosine's
+** dQ = sum[j](dS K) + dqn.sum 2Q: the contraction's part and the norm's):
+** the class of its rows (I for a gradient along the query rows, J along
+** the keys), else -1. */
+static int sum_side(const Plan *bp, int i, int I, int J)
+{
+	const Node *x = bp->c->nodes.v[i];
+	if (x->out->kind != TK_OUT || x->nred || x->filter)
+		return -1;
+	int hi = plan_node_class(bp, i, I), hj = plan_node_class(bp, i, J);
+	return hi == 1 && !hj ? I : hj == 1 && !hi ? J : -1;
+}
+
+/* Element-wise temporaries over all of x's indices substituted into e
+** (cosine's dQ.1 = dqn.sum * (Q + Q) into dQ = dQ.0 + dQ.1): the row
+** pass that sums the parts keeps values of its rows alone as nodes, and
+** an element's terms in the output's own expression. */
+static Expr *inline_terms(Arena *a, const Node *x, Expr *e, int depth, int *changed)
+{
+	const Node *y = e->kind == EX_ACCESS ? e->tensor->def : NULL;
+	if (y && depth < 16 && y->out->kind == TK_TEMP && !y->nred && !y->filter &&
+	    y->nfree == x->nfree) {
+		*changed = 1;
+		return inline_terms(a, x, expr_subst(a, y->body, e->args, e->nargs), depth + 1,
+				    changed);
+	}
+	for (int k = 0; k < e->nargs; k++)
+		e->args[k] = inline_terms(a, x, e->args[k], depth, changed);
+	return e;
+}
+
+/* Marks, for such a gradient i along rows R (the other class O), the
+** reductions a kernel computes along R that it reads (part[]: each over
+** O alone, an output of the kernel in the workspace; one with a value
+** index a contraction with a bf16/f16 input, crossable) and, where every
+** other node it reads is a value of R's rows (no O index, R not reduced),
+** i itself (sum[]): a row pass after the kernels computes it from the
+** parts. Returns whether it did; else *bad is a part that is a
+** contraction with a computed value (linear attention's feature map), or
+** -1. */
+static int mark_sum_parts(Arena *a, const Plan *bp, int i, int R, int O, char *sum, char *part,
+			  int *bad)
+{
+	const Cascade *c = bp->c;
+	int n = c->nodes.n, ok = 1, nparts = 0;
+	char *seen = ARENA_ARRAY(a, char, n + 1), *mine = ARENA_ARRAY(a, char, n + 1);
+	int *todo = ARENA_ARRAY(a, int, n + 1), nt = 0;
+	todo[nt++] = i, seen[i] = 1;
+	while (nt && ok) {
+		int k = todo[--nt];
+		const Node *y = c->nodes.v[k];
+		int hr = plan_node_class(bp, k, R), ho = plan_node_class(bp, k, O);
+		if (k != i && y->nred == 1 && y->red == RED_SUM && (hr & 1) && ho == 2) {
+			int wide = y->nfree && bp->cls[k][y->nfree - 1] != R;
+			if (wide && !crossable(bp, k, O)) {
+				*bad = k;
+				return 0;
+			}
+			mine[k] = 1, nparts++;
+			continue;
+		}
+		ok = !ho && !(hr & 2);
+		const Expr *r[256];
+		int nr = node_reads(y, r, 256);
+		for (int m = 0; m < nr && m < 256; m++) {
+			const Node *z = r[m]->tensor->def;
+			if (z && !seen[z->id])
+				seen[z->id] = 1, todo[nt++] = z->id;
+		}
+	}
+	if (!ok || !nparts)
+		return 0;
+	sum[i] = 1;
+	for (int k = 0; k < n; k++)
+		part[k] |= mine[k];
+	return 1;
+}
+
 /* The cut (grad.h): each gradient to the kernel whose stream it reduces,
 ** the row values they read to the row pass, the rest recomputed per
 ** kernel; what fits neither is one error at its statement. */
@@ -525,6 +604,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	s->bwd = b;
 	grad_lse_for_gpu(a, b);
 	grad_inline_incoming(a, fwd, b);
+	grad_split_linear(a, b);
 	grad_factor_sums(a, b);
 	Plan *fp = plan_build(a, fwd, "sm_80");
 	Plan *bp = ARENA_NEW(a, Plan);
@@ -583,7 +663,28 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		reclass(a, fp, qf, bp, &I, &J);
 		i++;
 	}
+	/* gradients of inputs read as several operands: an element's terms in
+	** the gradient's own expression, its parts from the kernels */
+	for (int i = 0; i < b->nodes.n; i++) {
+		Node *x = b->nodes.v[i];
+		int changed = 0;
+		if (sum_side(bp, i, I, J) < 0)
+			continue;
+		x->body = inline_terms(a, x, expr_copy(a, x->body), 0, &changed);
+		if (changed)
+			reclass(a, fp, qf, bp, &I, &J);
+	}
 	int n = b->nodes.n, failed = 0, ngrp = parts.n;
+	/* sums[]: those gradients, a row pass each after the kernels; sum_in[]:
+	** their parts, outputs of the kernels in the workspace */
+	char *sums = ARENA_ARRAY(a, char, n + 1), *sum_in = ARENA_ARRAY(a, char, n + 1);
+	int *computed = ARENA_ARRAY(a, int, n + 1);
+	for (int i = 0; i < n; i++) {
+		int R = sum_side(bp, i, I, J);
+		computed[i] = -1;
+		if (R >= 0)
+			mark_sum_parts(a, bp, i, R, R == I ? J : I, sums, sum_in, &computed[i]);
+	}
 	/* grp_in: the parts' nodes; grp: the sums of them, each right after */
 	char *row = ARENA_ARRAY(a, char, n + 1), *outq = ARENA_ARRAY(a, char, n + 1),
 	     *outk = ARENA_ARRAY(a, char, n + 1), *grp = ARENA_ARRAY(a, char, n + 1),
@@ -596,7 +697,8 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	row_nodes(bp, I, J, NULL, NULL, row);
 	for (int i = 0; i < n; i++) {
 		const Node *x = b->nodes.v[i];
-		if ((x->out->kind != TK_OUT && !grp_in[i]) || grp[i] || rpart[i])
+		if ((x->out->kind != TK_OUT && !grp_in[i] && !sum_in[i]) || grp[i] || rpart[i] ||
+		    sums[i])
 			continue;
 		int hi = plan_node_class(bp, i, I), hj = plan_node_class(bp, i, J);
 		if ((hi & 1) && hj == 2 && x->nred == 1)
@@ -608,6 +710,17 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			for (int v = x->nfree; v < x->nfree + x->nred; v++)
 				red = arena_printf(a, "%s%s%s", red, v > x->nfree ? ", " : "",
 						   x->vars[v].name);
+			if (computed[i] >= 0) {
+				diag_error(
+				    d, x->loc,
+				    "%s: '%s' sums parts, and its part '%s' contracts with a "
+				    "value computed from an input, where the tensor cores "
+				    "read a bf16 or f16 input (--target=cpu runs it)",
+				    bwd->name, x->out->name,
+				    ((Node *)b->nodes.v[computed[i]])->out->name);
+				failed = 1;
+				continue;
+			}
 			diag_error(
 			    d, x->loc,
 			    "%s: the GPU backward computes gradients reduced over the keys "
@@ -717,6 +830,28 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			s->stats[s->nstats++] = st;
 		for (int k = 0; k < ps.ws.n; k++)
 			ptrvec_push(a, &s->ws, ps.ws.v[k]);
+		/* values its prologues wrote (cosine's norms, a scale per head):
+		** in the workspace, not computed again by the row pass or the
+		** kernels */
+		int pro = 0;
+		for (int k = 0; k < ps.ws.n; k++)
+			for (int i = 0; i < n; i++)
+				if (!strcmp(((Node *)b->nodes.v[i])->out->name,
+					    ((const Tensor *)ps.ws.v[k])->name) &&
+				    !outs_[i])
+					done[i] = outs_[i] = 1, pro = 1;
+		if (pro) {
+			memset(needq, 0, (size_t)n), memset(needk, 0, (size_t)n);
+			memset(needr, 0, (size_t)n);
+			for (int i = 0; i < n; i++) {
+				if (outq[i])
+					need_closure_until(b, i, needq, done);
+				if (outk[i])
+					need_closure_until(b, i, needk, done);
+				if (rpart[i])
+					need_closure_until(b, i, needr, done);
+			}
+		}
 		/* row-pass nodes may read the pass's results */
 		row_nodes(bp, I, J, done, outs_, row);
 	}
@@ -865,6 +1000,39 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		    !strcmp(strrchr(((Node *)b->nodes.v[i - 1])->out->name, '.'), ".grp");
 		s->grp[s->ngrp++] = r;
 	}
+	/* the gradients summed from parts: the parts in the workspace after
+	** the others, a row pass each over the gradient's rows, last; it
+	** computes again the values of its rows that it reads (a norm), and
+	** reads what is in the workspace (the parts, the first pass's and the
+	** row pass's results) */
+	char *from = ARENA_ARRAY(a, char, n + 1);
+	for (int i = 0; i < n; i++) {
+		from[i] = sum_in[i] || kin[i];
+		if (sum_in[i])
+			ptrvec_push(a, &s->ws, ((Node *)b->nodes.v[i])->out);
+	}
+	for (int i = 0; i < n; i++) {
+		if (!sums[i])
+			continue;
+		if (s->ngrp == GRAD_MAX_DKV) {
+			diag_error(d, b->loc,
+				   "%s: the backward needs more than %d row passes after "
+				   "its kernels",
+				   bwd->name, GRAD_MAX_DKV);
+			return 1;
+		}
+		const Node *x = b->nodes.v[i];
+		char *keep = ARENA_ARRAY(a, char, n + 1), *one = ARENA_ARRAY(a, char, n + 1);
+		need_closure_until(b, i, keep, from);
+		one[i] = 1;
+		Cascade *r = bwd_piece(
+		    a, b, arena_printf(a, "%s_%s_sum", bwd->name, cascade_c_name(a, x->out->name)),
+		    keep, one, from);
+		/* the rows are the gradient's own indices but a value index */
+		int R = sum_side(bp, i, I, J);
+		r->value_last = bp->cls[i][x->nfree - 1] != R;
+		s->grp[s->ngrp++] = r;
+	}
 	if (anyq && s->ndkv)
 		fuse_dq(a, b, bp, J, needq, outq, keepr, kin, keeps, outs, s);
 	return 0;
@@ -880,6 +1048,20 @@ static void piece_outputs(FILE *out, const Cascade *c)
 		if (x->kind == TK_OUT)
 			fprintf(out, "%s%s", n++ ? ", " : "", x->name);
 	}
+}
+
+/* The tensor of c whose name is `name` with its dots made underscores
+** (cascade_c_name: how a piece names it), or NULL. */
+static const Tensor *tensor_by_c_name(const Cascade *c, const char *name)
+{
+	for (int t = 0; t < c->tensors.n; t++) {
+		const char *x = ((const Tensor *)c->tensors.v[t])->name, *y = name;
+		while (*x && (*x == *y || (*x == '.' && *y == '_')))
+			x++, y++;
+		if (!*x && !*y)
+			return c->tensors.v[t];
+	}
+	return NULL;
 }
 
 /* --explain --grad with a GPU target: the kernels of the cut, in the order
@@ -903,7 +1085,9 @@ void grad_split_explain(FILE *out, const GradSplit *s)
 				other = 1;
 		}
 	for (int k = 0; k < s->nstats; k++) {
-		fprintf(out, "    %s: over query tiles, streaming the keys: ", s->stats[k]->name);
+		fprintf(out, "    %s: %s: ", s->stats[k]->name,
+			s->stats[k]->prologue ? "a row pass, before the stream"
+					      : "over query tiles, streaming the keys");
 		piece_outputs(out, s->stats[k]);
 		fputs(k + 1 < s->nstats ? "\n"
 		      : !other ? " (the forward saved no logsumexp of these scores: save L = "
@@ -934,6 +1118,24 @@ void grad_split_explain(FILE *out, const GradSplit *s)
 	}
 	for (int k = 0; k < s->ngrp; k++) {
 		const Node *x = s->grp[k]->nodes.v[s->grp[k]->nodes.n - 1];
+		if (!x->nred) {
+			/* a gradient summed from parts (an input read as several
+			** operands) */
+			fprintf(out, "    %s: a row pass: %s, the sum of ", s->grp[k]->name,
+				x->out->name);
+			int np = 0;
+			for (int t = 0; t < s->grp[k]->tensors.n; t++) {
+				const Tensor *y = s->grp[k]->tensors.v[t];
+				const Tensor *w =
+				    y->kind == TK_IN ? tensor_by_c_name(s->bwd, y->name) : NULL;
+				if (w && w->def && w->def->nred == 1)
+					fprintf(out, "%s%s", np++ ? ", " : "", y->name);
+			}
+			fputs(" (the kernels' parts, f32 in the workspace) and terms of its "
+			      "rows\n",
+			      out);
+			continue;
+		}
 		if (s->grp[k]->value_last) {
 			fprintf(out,
 				"    %s: a row pass over the keys: %s, its parts summed over %s\n",

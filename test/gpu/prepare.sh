@@ -48,8 +48,8 @@ t5_bias t5_bias B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=150,M=700,ramp=8
 multi gqa_groups B=2,HKV=2,G=4,N=130 B=1,HKV=3,G=1,N=65
 neighborhood2d neighborhood2d B=2,H=2,IH=13,IW=11 B=1,H=1,IH=7,IW=7 B=1,H=2,IH=40,IW=33
 neighborhood3d neighborhood3d B=1,H=2,T=4,IH=9,IW=10 B=1,H=1,T=2,IH=8,IW=8
-gaussian gaussian B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1
-cosine cosine B=2,H=3,N=100,M=170
+gaussian gaussian B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
+cosine cosine B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
 linear linear_attn B=2,H=2,N=150
 CASES
 	echo grad > "$DIR/mode.txt"
