@@ -546,8 +546,8 @@ static Expr *inline_terms(Arena *a, const Node *x, Expr *e, int depth, int *chan
 ** other node it reads is a value of R's rows (no O index, R not reduced),
 ** i itself (sum[]): a row pass after the kernels computes it from the
 ** parts. Returns whether it did; else *bad is a part that is a
-** contraction with a computed value (linear attention's feature map), or
-** -1. */
+** contraction with what the tensor cores do not read (linear attention's
+** feature map, an f32 incoming gradient), or -1. */
 static int mark_sum_parts(Arena *a, const Plan *bp, int i, int R, int O, char *sum, char *part,
 			  int *bad)
 {
@@ -714,8 +714,9 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 				diag_error(
 				    d, x->loc,
 				    "%s: '%s' sums parts, and its part '%s' contracts with a "
-				    "value computed from an input, where the tensor cores "
-				    "read a bf16 or f16 input (--target=cpu runs it)",
+				    "value that is not a bf16 or f16 input (one computed from "
+				    "an input, or an f32 one), which the tensor cores do not "
+				    "read (--target=cpu runs it)",
 				    bwd->name, x->out->name,
 				    ((Node *)b->nodes.v[computed[i]])->out->name);
 				failed = 1;

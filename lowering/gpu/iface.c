@@ -806,7 +806,7 @@ void gpu_iface_source(FILE *o, const Program *prog, const GpuImages *im, const c
 	for (int i = 0; i < prog->cascades.n; i++)
 		launcher(o, prog->cascades.v[i], im, i);
 	for (int i = 0; i < prog->grads.n; i++)
-		iface_bwd_functions(o, prog->grads.v[i]);
+		iface_bwd_functions(o, prog->grads.v[i], prog);
 	for (int i = 0; i < prog->passes.n; i++)
 		iface_passes_functions(o, prog->passes.v[i]);
 }

@@ -71,12 +71,13 @@ void iface_args_struct(FILE *o, const Cascade *c);
 ** (Program.grads: GradSplit*, compiler/grad.h). */
 struct GradSplit;
 void iface_bwd_decls(FILE *o, const struct GradSplit *s);
-void iface_bwd_functions(FILE *o, const struct GradSplit *s);
+void iface_bwd_functions(FILE *o, const struct GradSplit *s, const Program *prog);
 /* iface_pieces.c: what the launches of a block run as several kernels
 ** (iface_bwd.c, iface_passes.c) emit alike. */
 void iface_ws_layout(FILE *o, const char *name, const PtrVec *a, const PtrVec *b);
 void iface_piece_call(FILE *o, const Cascade *p, const Cascade *whole,
-		      int (*slot)(const void *ctx, const Tensor *t), const void *ctx);
+		      int (*slot)(const void *ctx, const Tensor *t), const void *ctx,
+		      const char *scratch);
 void iface_defaults_via(FILE *o, const Cascade *c, const Cascade *p);
 /* iface_passes.c: a forward that runs as one kernel a pass (PassSplit). */
 void iface_passes_decls(FILE *o, const PassSplit *s);

@@ -86,26 +86,79 @@ void iface_bwd_decls(FILE *o, const GradSplit *s)
 	    n, n, n, n, n, n, n, n);
 }
 
-/* One piece's launch (iface_piece_call), where there is the piece. */
-static void piece_call(FILE *o, const GradSplit *s, const Cascade *p)
+/* Whether piece p runs as several kernels of its own (one of prog's
+** PassSplits: Gaussian's dQ kernel, whose key norms are values before its
+** stream, a row pass first); such a piece takes a workspace of its own. */
+static int split_piece(const Program *prog, const Cascade *p)
+{
+	for (int i = 0; p && i < prog->passes.n; i++)
+		if (((const PassSplit *)prog->passes.v[i])->fwd == p)
+			return 1;
+	return 0;
+}
+
+/* The pieces of s, in no particular order, into r (at most 4 *
+** GRAD_MAX_DKV + 4); returns how many. */
+static int all_pieces(const GradSplit *s, const Cascade **r)
+{
+	int n = 0;
+	for (int k = 0; k < s->nstats; k++)
+		r[n++] = s->stats[k];
+	const Cascade *one[4] = {s->pre, s->dq, s->fused, s->post};
+	for (int k = 0; k < 4; k++)
+		if (one[k])
+			r[n++] = one[k];
+	for (int k = 0; k < s->ndkv; k++)
+		r[n++] = s->dkv[k];
+	for (int k = 0; k < s->ngrp; k++)
+		r[n++] = s->grp[k];
+	return n;
+}
+
+/* One piece's launch (iface_piece_call), where there is the piece; one
+** that runs as several kernels gets the scratch after the workspace's
+** tensors. */
+static void piece_call(FILE *o, const GradSplit *s, const Program *prog, const Cascade *p)
 {
 	if (p)
-		iface_piece_call(o, p, s->bwd, ws_index, s);
+		iface_piece_call(o, p, s->bwd, ws_index, s,
+				 split_piece(prog, p) ? "ws + total, scratch" : NULL);
 }
 
 /* The source's part: the workspace layout, the pieces' launches in
 ** order, shapes and element sizes, and the typed API over them. */
-void iface_bwd_functions(FILE *o, const GradSplit *s)
+void iface_bwd_functions(FILE *o, const GradSplit *s, const Program *prog)
 {
 	const Cascade *c = s->bwd;
 	const char *n = c->name;
 	int nw = s->ws.n + s->acc.n;
-	/* the workspace: each row-pass result, then dQ's f32 sums */
+	/* the workspace: each row-pass result, then dQ's f32 sums, then the
+	** scratch of the pieces that run as several kernels (the most any of
+	** them needs: they run one after another) */
 	iface_ws_layout(o, n, &s->ws, &s->acc);
+	const Cascade *pc[4 * GRAD_MAX_DKV + 4];
+	int npc = all_pieces(s, pc), split = 0;
+	for (int k = 0; k < npc; k++)
+		split |= split_piece(prog, pc[k]);
+	if (split) {
+		fprintf(o, "\nstatic size_t %s_scratch(const long *dims)\n{\n\tsize_t n = 0, m;\n",
+			n);
+		for (int k = 0; k < npc; k++)
+			if (split_piece(prog, pc[k]))
+				fprintf(
+				    o,
+				    "\tif ((m = %s_workspace_bytes_generic(dims)) > n)\n\t\tn = "
+				    "m;\n",
+				    pc[k]->name);
+		fputs("\treturn n;\n}\n", o);
+	}
 	fprintf(o,
 		"\nsize_t %s_workspace_bytes_generic(const long *dims)\n{\n\tsize_t off[%d];\n"
-		"\treturn %s_ws_layout(dims, off);\n}\n",
+		"\treturn %s_ws_layout(dims, off)",
 		n, nw + 1, n);
+	if (split)
+		fprintf(o, " + %s_scratch(dims)", n);
+	fputs(";\n}\n", o);
 	/* both launches: the sums in a fixed order (a kernel of its own for
 	** dQ), and with atomics (fused: dQ's sums zeroed, added to by the
 	** kernel over key tiles, converted after it) */
@@ -117,8 +170,13 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 			"size_t bytes, void *stream)\n{\n\tsize_t off[%d];\n\tsize_t need = "
 			"%s_ws_layout(dims, off);\n",
 			n, atomic ? "_atomic" : "", nw + 1, n);
+		if (split)
+			fprintf(o,
+				"\tsize_t total = need, scratch = %s_scratch(dims);\n\tneed += "
+				"scratch;\n",
+				n);
 		/* the fixed order does not use dQ's sums after the row pass's */
-		if (!atomic && s->acc.n)
+		if (!atomic && s->acc.n && !split)
 			fprintf(o, "\tneed = off[%d];\n", s->ws.n);
 		fprintf(o,
 			"\tif (bytes < need || (need && !workspace))\n\t\treturn "
@@ -128,20 +186,20 @@ void iface_bwd_functions(FILE *o, const GradSplit *s)
 			n, n);
 		if (fused)
 			fprintf(o,
-				"\tif ((rc = attnrt_memset_async(ws + off[%d], 0, need - off[%d], "
+				"\tif ((rc = attnrt_memset_async(ws + off[%d], 0, %s - off[%d], "
 				"stream)))\n\t\treturn rc;\n",
-				s->ws.n, s->ws.n);
+				s->ws.n, split ? "total" : "need", s->ws.n);
 		for (int k = 0; k < s->nstats; k++)
-			piece_call(o, s, s->stats[k]);
-		piece_call(o, s, s->pre);
+			piece_call(o, s, prog, s->stats[k]);
+		piece_call(o, s, prog, s->pre);
 		if (!fused)
-			piece_call(o, s, s->dq);
+			piece_call(o, s, prog, s->dq);
 		for (int k = 0; k < s->ndkv; k++)
-			piece_call(o, s, fused && k == s->fused_at ? s->fused : s->dkv[k]);
+			piece_call(o, s, prog, fused && k == s->fused_at ? s->fused : s->dkv[k]);
 		if (fused)
-			piece_call(o, s, s->post);
+			piece_call(o, s, prog, s->post);
 		for (int k = 0; k < s->ngrp; k++)
-			piece_call(o, s, s->grp[k]);
+			piece_call(o, s, prog, s->grp[k]);
 		fputs("\treturn 0;\n}\n", o);
 	}
 	/* shapes: the pieces' tensors are the backward's */

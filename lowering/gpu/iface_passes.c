@@ -93,7 +93,7 @@ void iface_passes_functions(FILE *o, const PassSplit *s)
 		"need);\n\tchar *ws = workspace;\n\tint rc;\n\t(void)ws;\n",
 		n, nw + 1, n, n, n);
 	for (int k = 0; k < s->npieces; k++)
-		iface_piece_call(o, s->piece[k], c, ws_index, s);
+		iface_piece_call(o, s->piece[k], c, ws_index, s, NULL);
 	fputs("\treturn 0;\n}\n", o);
 	iface_shape_fn(o, c, n);
 	/* the typed API over the generic one; defaults through the first

@@ -45,9 +45,13 @@ void iface_ws_layout(FILE *o, const char *name, const PtrVec *a, const PtrVec *b
 }
 
 /* Piece p's launch inside the block's: its tensors from the block's arrays
-** (whole's order) by name, those in the workspace (slot >= 0) from it. */
+** (whole's order) by name, those in the workspace (slot >= 0) from it;
+** scratch (NULL: none), the C of a workspace pointer and its bytes, where p
+** runs as several kernels of its own (a backward's kernel whose values
+** before the stream take a pass). */
 void iface_piece_call(FILE *o, const Cascade *p, const Cascade *whole,
-		      int (*slot)(const void *ctx, const Tensor *t), const void *ctx)
+		      int (*slot)(const void *ctx, const Tensor *t), const void *ctx,
+		      const char *scratch)
 {
 	fprintf(o, "\t{\n\t\tvoid *pp[%d] = {0};\n\t\tconst int64_t *ps[%d] = {0};\n",
 		p->tensors.n + 1, p->tensors.n + 1);
@@ -69,9 +73,9 @@ void iface_piece_call(FILE *o, const Cascade *p, const Cascade *whole,
 				t->name, whole->name);
 	}
 	fprintf(o,
-		"\t\tif ((rc = %s_launch_generic(pp, ps, dims, params, stream)))\n\t\t\treturn "
+		"\t\tif ((rc = %s_launch_generic(pp, ps, dims, params, %s%sstream)))\n\t\t\treturn "
 		"rc;\n\t}\n",
-		p->name);
+		p->name, scratch ? scratch : "", scratch ? ", " : "");
 }
 
 /* NAME_gpu_defaults of block c through piece p's, whose dims and params
