@@ -70,10 +70,22 @@ def launch(lib, name, tensors, dims, params, stream):
 
 
 def fwd(lib, name, tensors, dims, params, stream):
+    """NAME_launch_generic; a forward of several passes (a values-before-the-stream
+    prologue: cosine's norms) takes a workspace of the size it asks for."""
     cd = (ctypes.c_long * len(dims))(*dims)
     cp = (ctypes.c_double * len(params))(*params)
     ptrs = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
-    rc = getattr(lib, name + "_launch_generic")(ptrs, None, cd, cp, ctypes.c_void_p(stream))
+    fn = getattr(lib, name + "_launch_generic")
+    if hasattr(lib, name + "_workspace_bytes_generic"):
+        wsb = getattr(lib, name + "_workspace_bytes_generic")
+        wsb.restype = ctypes.c_size_t
+        nbytes = wsb(cd)
+        ws = torch.empty(max(nbytes, 256), dtype=torch.uint8, device="cuda")
+        rc = fn(ptrs, None, cd, cp, ctypes.c_void_p(ws.data_ptr()), ctypes.c_size_t(nbytes),
+                ctypes.c_void_p(stream))
+        torch.cuda.synchronize()
+    else:
+        rc = fn(ptrs, None, cd, cp, ctypes.c_void_p(stream))
     assert rc == 0, lib.attnrt_last_error()
 
 

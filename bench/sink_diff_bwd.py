@@ -1,24 +1,35 @@
-"""The backward of a learnable sink (examples/sink.attn) and of differential
-attention (examples/diff.attn) against FlexAttention, on the same tensors.
+"""The backward of a learnable sink (examples/sink.attn), differential
+attention (examples/diff.attn), cosine attention (examples/cosine.attn) and
+Gaussian attention (examples/gaussian.attn) against FlexAttention, on the same
+tensors.
 
-FlexAttention has neither variant as such; each is written the way a Flex user
-would, and autograd gives its backward:
+FlexAttention has none of these variants as such; each is written the way a
+Flex user would, and autograd gives its backward:
   - sink: a key 0 prepended to K and V (V's row zero), its score replaced by
     sink[h] (score_mod, sink a captured tensor that requires grad), the causal
     mask shifted by one: O = sum_j exp(S) v / (sum_j exp(S) + exp(sink));
   - diff: two flex_attention calls, (Q1, K1, V) and (Q2, K2, V), causal, and
-    O = O1 - lam[h] O2 (head dim 64, value dim 128).
+    O = O1 - lam[h] O2 (head dim 64, value dim 128);
+  - cosine: Q and K normalised by torch (F.normalize), then flex_attention with
+    score_mod s * tau[h] (tau = exp(min(logit_scale, log 100)), not trained),
+    full, head dim 128;
+  - gaussian: -scale/2 |q - k|^2 = scale q.k - scale/2 |k|^2 - scale/2 |q|^2,
+    whose last term is the same along a row, which softmax ignores; so
+    flex_attention with score_mod s - scale/2 kn2[b, h, kv], kn2 = |k|^2 by
+    torch (a captured tensor whose gradient autograd carries to K), full, head
+    dim 64.
 attnc runs NAME_bwd_launch (its forward saves no logsumexp, so the launch first
 recomputes the statistics). Its dQ, dK, dV (and dsink, dlam) are checked
 against Flex's gradients (rel L2 below 2e-2), and each launch's kernels are timed
 one by one (torch.profiler).
 
-Runs on the GPU machine from a folder with gen/{sink,diff}.c (attnc --grad,
+Runs on the GPU machine from a folder with gen/{sink,diff,cosine,gaussian}.c (attnc --grad,
 the default bundle), runtime/, decode.py and rundir.sh beside it, and build.json.
-usage: python3 sink_diff_bwd.py    writes DATE-COMMIT-sink_diff_bwd/{meta.json,
+usage: python3 sink_diff_bwd.py [VARIANT,...]    writes DATE-COMMIT-sink_diff_bwd/{meta.json,
 sink_diff_bwd.json,sink_diff_bwd.txt} under $OUT (bench/rundir.sh)
 """
 import json
+import math
 import os
 import sys
 
@@ -91,11 +102,59 @@ def diff_flex(q1, k1, q2, k2, v, lam, do):
     return call, [g.float() for g in grads]
 
 
+def cosine_flex(q, k, v, logit_scale, do):
+    tau = torch.exp(torch.clamp(logit_scale, max=math.log(100.0)))
+    ts = [t.detach().requires_grad_() for t in (q, k, v)]
+    qn = torch.nn.functional.normalize(ts[0].float(), dim=-1, eps=1e-12).to(q.dtype)
+    kn = torch.nn.functional.normalize(ts[1].float(), dim=-1, eps=1e-12).to(k.dtype)
+    o = flex(qn, kn, ts[2], score_mod=lambda s, b, h, qi, kv: s * tau[h], scale=1.0)
+    grads = torch.autograd.grad(o, ts, do, retain_graph=True)
+    call = lambda: torch.autograd.grad(o, ts, do, retain_graph=True)
+    return call, [g.float() for g in grads]
+
+
+def gaussian_flex(q, k, v, do):
+    scale = q.shape[-1] ** -0.5
+    ts = [t.detach().requires_grad_() for t in (q, k, v)]
+    kn2 = (ts[1].float() ** 2).sum(-1)
+    o = flex(ts[0], ts[1], ts[2], score_mod=lambda s, b, h, qi, kv: s - 0.5 * scale * kn2[b, h, kv],
+             scale=scale)
+    grads = torch.autograd.grad(o, ts, do, retain_graph=True)
+    call = lambda: torch.autograd.grad(o, ts, do, retain_graph=True)
+    return call, [g.float() for g in grads]
+
+
+def norms(only, stream):
+    """cosine (D 128) and gaussian (D 64) at each size, full attention, N = M."""
+    libs = {v: library(v, v) for v in ("cosine", "gaussian") if v in only}
+    for B, H, N in [(1, 4, 1024), (8, 16, 2048), (2, 16, 8192)] if libs else []:
+        label = f"{B}x{N}_h{H}"
+        torch.manual_seed(N)
+        for v_ in libs:
+            D = 128 if v_ == "cosine" else 64
+            q, k, v, do = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+            flops = 2.5 * 2 * B * H * N * N * (D + D)
+            if v_ == "cosine":
+                ls = math.log(10.0) + 0.1 * torch.randn(H, device="cuda")
+                call, ref = cosine_flex(q, k, v, ls, do)
+                ins, params = (q, k, v, ls), (1e-12,)
+            else:
+                call, ref = gaussian_flex(q, k, v, do)
+                ins, params = (q, k, v), (D ** -0.5,)
+            tf = bench(call)
+            rec(shape=label, sys="flex_" + v_, ms=round(tf, 4), tflops=round(flops / tf / 1e9, 1))
+            attnc_side(label, "attnc_" + v_, libs[v_], v_, ins, q, lambda o: ins + (o, do), (q, k, v), ref,
+                       (B, H, N, N, D), params, flops, tf, stream)
+            del q, k, v, do, ref, call
+        torch.cuda.empty_cache()
+
+
 def main():
+    only = sys.argv[1].split(",") if len(sys.argv) > 1 else ["sink", "diff", "cosine", "gaussian"]
     out = run_folder("sink_diff_bwd", "bench/sink_diff_bwd.py", meta)
-    libs = {"sink": library("sink", "gpt_oss_sink"), "diff": library("diff", "diff_attn")}
+    libs = {v: library(v, c) for v, c in (("sink", "gpt_oss_sink"), ("diff", "diff_attn")) if v in only}
     stream = torch.cuda.current_stream().cuda_stream
-    for B, H, N in [(1, 4, 1024), (8, 16, 2048), (2, 16, 8192)]:
+    for B, H, N in [(1, 4, 1024), (8, 16, 2048), (2, 16, 8192)] if libs else []:
         label = f"{B}x{N}_h{H}"
         torch.manual_seed(N)
         # sink, D 64
@@ -127,15 +186,17 @@ def main():
                    (B, H, N, 64, 128), (0.125,), flops, tf, stream)
         del q1, k1, q2, k2, v, do, ins, ref, call
         torch.cuda.empty_cache()
+    norms(only, stream)
     with open(os.path.join(out, "sink_diff_bwd.json"), "w") as f:
         json.dump(rows, f, indent=1)
     by = {(r.get("shape"), r["sys"]): r for r in rows}
-    lines = [f"{'shape':<14} {'sink':>8} {'Flex':>8} {'x Flex':>7} {'diff':>8} {'Flex':>8} {'x Flex':>7}"]
+    lines = [f"{'shape':<14} {'variant':<9} {'attnc':>8} {'Flex':>8} {'x Flex':>7} {'TFLOP/s':>8}"]
     for shape in dict.fromkeys(r["shape"] for r in rows):
-        m = lambda s: by.get((shape, s), {}).get("ms", float("nan"))
-        lines.append(f"{shape:<14} {m('attnc_sink'):>8.4f} {m('flex_sink'):>8.4f} "
-                     f"{m('flex_sink') / m('attnc_sink'):>7.3f} {m('attnc_diff'):>8.4f} {m('flex_diff'):>8.4f} "
-                     f"{m('flex_diff') / m('attnc_diff'):>7.3f}")
+        for v in dict.fromkeys(r["sys"][6:] for r in rows if r["sys"].startswith("attnc_")):
+            a, f = by.get((shape, "attnc_" + v)), by.get((shape, "flex_" + v))
+            if a and f:
+                lines.append(f"{shape:<14} {v:<9} {a['ms']:>8.4f} {f['ms']:>8.4f} {f['ms'] / a['ms']:>7.3f} "
+                             f"{a['tflops']:>8.1f}")
     lines.append("ms of the backward (attnc: NAME_bwd_launch; Flex: autograd.grad); x Flex: Flex's ms / attnc's")
     for r in rows:
         if "kernels" in r:
