@@ -12,7 +12,8 @@ Flex user would, and autograd gives its backward:
     O = O1 - lam[h] O2 (head dim 64, value dim 128);
   - cosine: Q and K normalised by torch (F.normalize), then flex_attention with
     score_mod s * tau[h] (tau = exp(min(logit_scale, log 100)), not trained),
-    full, head dim 128;
+    full, head dim 128; attnc's cosine_lse (test/lit/grad/Inputs) is the same
+    with its logsumexp saved, as Flex's forward saves it;
   - gaussian: -scale/2 |q - k|^2 = scale q.k - scale/2 |k|^2 - scale/2 |q|^2,
     whose last term is the same along a row, which softmax ignores; so
     flex_attention with score_mod s - scale/2 kn2[b, h, kv], kn2 = |k|^2 by
@@ -25,7 +26,7 @@ one by one (torch.profiler).
 
 Runs on the GPU machine from a folder with gen/{sink,diff,cosine,gaussian}.c (attnc --grad,
 the default bundle), runtime/, decode.py and rundir.sh beside it, and build.json.
-usage: python3 sink_diff_bwd.py [VARIANT,...]    writes DATE-COMMIT-sink_diff_bwd/{meta.json,
+usage: python3 sink_diff_bwd.py [VARIANT,...] (sink, diff, cosine, cosine_lse, gaussian)    writes DATE-COMMIT-sink_diff_bwd/{meta.json,
 sink_diff_bwd.json,sink_diff_bwd.txt} under $OUT (bench/rundir.sh)
 """
 import json
@@ -51,11 +52,12 @@ def rec(**kw):
 
 
 def attnc_side(label, sys, lib, casc, fwd_in, out_like, bwd_in, wants, ref, dims, params, flops, tf,
-               stream):
-    """attnc's forward on fwd_in (its output like out_like), then NAME_bwd_launch on
-    bwd_in(O) and the gradients of `wants` (NaN first), checked against ref and timed."""
+               stream, more_out=()):
+    """attnc's forward on fwd_in (its output like out_like, then more_out), then
+    NAME_bwd_launch on bwd_in(O) and the gradients of `wants` (NaN first), checked
+    against ref and timed."""
     o = torch.empty_like(out_like)
-    fwd(lib, casc, fwd_in + (o,), dims, params, stream)
+    fwd(lib, casc, fwd_in + (o,) + more_out, dims, params, stream)
     g = tuple(torch.full_like(t, float("nan")) for t in wants)
     run = launch(lib, casc, bwd_in(o) + g, dims, params, stream)
     run()
@@ -126,31 +128,36 @@ def gaussian_flex(q, k, v, do):
 
 def norms(only, stream):
     """cosine (D 128) and gaussian (D 64) at each size, full attention, N = M."""
-    libs = {v: library(v, v) for v in ("cosine", "gaussian") if v in only}
+    libs = {v: library(v, v) for v in ("cosine", "cosine_lse", "gaussian") if v in only}
     for B, H, N in [(1, 4, 1024), (8, 16, 2048), (2, 16, 8192)] if libs else []:
         label = f"{B}x{N}_h{H}"
         torch.manual_seed(N)
         for v_ in libs:
-            D = 128 if v_ == "cosine" else 64
+            D = 64 if v_ == "gaussian" else 128
             q, k, v, do = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16) for _ in range(4))
             flops = 2.5 * 2 * B * H * N * N * (D + D)
-            if v_ == "cosine":
+            more, extra = (), ()
+            if v_.startswith("cosine"):
                 ls = math.log(10.0) + 0.1 * torch.randn(H, device="cuda")
                 call, ref = cosine_flex(q, k, v, ls, do)
                 ins, params = (q, k, v, ls), (1e-12,)
+                if v_ == "cosine_lse":  # the forward saves L: the backward's dL is zero
+                    lse = torch.empty(B, H, N, device="cuda")
+                    more, extra = (lse,), (lse, do, torch.zeros_like(lse))
             else:
                 call, ref = gaussian_flex(q, k, v, do)
                 ins, params = (q, k, v), (D ** -0.5,)
             tf = bench(call)
             rec(shape=label, sys="flex_" + v_, ms=round(tf, 4), tflops=round(flops / tf / 1e9, 1))
-            attnc_side(label, "attnc_" + v_, libs[v_], v_, ins, q, lambda o: ins + (o, do), (q, k, v), ref,
-                       (B, H, N, N, D), params, flops, tf, stream)
+            bwd_in = (lambda o: ins + (o,) + extra) if extra else (lambda o: ins + (o, do))
+            attnc_side(label, "attnc_" + v_, libs[v_], v_, ins, q, bwd_in, (q, k, v), ref,
+                       (B, H, N, N, D), params, flops, tf, stream, more)
             del q, k, v, do, ref, call
         torch.cuda.empty_cache()
 
 
 def main():
-    only = sys.argv[1].split(",") if len(sys.argv) > 1 else ["sink", "diff", "cosine", "gaussian"]
+    only = sys.argv[1].split(",") if len(sys.argv) > 1 else ["sink", "diff", "cosine", "cosine_lse", "gaussian"]
     out = run_folder("sink_diff_bwd", "bench/sink_diff_bwd.py", meta)
     libs = {v: library(v, c) for v, c in (("sink", "gpt_oss_sink"), ("diff", "diff_attn")) if v in only}
     stream = torch.cuda.current_stream().cuda_stream

@@ -873,11 +873,27 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			continue;
 		keepr[i] = 1;
 		outr[i] = rpart[i];
+		/* a value not of the query rows (cosine's temperature per head):
+		** the row pass's grid is the rows, so it is no output of it, and
+		** the kernels compute it again */
+		if (!(plan_node_class(bp, i, I) & 1))
+			continue;
 		needq[i] = needk[i] = needr[i] = 0;
+	}
+	/* and it computes such a value only where one of its rows' values
+	** reads it */
+	for (int i = n - 1; i >= 0; i--) {
+		if (!keepr[i] || (plan_node_class(bp, i, I) & 1))
+			continue;
+		const Tensor *t = ((Node *)b->nodes.v[i])->out;
+		int read = 0;
+		for (int j = i + 1; j < n; j++)
+			read |= keepr[j] && expr_reads(((Node *)b->nodes.v[j])->body, t);
+		keepr[i] = (char)read;
 	}
 	for (int i = 0; i < n; i++) {
 		const Node *x = b->nodes.v[i];
-		for (int j = 0; keepr[i] && j < n; j++) {
+		for (int j = 0; keepr[i] && (plan_node_class(bp, i, I) & 1) && j < n; j++) {
 			const Node *y = b->nodes.v[j];
 			if ((needq[j] || needk[j]) &&
 			    (expr_reads(y->body, x->out) || expr_reads(y->filter, x->out)))
@@ -892,8 +908,13 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	int any = 0;
 	for (int i = 0; i < n; i++)
 		any |= outr[i];
-	s->pre =
-	    any ? bwd_piece(a, b, arena_printf(a, "%s_pre", bwd->name), keepr, outr, rowin) : NULL;
+	/* its outputs' rows are one class as in the backward's plan: a norm of
+	** Q and the row term of dO and O share no tensor (Cascade.ties) */
+	s->pre = any ? cascade_piece(a, b, arena_printf(a, "%s_pre", bwd->name), keepr, outr, rowin,
+				     bp, -1)
+		     : NULL;
+	if (s->pre)
+		s->pre->rows64 = 1;
 	for (int i = 0; i < n && any; i++)
 		if (outr[i])
 			ptrvec_push(a, &s->ws, ((Node *)b->nodes.v[i])->out);

@@ -50,6 +50,7 @@ neighborhood2d neighborhood2d B=2,H=2,IH=13,IW=11 B=1,H=1,IH=7,IW=7 B=1,H=2,IH=4
 neighborhood3d neighborhood3d B=1,H=2,T=4,IH=9,IW=10 B=1,H=1,T=2,IH=8,IW=8
 gaussian gaussian B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
 cosine cosine B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
+cosine_lse cosine_lse B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
 linear linear_attn B=2,H=2,N=150
 CASES
 	echo grad > "$DIR/mode.txt"
@@ -67,6 +68,10 @@ CASES
 			# adds to dK and dV are 0), and every row at N = 1
 			src="$DIR/src/$file.attn"
 			sed -e 's/where j <= i;/where j < i;/' examples/causal.attn > "$src"
+			;;
+		cosine_lse)
+			# the logsumexp saved: no first pass (test/lit/grad/Inputs)
+			src=test/lit/grad/Inputs/cosine_lse.attn
 			;;
 		sink_strict)
 			# j < i: row 0 sees only the sink (O = 0; its share of dsink
