@@ -212,11 +212,8 @@ void sm90_contract_pv(KernelGen *g, int i, const PReg *x)
 ** value besides softmax's exp, such as ALiBi's bias: +10% at head dim
 ** 128) and a tile's contractions are long enough to cover it (head dim
 ** 128); it cost 1-3% on plain and causal scores and 9% on ALiBi at head
-** dim 64 (an H200, c9867f0, bench/RESULTS.md). Only where there is a P V:
-** the late one's wait is what releases the stage (sm90_acc_wait, before a
-** rescale of the accumulators), and a kernel with no contraction with V (a
-** backward's first pass, its softmax's max and sum alone) has neither, so
-** its ring filled and the producer waited for ever. */
+** dim 64 (an H200, c9867f0, bench/RESULTS.md). Only with a P V: its wait
+** releases the stage (sm90_acc_wait); a first pass with none hung. */
 int sm90_late_pv_wanted(const KernelGen *g)
 {
 	int maps = 0;
