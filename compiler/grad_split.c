@@ -85,6 +85,24 @@ static void need_closure_until(const Cascade *c, int i, char *need, const char *
 	}
 }
 
+/* What the dQ kernel (outq), the kernels over key tiles (outk) and the
+** row pass's parts (rpart) read, each stopping at what the first pass
+** finished (done): needq, needk, needr, computed again from nothing. */
+static void needs_until(const Cascade *b, const char *outq, const char *outk, const char *rpart,
+			const char *done, char *needq, char *needk, char *needr)
+{
+	int n = b->nodes.n;
+	memset(needq, 0, (size_t)n), memset(needk, 0, (size_t)n), memset(needr, 0, (size_t)n);
+	for (int i = 0; i < n; i++) {
+		if (outq[i])
+			need_closure_until(b, i, needq, done);
+		if (outk[i])
+			need_closure_until(b, i, needk, done);
+		if (rpart[i])
+			need_closure_until(b, i, needr, done);
+	}
+}
+
 /* A backward's piece (cascade_piece) as a kernel of 64 query rows a CTA:
 ** sm_80's registers do not fit its accumulators at 128 (Cascade.rows64). */
 static Cascade *bwd_piece(Arena *a, const Cascade *b, const char *name, const char *keep,
@@ -787,17 +805,8 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 				      reads_no_incoming(fwd, b->nodes.v[i]));
 	}
 	if (anys) {
-		memset(needq, 0, (size_t)n), memset(needk, 0, (size_t)n);
-		memset(needr, 0, (size_t)n);
 		char *none = ARENA_ARRAY(a, char, n + 1);
-		for (int i = 0; i < n; i++) {
-			if (outq[i])
-				need_closure_until(b, i, needq, done);
-			if (outk[i])
-				need_closure_until(b, i, needk, done);
-			if (rpart[i])
-				need_closure_until(b, i, needr, done);
-		}
+		needs_until(b, outq, outk, rpart, done, needq, needk, needr);
 		for (int i = 0; i < n; i++)
 			for (int j = 0; done[i] && j < n; j++) {
 				const Node *y = b->nodes.v[j];
@@ -842,16 +851,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 				    !outs_[i])
 					done[i] = outs_[i] = 1, pro = 1;
 		if (pro) {
-			memset(needq, 0, (size_t)n), memset(needk, 0, (size_t)n);
-			memset(needr, 0, (size_t)n);
-			for (int i = 0; i < n; i++) {
-				if (outq[i])
-					need_closure_until(b, i, needq, done);
-				if (outk[i])
-					need_closure_until(b, i, needk, done);
-				if (rpart[i])
-					need_closure_until(b, i, needr, done);
-			}
+			needs_until(b, outq, outk, rpart, done, needq, needk, needr);
 		}
 		/* row-pass nodes may read the pass's results */
 		row_nodes(bp, I, J, done, outs_, row);

@@ -26,10 +26,7 @@
 */
 #include "grad_testutil.h"
 
-#include <dirent.h>
-
 #include "cli/cpu_engine.h"
-#include "lang/front.h"
 #include "lowering/c/c_emit.h"
 
 #define H_STEP 1e-5
@@ -251,36 +248,6 @@ static void test_sensitivity(const Cascade *c)
 	arena_free(&a);
 }
 
-/* Every .attn file of dir, in sorted order; the causal block is kept for
-** the sensitivity test. */
-static void test_dir(const char *dir, Arena *keep, const Cascade **causal)
-{
-	struct dirent **ents = NULL;
-	int n = scandir(dir, &ents, NULL, alphasort);
-	CHECK(n >= 0);
-	for (int e = 0; e < n; e++) {
-		const char *name = ents[e]->d_name;
-		size_t len = strlen(name);
-		if (len >= 6 && !strcmp(name + len - 5, ".attn")) {
-			char path[1024];
-			snprintf(path, sizeof path, "%s/%s", dir, name);
-			Diag d;
-			diag_init(&d, keep, stderr);
-			int f = diag_load_file(&d, path);
-			Program *p = f < 0 ? NULL : front_compile(keep, &d, f);
-			CHECK(p != NULL);
-			for (int i = 0; p && i < p->cascades.n; i++) {
-				const Cascade *c = p->cascades.v[i];
-				test_block(c, name);
-				if (!strcmp(c->name, "causal"))
-					*causal = c;
-			}
-		}
-		free(ents[e]);
-	}
-	free(ents);
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -296,7 +263,7 @@ int main(int argc, char **argv)
 	arena_init(&keep);
 	const Cascade *causal = NULL;
 	for (int i = 2; i < argc; i++)
-		test_dir(argv[i], &keep, &causal);
+		grad_test_dir(argv[i], &keep, &causal, test_block);
 	CHECK(causal != NULL);
 	if (causal)
 		test_sensitivity(causal);

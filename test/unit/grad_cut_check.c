@@ -23,10 +23,6 @@
 */
 #include "grad_testutil.h"
 
-#include <dirent.h>
-
-#include "lang/front.h"
-
 #define TOL_CUT 1e-9
 
 static int nblocks, ncut, nrefused, natomic;
@@ -239,36 +235,6 @@ static void test_sensitivity(const Cascade *c)
 	arena_free(&a);
 }
 
-/* Every .attn file of dir in sorted order; causal kept for the
-** sensitivity test. */
-static void test_dir(const char *dir, Arena *keep, const Cascade **causal)
-{
-	struct dirent **ents = NULL;
-	int n = scandir(dir, &ents, NULL, alphasort);
-	CHECK(n >= 0);
-	for (int e = 0; e < n; e++) {
-		const char *name = ents[e]->d_name;
-		size_t len = strlen(name);
-		if (len >= 6 && !strcmp(name + len - 5, ".attn")) {
-			char path[1024];
-			snprintf(path, sizeof path, "%s/%s", dir, name);
-			Diag d;
-			diag_init(&d, keep, stderr);
-			int f = diag_load_file(&d, path);
-			Program *p = f < 0 ? NULL : front_compile(keep, &d, f);
-			CHECK(p != NULL);
-			for (int i = 0; p && i < p->cascades.n; i++) {
-				const Cascade *c = p->cascades.v[i];
-				test_block(c, name);
-				if (!strcmp(c->name, "causal"))
-					*causal = c;
-			}
-		}
-		free(ents[e]);
-	}
-	free(ents);
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -280,7 +246,7 @@ int main(int argc, char **argv)
 	arena_init(&keep);
 	const Cascade *causal = NULL;
 	for (int i = 1; i < argc; i++)
-		test_dir(argv[i], &keep, &causal);
+		grad_test_dir(argv[i], &keep, &causal, test_block);
 	CHECK(causal != NULL);
 	if (causal)
 		test_sensitivity(causal);

@@ -10,9 +10,12 @@
 
 #include "host_testutil.h"
 
+#include <dirent.h>
+
 #include "cli/inputs.h"
 #include "cli/interp.h"
 #include "compiler/grad.h"
+#include "lang/front.h"
 
 #define SEED 0x9a7dULL
 
@@ -213,6 +216,38 @@ static void teardown(Case *k)
 	unbind(&k->fx);
 	if (k->bx.c)
 		unbind(&k->bx);
+}
+
+/* Every block of every .attn file of dir, in sorted order, through
+** test_block (its cascade and file name); causal's kept in *causal for a
+** sensitivity test. */
+static void grad_test_dir(const char *dir, Arena *keep, const Cascade **causal,
+			  void (*test_block)(const Cascade *, const char *))
+{
+	struct dirent **ents = NULL;
+	int n = scandir(dir, &ents, NULL, alphasort);
+	CHECK(n >= 0);
+	for (int e = 0; e < n; e++) {
+		const char *name = ents[e]->d_name;
+		size_t len = strlen(name);
+		if (len >= 6 && !strcmp(name + len - 5, ".attn")) {
+			char path[1024];
+			snprintf(path, sizeof path, "%s/%s", dir, name);
+			Diag d;
+			diag_init(&d, keep, stderr);
+			int f = diag_load_file(&d, path);
+			Program *p = f < 0 ? NULL : front_compile(keep, &d, f);
+			CHECK(p != NULL);
+			for (int i = 0; p && i < p->cascades.n; i++) {
+				const Cascade *c = p->cascades.v[i];
+				test_block(c, name);
+				if (!strcmp(c->name, "causal"))
+					*causal = c;
+			}
+		}
+		free(ents[e]);
+	}
+	free(ents);
 }
 
 #endif
