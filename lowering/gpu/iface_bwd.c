@@ -53,8 +53,9 @@ void iface_bwd_decls(FILE *o, const GradSplit *s)
 		n, n);
 	fprintf(o,
 		"/* Bytes of device memory %s_launch_atomic needs as its workspace for these\n"
-		"** dims: the row pass's results and dQ's f32 sums (0: none). %s_launch\n"
-		"** needs the first part alone, and takes this much too. */\n"
+		"** dims: the row pass's results, dQ's f32 sums and the scratch of kernels\n"
+		"** run as several passes (0: none). %s_launch takes this much too (it\n"
+		"** may need less: not dQ's sums, where no kernel runs as passes). */\n"
 		"size_t %s_workspace_bytes(const %s_gpu_args *a);\n"
 		"size_t %s_workspace_bytes_generic(const long *dims);\n",
 		n, n, n, n, n);
