@@ -20,6 +20,13 @@ const char *cascade_c_name(Arena *a, const char *name)
 	return r;
 }
 
+int cascade_c_name_is(const char *name, const char *c_name)
+{
+	while (*name && (*name == *c_name || (*name == '.' && *c_name == '_')))
+		name++, c_name++;
+	return !*name && !*c_name;
+}
+
 /* The class in plan p of each dimension of each of its cascade's tensors
 ** (slot off(t) + k, tensors in order), or -1: the class of a variable
 ** that writes it or reads it as a plain index. */

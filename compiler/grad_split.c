@@ -850,9 +850,8 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 					    ((const Tensor *)ps.ws.v[k])->name) &&
 				    !outs_[i])
 					done[i] = outs_[i] = 1, pro = 1;
-		if (pro) {
+		if (pro)
 			needs_until(b, outq, outk, rpart, done, needq, needk, needr);
-		}
 		/* row-pass nodes may read the pass's results */
 		row_nodes(bp, I, J, done, outs_, row);
 	}
@@ -1072,17 +1071,12 @@ static void piece_outputs(FILE *out, const Cascade *c)
 	}
 }
 
-/* The tensor of c whose name is `name` with its dots made underscores
-** (cascade_c_name: how a piece names it), or NULL. */
+/* The tensor of c that a piece names `name` (cascade_c_name_is), or NULL. */
 static const Tensor *tensor_by_c_name(const Cascade *c, const char *name)
 {
-	for (int t = 0; t < c->tensors.n; t++) {
-		const char *x = ((const Tensor *)c->tensors.v[t])->name, *y = name;
-		while (*x && (*x == *y || (*x == '.' && *y == '_')))
-			x++, y++;
-		if (!*x && !*y)
+	for (int t = 0; t < c->tensors.n; t++)
+		if (cascade_c_name_is(((const Tensor *)c->tensors.v[t])->name, name))
 			return c->tensors.v[t];
-	}
 	return NULL;
 }
 

@@ -156,6 +156,9 @@ Cascade *cascade_clone(Arena *a, const Cascade *c);
 Cascade *cascade_piece(Arena *a, const Cascade *c, const char *name, const char *keep,
 		       const char *out, const char *row, const Plan *src, int src_cls);
 const char *cascade_c_name(Arena *a, const char *name);
+/* Whether c_name is name as cascade_c_name writes it (a piece's name of a
+** tensor of the cascade it was cut from). */
+int cascade_c_name_is(const char *name, const char *c_name);
 void cascade_insert_node(Arena *a, Cascade *c, int at, Node *n);
 
 /* compiler/pass_split.c: a forward whose plan keeps several passes, as

@@ -31,13 +31,9 @@ static const Tensor *ws_tensor(const GradSplit *s, int k)
 static int ws_index(const void *ctx, const Tensor *t)
 {
 	const GradSplit *s = ctx;
-	for (int k = 0; k < s->ws.n + s->acc.n; k++) {
-		const char *a = ws_tensor(s, k)->name, *b = t->name;
-		while (*a && *b && (*a == *b || (*a == '.' && *b == '_')))
-			a++, b++;
-		if (!*a && !*b)
+	for (int k = 0; k < s->ws.n + s->acc.n; k++)
+		if (cascade_c_name_is(ws_tensor(s, k)->name, t->name))
 			return k;
-	}
 	return -1;
 }
 
