@@ -261,16 +261,17 @@ static int emit_ptx_tuned(const GpuTarget *t, const Program *p, Diag *d, const c
 ** out (NULL: taken). A refusal is no error: that cascade runs from the
 ** first module's code everywhere. Each cascade is planned in an arena of
 ** its own, as gpu_emit_program does, so that memory does not grow with the
-** blocks of a file; a reason is kept in a. */
+** blocks of a file; a reason is kept in a. With parts, the cascades are
+** asked for their entries of partial states too. */
 static void split_program(Arena *a, const GpuTarget *t2, const Program *p, Program *p2,
-			  int *alt_index, const char **why)
+			  int *alt_index, const char **why, int parts)
 {
 	memset(p2, 0, sizeof *p2);
 	for (int i = 0; i < p->cascades.n; i++) {
 		const Cascade *c = p->cascades.v[i];
 		Arena scratch;
 		arena_init(&scratch);
-		const char *r = gpu_refusal(&scratch, t2, c);
+		const char *r = gpu_refusal(&scratch, t2, c, parts);
 		why[i] = r ? arena_printf(a, "%s", r) : NULL;
 		arena_free(&scratch);
 		alt_index[i] = why[i] ? -1 : p2->cascades.n;
@@ -314,7 +315,7 @@ static int compile_gpu(const GpuTarget *t, const GpuTarget *t2, const char *outb
 	int *alt_index = ARENA_ARRAY(&a, int, p->cascades.n + 1);
 	const char **why = ARENA_ARRAY(&a, const char *, p->cascades.n + 1);
 	if (t2) {
-		split_program(&a, t2, p, &p2, alt_index, why);
+		split_program(&a, t2, p, &p2, alt_index, why, parts);
 		im2.arena = &a;
 		im2.target = t2->name;
 		im2.ncubins = t2->ncubins;
@@ -493,7 +494,7 @@ static int no_atomic_launch(const GpuTarget *t, const GradSplit *sp)
 {
 	Arena scratch;
 	arena_init(&scratch);
-	int no = gpu_refusal(&scratch, t, sp->fused) != NULL;
+	int no = gpu_refusal(&scratch, t, sp->fused, 0) != NULL;
 	arena_free(&scratch);
 	return no;
 }

@@ -290,8 +290,10 @@ void plan_explain(FILE *out, const Plan *p)
 				continue;
 			fputs(slow++ ? "" : "  slower paths:\n", out);
 			fprintf(out,
-				"    %s: its %ld columns over %s in %d slices of %ld, a CTA each, "
-				"each computing the scores again (a CTA holds %d columns)",
+				"    %s: its %ld columns over %s in %d slices of %ld, each "
+				"computing the scores again: a CTA each, or a group of its warps "
+				"each where the target has as many over the same rows (a warp "
+				"holds %d columns)",
 				n->out->name, dv, n->vars[v].name, k, dv / k, PLAN_MAX_DV);
 			print_loc(out, n->loc);
 			fputc('\n', out);

@@ -197,13 +197,18 @@ int gpu_log2(long x)
 }
 
 /* Lane and warp as b64, re-read from %tid.x where a tile needs them, so
-** that they are not held in registers across the contractions. */
+** that they are not held in registers across the contractions. Where a
+** CTA's warps are groups over the same rows (KernelShape.cta_slices), the
+** warp within its group: the rows are numbered by it. */
 void gpu_lane_ids(KernelGen *g)
 {
 	PReg tid = gpu_tid(g);
 	g->lane = gpu_reg(g, PC_B64), g->warp = gpu_reg(g, PC_B64);
 	gpu_op3(g, PTX_AND, ".b64", po_r(g->lane), po_r(tid), po_i(31));
 	gpu_op3(g, PTX_SHR, ".u64", po_r(g->warp), po_r(tid), po_i(5));
+	if (g->s->cta_slices > 1)
+		gpu_op3(g, PTX_REM, ".u64", po_r(g->warp), po_r(g->warp),
+			po_i(gpu_warps(g->t) / g->s->cta_slices));
 }
 
 PReg gpu_u32(KernelGen *g, PReg x)
@@ -336,7 +341,15 @@ void gpu_decode_grid(KernelGen *g)
 	g->grid = ARENA_ARRAY(g->a, PReg, p->nclasses + 1);
 	PReg qt = gpu_reg(g, PC_B64), rest = gpu_reg(g, PC_B64);
 	launch_order(g, qt, rest);
-	if (g->s->vslices > 1) {
+	if (g->s->cta_slices > 1) {
+		/* the slice is the warp's group's (KernelShape.cta_slices) */
+		PReg w = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_SHR, ".u64", po_r(w), po_r(gpu_tid(g)), po_i(5));
+		gpu_op3(g, PTX_DIV, ".u64", po_r(w), po_r(w),
+			po_i(gpu_warps(g->t) / g->s->cta_slices));
+		g->vcol0 = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_MUL, ".lo.s64", po_r(g->vcol0), po_r(w), po_i(g->s->DV));
+	} else if (g->s->vslices > 1) {
 		/* y's fastest part is the slice of V's columns (KernelShape.vslices),
 		** so that split-KV's parts and their states keep a CTA per slice */
 		PReg r32 = gpu_u32(g, rest), sl = gpu_reg(g, PC_B32), q = gpu_reg(g, PC_B32);

@@ -197,6 +197,9 @@ typedef struct KernelShape {
 	** columns [k DV, (k + 1) DV), the scores again in every slice, and
 	** only slice 0 stores the outputs per row */
 	int vslices;
+	/* of them, the slices one CTA computes (gpu_cta_slices): 1, or all,
+	** a group of its consumer warps each over the same rows */
+	int cta_slices;
 	/* the target's tile-size choice: 0 its first, others after ptxas spilled
 	** (GpuTarget.retune) */
 	int tiling;
@@ -478,6 +481,9 @@ void gpu_bar(KernelGen *g, int id);
 PReg gpu_both_halves(KernelGen *g);
 /* The kernel builder's warps in a CTA of target t (GpuTarget.consumer_warps). */
 int gpu_warps(const GpuTarget *t);
+int gpu_cta_slices(const GpuTarget *t, const KernelShape *s);
+int gpu_cta_rows(const GpuTarget *t, const KernelShape *s);
+long gpu_cta_v_cols(const KernelShape *s);
 GpuTarget gpu_row_target(const GpuTarget *t);
 PReg gpu_u32(KernelGen *g, PReg x); /* the low word of a b64 */
 
@@ -667,6 +673,7 @@ void gpu_mbar_wait(KernelGen *g, PReg bar, PReg parity);
 PReg gpu_ring_bar(KernelGen *g, PReg stage, uint32_t off);
 void gpu_ring_next(KernelGen *g, PReg stage, PReg ph, int n);
 PReg gpu_saddr(KernelGen *g, PReg base, uint32_t off);
+const char *gpu_tma_maps_reason(const KernelShape *s);
 void gpu_tma_add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls, uint32_t rows,
 		     uint32_t box_rows, long inner, int gathered);
 void gpu_tma_fixed_coords(KernelGen *g, const TmaRead *r, PReg *c);

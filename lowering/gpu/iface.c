@@ -565,8 +565,13 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		iface_dim_expr(o, p->classes[k].extent);
 		fputs(";\n", o);
 	}
-	if (im->info[idx].vslices > 1) /* y's fastest part: the slices of V's columns */
-		fprintf(o, "\tgy *= %d;\n", im->info[idx].vslices);
+	/* y's fastest part: the slices of V's columns a CTA each, which a
+	** bundle's images may launch differently (KernelShape.cta_slices) */
+	int vs = im->info[idx].vslices, vs2 = ai ? ai->vslices : vs;
+	if (vs != vs2)
+		fprintf(o, "\tgy *= alt_image ? %d : %d;\n", vs2, vs);
+	else if (vs > 1)
+		fprintf(o, "\tgy *= %d;\n", vs);
 	fputs("\tlong qext = ", o);
 	if (qc >= 0)
 		iface_dim_expr(o, p->classes[qc].extent);

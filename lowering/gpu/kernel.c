@@ -94,7 +94,8 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	KernelGen G = {0};
 	KernelGen *g = &G;
 	g->a = a, g->p = p, g->c = p->c, g->s = s, g->t = tg;
-	g->row_blocks = tg->row_blocks(s), g->cta_rows = gpu_warps(tg) * 16 * g->row_blocks;
+	s->cta_slices = gpu_cta_slices(tg, s);
+	g->row_blocks = tg->row_blocks(s), g->cta_rows = gpu_cta_rows(tg, s);
 	s->bn = g->bn = tg->block_n(s), g->nel = g->bn / 2;
 	PtxFunc *f = ARENA_NEW(a, PtxFunc);
 	ptx_func_init(f, a,
@@ -478,6 +479,8 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		const char *why_rows = p->stream < 0 ? gpu_row_shape(&a, p, &s) : "";
 		int rows = !why_rows;
 		const char *why = rows ? NULL : c->prologue ? why_rows : gpu_shape(&a, p, &s);
+		s.with_parts = parts && !rows;
+		s.cta_slices = rows ? 1 : gpu_cta_slices(t, &s);
 		if (!why && t->refusal && !rows)
 			why = t->refusal(p, &s);
 		if (why) {
@@ -491,7 +494,6 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			break;
 		}
 		s.tiling = tiling ? tiling[i] : 0;
-		s.with_parts = parts && !rows;
 		unsigned smem = 0;
 		rc = build_entry(&a, t, p, &s, &main[i], &align, &smem);
 		/* no GPU gives a CTA more (for every target's image that runs
@@ -505,7 +507,7 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			rc = 1;
 		}
 		/* the same kernel without the table's refill (KernelShape.one_window) */
-		int one_window = !rows && t->one_window_wanted(&s);
+		int one_window = !rows && t->one_window_wanted && t->one_window_wanted(&s);
 		KernelShape v;
 		if (one_window && !rc)
 			rc = variant_entry(&a, t, p, &s, 1, 0, &shortw[i], &align, &v, NULL);
@@ -534,7 +536,7 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		if (info) {
 			info[i].smem = sk_smem > smem ? sk_smem : smem;
 			info[i].block_m = rows ? (gpu_row_wide(p) ? 1u : GPU_THREADS)
-					       : (unsigned)(gpu_warps(t) * 16 * t->row_blocks(&s));
+					       : (unsigned)gpu_cta_rows(t, &s);
 			info[i].block_n = (unsigned)s.bn;
 			info[i].data_masks = gpu_data_masks(p);
 			info[i].split_v = s.split_v;
@@ -548,7 +550,7 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 			info[i].part_cta_bytes = part_cta_bytes;
 			info[i].streamk = skw[i].text != NULL;
 			info[i].persistent = s.persistent;
-			info[i].vslices = rows ? 1 : s.vslices;
+			info[i].vslices = rows ? 1 : s.vslices / s.cta_slices;
 			memcpy(info[i].tmap, s.tmap, sizeof s.tmap);
 			if (s.pack && s.pack->kind == EX_INT)
 				info[i].pack = s.pack->ival;

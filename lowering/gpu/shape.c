@@ -397,7 +397,7 @@ static const char *tile_read_reason(Arena *a, const Plan *p, int i, const Expr *
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 {
 	memset(s, 0, sizeof *s);
-	s->vslices = 1;
+	s->vslices = s->cta_slices = 1;
 	s->p = p, s->qcls = s->scls = s->ecls = s->ecls2 = s->why_node = -1;
 	if (p->stream < 0)
 		return "no streamed index";

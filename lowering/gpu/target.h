@@ -94,6 +94,12 @@ typedef struct GpuTarget {
 	/* The builder's warps (0: GPU_WARPS), each 16 query rows per row
 	** block: 8 are two consumer warpgroups of 64 rows each. */
 	int consumer_warps;
+	/* Slices of V's columns (KernelShape.vslices) one CTA computes where V
+	** comes in exactly that many: its consumer warps in as many groups,
+	** each over the same rows and a slice of its own (2: a consumer
+	** warpgroup each, the CTA's rows halved), so that the launch has no
+	** slices; 0 or 1: a CTA per slice. */
+	int cta_slices;
 	int min_ctas_per_sm; /* .minnctapersm, a register cap for setmaxnreg (0: none) */
 	/* Warps may take their own tile classes (gpu_warp_class): not where the
 	** contractions are warpgroup-wide (wgmma needs all four warps). */
@@ -111,7 +117,7 @@ typedef struct GpuTarget {
 	** one row block */
 	int (*block_n)(const struct KernelShape *s);
 	/* After a kernel with a tile table: whether a second entry without the
-	** table's refill pays (KernelShape.one_window) */
+	** table's refill pays (KernelShape.one_window; NULL hook: never) */
 	int (*one_window_wanted)(const struct KernelShape *s);
 	/* Why the target does not take a plan that gpu_shape accepted, or NULL
 	** (NULL hook: it takes them all). */
@@ -232,6 +238,6 @@ int gpu_compile(const GpuTarget *t, const Program *p, Diag *d, const GpuAssemble
 /* tune.c: why t generates no kernel for c (a reason that lives as long as
 ** a), or NULL where it generates one: gpu_emit_program's test, per
 ** cascade. */
-const char *gpu_refusal(Arena *a, const GpuTarget *t, const Cascade *c);
+const char *gpu_refusal(Arena *a, const GpuTarget *t, const Cascade *c, int parts);
 
 #endif

@@ -37,10 +37,11 @@ void gpu_bar(KernelGen *g, int id)
 ** where query heads are packed (KernelShape.pack): elsewhere a CTA lacks
 ** them only at a short last tile, and the predicates on the warpgroups' turns
 ** cost causal D 128 8k 2.4% on an H200 (bench/results/2026-11-26-914ee42-ab).
-** No register ({0, 0}): both halves always have rows. */
+** No register ({0, 0}): both halves always have rows, as where they are
+** slices of V's columns over the same rows (KernelShape.cta_slices). */
 PReg gpu_both_halves(KernelGen *g)
 {
-	if (!g->s->pack)
+	if (!g->s->pack || g->s->cta_slices > 1) /* the halves share the rows */
 		return (PReg){0, 0};
 	PReg r2 = gpu_reg(g, PC_B64), both = gpu_reg(g, PC_PRED);
 	gpu_op3(g, PTX_ADD, ".s64", po_r(r2), po_r(g->q0), po_i(g->cta_rows / 2));
@@ -52,6 +53,27 @@ PReg gpu_both_halves(KernelGen *g)
 int gpu_warps(const GpuTarget *t)
 {
 	return t->consumer_warps ? t->consumer_warps : GPU_WARPS;
+}
+
+/* The slices of V's columns a CTA of target t computes for kernel s: all
+** where the target puts as many groups of consumer warps over the same
+** rows (GpuTarget.cta_slices), else one (a CTA per slice). */
+int gpu_cta_slices(const GpuTarget *t, const KernelShape *s)
+{
+	return s->vslices > 1 && s->vslices == t->cta_slices ? s->vslices : 1;
+}
+
+/* V's columns a CTA's tiles hold: every slice's where it computes them
+** all (KernelShape.cta_slices). */
+long gpu_cta_v_cols(const KernelShape *s)
+{
+	return s->DV * s->cta_slices;
+}
+
+/* Query rows per CTA: 16 per row block of each warp of a slice's group. */
+int gpu_cta_rows(const GpuTarget *t, const KernelShape *s)
+{
+	return gpu_warps(t) * 16 * t->row_blocks(s) / gpu_cta_slices(t, s);
 }
 
 /* A row pass's view of target t: a CTA of GPU_THREADS threads that are all

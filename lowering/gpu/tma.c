@@ -69,6 +69,25 @@ static int row_dim(KernelGen *g, int node, const Expr *e, int cls)
 ** gathered read (gathered) has a map only where its rows lie in pages
 ** (gather_stage.c): box_rows along the slot's dimension, cut to the page; the
 ** target copies other gathered reads with cp.async. */
+/* Why kernel s's reads have no tensor maps (NULL: they have): a map per Q
+** and K read, per V read that is not K's and per sum over the CTA's rows,
+** at most GPU_MAX_TMAPS, each of at most GPU_TMAP_MAX_RANK dimensions. */
+const char *gpu_tma_maps_reason(const KernelShape *s)
+{
+	int maps = 2 * s->nqk + s->ncross, rank = 0;
+	for (int v = 0; v < s->nvreads; v++) {
+		maps += s->vk[v] < 0;
+		rank = s->vreads[v]->nargs > rank ? s->vreads[v]->nargs : rank;
+	}
+	for (int k = 0; k < s->nqk; k++) {
+		rank = s->qk[k].a->nargs > rank ? s->qk[k].a->nargs : rank;
+		rank = s->qk[k].b->nargs > rank ? s->qk[k].b->nargs : rank;
+	}
+	if (maps > GPU_MAX_TMAPS)
+		return "the kernel would take more tensor maps than the launcher passes";
+	return rank > GPU_TMAP_MAX_RANK ? "a tensor map has at most 5 dimensions" : NULL;
+}
+
 void gpu_tma_add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls, uint32_t rows,
 		     uint32_t box_rows, long inner, int gathered)
 {

@@ -77,11 +77,12 @@ int gpu_compile(const GpuTarget *t, const Program *p, Diag *d, const GpuAssemble
 ** it takes, and must know which before generating any: the test that
 ** gpu_emit_program makes (gpu_shape, then the target's refusal), asked
 ** alone. */
-const char *gpu_refusal(Arena *a, const GpuTarget *t, const Cascade *c)
+const char *gpu_refusal(Arena *a, const GpuTarget *t, const Cascade *c, int parts)
 {
 	Plan *p = plan_build(a, c, t->name);
 	KernelShape s;
 	const char *why = gpu_shape(a, p, &s);
+	s.with_parts = parts, s.cta_slices = gpu_cta_slices(t, &s);
 	if (!why && t->refusal)
 		why = t->refusal(p, &s);
 	return why;

@@ -25,11 +25,11 @@ int sm90_row_blocks(const KernelShape *s)
 ** multiples. */
 uint32_t sm90_min_bytes(const KernelShape *s, int bn)
 {
-	uint32_t q = 0, st = 0;
+	uint32_t q = 0, st = 0, rows = 16u * SM90_CONSUMER_WARPS / (uint32_t)s->cta_slices;
 	for (int k = 0; k < s->nqk; k++)
-		q += 2u * GPU_MAXBN * (uint32_t)s->qk[k].D, st += 2u * (uint32_t)(bn * s->qk[k].D);
+		q += 2u * rows * (uint32_t)s->qk[k].D, st += 2u * (uint32_t)(bn * s->qk[k].D);
 	for (int v = 0; v < s->nvreads; v++)
-		st += s->vk[v] < 0 ? 2u * (uint32_t)(bn * s->DV) : 0;
+		st += s->vk[v] < 0 ? 2u * (uint32_t)(bn * gpu_cta_v_cols(s)) : 0;
 	return q + sm90_cross_bytes(s, bn) + 2 * st;
 }
 
@@ -110,9 +110,10 @@ uint32_t sm90_layout(KernelGen *g, int table)
 			continue;
 		}
 		gpu_tma_add_map(g, &k9->v[v], s->vreads[v], gpu_vread_node(s, v), s->scls,
-				(uint32_t)g->bn, (uint32_t)g->bn, s->DV, sm90_gathered(s));
+				(uint32_t)g->bn, (uint32_t)g->bn, gpu_cta_v_cols(s),
+				sm90_gathered(s));
 		k9->v[v].off = st;
-		st = align1k(st + (uint32_t)g->bn * (uint32_t)s->DV * 2);
+		st = align1k(st + (uint32_t)g->bn * (uint32_t)gpu_cta_v_cols(s) * 2);
 	}
 	sm90_cross_maps(g);
 	k9->stage_bytes = st;
@@ -121,7 +122,7 @@ uint32_t sm90_layout(KernelGen *g, int table)
 		k9->stage_tx += (uint32_t)g->bn * (uint32_t)s->qk[k].D * 2;
 	for (int v = 0; v < s->nvreads; v++)
 		if (s->vk[v] < 0)
-			k9->stage_tx += (uint32_t)g->bn * (uint32_t)s->DV * 2;
+			k9->stage_tx += (uint32_t)g->bn * (uint32_t)gpu_cta_v_cols(s) * 2;
 	k9->stage0 = off;
 	int ns = SM90_MAX_STAGES;
 	while (ns > 2 && off + (uint32_t)ns * st + 1024 > SM90_SMEM)

@@ -83,12 +83,13 @@ void sm90_contract_qk(KernelGen *g, int node)
 					sm90_elem_type(q->e), sm90_elem_type(kr->e));
 	PReg qd = {0};
 	if (!regs) {
-		/* this warpgroup's 64 rows of Q: 64 panel rows in */
+		/* this warpgroup's 64 rows of Q: 64 panel rows in (none where
+		** both warpgroups take the same rows: KernelShape.cta_slices) */
 		PReg wg = gpu_reg(g, PC_B32), qa = gpu_reg(g, PC_B32);
 		gpu_op2(g, PTX_CVT, ".u32.u64", po_r(wg), po_r(gpu_tid(g)));
 		gpu_op3(g, PTX_SHR, ".u32", po_r(wg), po_r(wg), po_i(7));
-		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(qa), po_r(wg), po_i(64 * GPU_TMAP_ROW),
-			po_r(g->sbase));
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(qa), po_r(wg),
+			po_i(g->s->cta_slices > 1 ? 0 : 64 * GPU_TMAP_ROW), po_r(g->sbase));
 		qd = sm90_descriptor(g, qa, 0);
 	}
 	PReg kd = sm90_descriptor(g, k9->stage_addr, 0);
@@ -158,7 +159,8 @@ static void pack_p(KernelGen *g, int i, const PReg *x, PReg *a)
 /* O += P V of GEMM2 node i on wgmma: P's fragments a (pack_p), V's k-step
 ** 16 keys (2048 bytes) into its panels in the stage at shared address
 ** stage, its 64-element panels bn rows apart (the leading byte
-** offset). Neither fenced nor committed here. */
+** offset); a warpgroup's slice of V's columns (KernelShape.cta_slices)
+** starts vcol0 / 64 panels in. Neither fenced nor committed here. */
 static void pv_wgmma(KernelGen *g, int i, PReg stage, const PReg *a)
 {
 	Sm90Kernel *k9 = sm90_of(g);
@@ -167,6 +169,12 @@ static void pv_wgmma(KernelGen *g, int i, PReg stage, const PReg *a)
 	int net = (int)(pv->DV / 8);
 	const char *t = sm90_elem_type(vr->e);
 	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%ldk16.f32.%s.%s", pv->DV, t, t);
+	if (g->s->cta_slices > 1) {
+		PReg at = gpu_reg(g, PC_B32);
+		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(at), po_r(gpu_u32(g, g->vcol0)),
+			po_i(g->bn * GPU_TMAP_ROW / GPU_TMAP_INNER), po_r(stage));
+		stage = at;
+	}
 	PReg vd = sm90_descriptor(g, stage, (uint32_t)g->bn * GPU_TMAP_ROW);
 	PReg one = gpu_pconst(g, 1);
 	for (int m = 0; m < g->row_blocks; m++)

@@ -13,12 +13,6 @@ static int retune(const GpuKernelInfo *k, long spills)
 	return spills > 0 && k->block_n > GPU_BN ? SM90_TILING_BN64 : 0;
 }
 
-static int one_window_wanted(const KernelShape *s)
-{
-	(void)s;
-	return 0;
-}
-
 /* What the sm_90a kernels cannot take yet, as a reason (NULL: they can):
 ** the 128-byte swizzle's panels need head dims that are multiples of 64; a
 ** tensor map has at most five dimensions, and a kernel takes at most
@@ -32,25 +26,23 @@ const char *sm90_refusal(const Plan *p, const KernelShape *s)
 	if (!gpu_cross_mappable(p, s))
 		return "a sum over the CTA's rows whose output has more than 5 dimensions or no "
 		       "dimension of the streamed rows has no tensor map to add through";
-	if (s->vslices > 1 || s->qk[0].D > 256 || (s->nqk > 1 && s->qk[1].D > 256))
-		return "wide heads (a contraction over more than 256 columns, or V's columns in "
-		       "slices) are not yet taken by sm_90a; --target=sm_80 takes them";
-	int maps = 2 * s->nqk + s->ncross;
-	for (int v = 0; v < s->nvreads; v++)
-		maps += s->vk[v] < 0;
-	if (maps > GPU_MAX_TMAPS)
-		return "the kernel would take more tensor maps than the launcher passes";
+	if (s->vslices > 1 && s->cta_slices == 1)
+		return "V's columns in more than two slices are not yet taken by sm_90a (a "
+		       "consumer warpgroup each); --target=sm_80 takes them";
+	if (s->vslices > 1 && s->with_parts)
+		return "V's columns in slices with partial states (--parts) are not yet taken by "
+		       "sm_90a; --target=sm_80 takes them";
+	const char *why = gpu_tma_maps_reason(s);
+	if (why)
+		return why;
 	if (sm90_min_bytes(s, GPU_BN) > SM90_SMEM)
 		return "the tiles do not fit two stages in shared memory (a backward's at head "
-		       "dims "
-		       "above 128); the bundle runs their sm_80 code on Hopper";
+		       "dims above 128); the bundle runs their sm_80 code on Hopper";
 	for (int k = 0; k < s->nqk && s->gathers; k++)
 		if (s->qk[k].agather)
 			return "Q rows read through a gather are not yet taken by sm_90a (Q comes "
-			       "by "
-			       "one TMA box); --target=sm_80 takes them (the default bundle runs "
-			       "its "
-			       "sm_80 kernel on Hopper)";
+			       "by one TMA box); --target=sm_80 takes them (the default bundle "
+			       "runs its sm_80 kernel on Hopper)";
 	for (int r = 0; r < s->nqk + s->nvreads && s->gathers; r++) {
 		int gk = r < s->nqk ? s->qk[r].bgather : s->vgather[r - s->nqk];
 		long w = r < s->nqk ? s->qk[r].D : s->DV;
@@ -59,20 +51,13 @@ const char *sm90_refusal(const Plan *p, const KernelShape *s)
 			       "sm_90a; --target=sm_80 takes them";
 		if (gk && 32 % (w / 8))
 			return "gathered K and V rows with head dims other than 64, 128 and 256 "
-			       "are "
-			       "not yet taken by sm_90a; --target=sm_80 takes them";
+			       "are not yet taken by sm_90a; --target=sm_80 takes them";
 	}
-	for (int k = 0; k < s->nqk; k++) {
+	for (int k = 0; k < s->nqk; k++)
 		if (s->qk[k].D % GPU_TMAP_INNER)
 			return "head dims that are not multiples of 64 are not yet taken by sm_90a";
-		if (s->qk[k].a->nargs > GPU_TMAP_MAX_RANK || s->qk[k].b->nargs > GPU_TMAP_MAX_RANK)
-			return "a tensor map has at most 5 dimensions";
-	}
 	if (s->DV % GPU_TMAP_INNER)
 		return "value head dims that are not multiples of 64 are not yet taken by sm_90a";
-	for (int v = 0; v < s->nvreads; v++)
-		if (s->vreads[v]->nargs > GPU_TMAP_MAX_RANK)
-			return "a tensor map has at most 5 dimensions";
 	return NULL;
 }
 
@@ -89,6 +74,7 @@ const GpuTarget T_sm90 = {
     .bar_base = 1,
     .meet_bar = SM90_BAR_MEET,
     .consumer_warps = SM90_CONSUMER_WARPS,
+    .cta_slices = 2,
     .min_ctas_per_sm = 1,
     .warp_classes = 0,
     .smem_max = 227 * 1024,
@@ -96,7 +82,6 @@ const GpuTarget T_sm90 = {
     .retune = retune,
     .row_blocks = sm90_row_blocks,
     .block_n = sm90_block_n,
-    .one_window_wanted = one_window_wanted,
     .refusal = sm90_refusal,
     .layout = sm90_layout,
     .producer = sm90_producer,

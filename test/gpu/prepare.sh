@@ -257,7 +257,7 @@ while read -r file casc rest; do
 	if ! "$ATTNC" --target="$TARGET" $parts_opt "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
 		# wide values (absorbed MLA's 512) in slices have no entry of
 		# partial states yet: the example runs without it
-		if ! grep -q "slices of" "$DIR/gen/$file.err" ||
+		if ! grep -q "slices" "$DIR/gen/$file.err" ||
 			! "$ATTNC" --target="$TARGET" "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
 			echo "skip $file: $(head -1 "$DIR/gen/$file.err")"
 			continue
