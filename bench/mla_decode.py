@@ -8,11 +8,10 @@ the cache rows KV[b, j, 0:576], values their first 512 columns, keys j < kv_len[
 attnc's kernel keeps 64 heads per CTA and computes V's 512 columns in two slices of
 256, one CTA each, each computing the scores again (docs/gpu.md, wide heads). It runs
 three ways: NAME_launch (a CTA per 64 heads and slice), NAME_launch_part with the
-splits the launcher picks (split-KV) and as stream-K. Those are sm_80's kernels: sm_90a
-takes no entry of partial states for V in slices, so the bundle with --parts runs sm_80's
-image on Hopper. Where gen/mla_absorbed_noparts.c is there too (the bundle without
---parts), its NAME_launch runs sm_90a's kernel on Hopper (attnc_sm90a): 64 heads a CTA,
-each consumer warpgroup one slice of 256 columns, both computing the scores.
+splits the launcher picks (split-KV) and as stream-K. The bundle runs sm_90a's kernels on
+Hopper (since c731e9f; 64 heads a CTA, each consumer warpgroup one slice of 256 columns,
+both computing the scores). Where gen/mla_absorbed_sm80.c is there too (--target=sm_80
+--parts), the same three launches of sm_80's kernels run beside them (attnc_sm80*).
 
 Anchors on the same tensors: SDPA (whichever backend takes 576/512 with one K/V
 head, enable_gqa) and the eager product softmax(q K^T s) V in bf16 (what a user
@@ -59,8 +58,9 @@ def main():
     out = run_folder("mla_decode", "bench/mla_decode.py", meta)
     lib = library("mla_absorbed", "mla_absorbed")
     here = os.path.dirname(os.path.abspath(__file__))
-    lib90 = (library("mla_absorbed_noparts", "mla_absorbed")
-             if os.path.exists(os.path.join(here, "gen", "mla_absorbed_noparts.c")) else None)
+    libs = [("attnc", lib)]
+    if os.path.exists(os.path.join(here, "gen", "mla_absorbed_sm80.c")):
+        libs.append(("attnc_sm80", library("mla_absorbed_sm80", "mla_absorbed")))
     ws_bytes = 1 << 28
     ws = torch.zeros(ws_bytes, dtype=torch.uint8, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
@@ -93,14 +93,14 @@ def main():
                     raise RuntimeError(lb.attnrt_last_error().decode())
             return run
 
-        def split_of(flags):
+        def split_of(lb, flags):
             pn = Part(0, 0, 0, 0, 0, flags, ws.data_ptr(), ws_bytes, None, 0)
 
             def run():
-                rc = lib.mla_absorbed_launch_part_generic(ptrs, None, dims, params, ctypes.byref(pn),
-                                                          ctypes.c_void_p(stream))
+                rc = lb.mla_absorbed_launch_part_generic(ptrs, None, dims, params, ctypes.byref(pn),
+                                                         ctypes.c_void_p(stream))
                 if rc:
-                    raise RuntimeError(lib.attnrt_last_error().decode())
+                    raise RuntimeError(lb.attnrt_last_error().decode())
             return run
 
         ref = eager(q.float(), KV.float(), lens, scale)
@@ -111,10 +111,10 @@ def main():
         nbytes = 2 * (DL + DR) * B * L
         flops = 2 * H * B * L * (DL + DR + DL)
         # flags: 2 finalize, 4 stream-K (the part struct of decode.py)
-        runs = [("attnc", plain_of(lib)), ("attnc_split", split_of(2)),
-                ("attnc_streamk", split_of(2 | 4))]
-        if lib90:
-            runs.append(("attnc_sm90a", plain_of(lib90)))
+        runs = []
+        for nm, lb in libs:
+            runs += [(nm, plain_of(lb)), (nm + "_split", split_of(lb, 2)),
+                     (nm + "_streamk", split_of(lb, 2 | 4))]
         for name, run in runs:
             o.fill_(float("nan"))
             lse.fill_(float("nan"))

@@ -306,10 +306,14 @@ enum { HELP_WARPS = 4 };
 
 /* Not where K and V rows are gathered (paged decode): with the helpers'
 ** paths, a warp-specialised target's consumers, which keep fewer
-** registers beside a gathering producer, spilled one. */
+** registers beside a gathering producer, spilled one. Nor where the CTA's
+** warps are slices over the same rows (KernelShape.cta_slices): each
+** slice's warp 0 merges its own states, and one meeting barrier and word
+** per CTA would serve both. */
 static int helpers_wanted(const KernelGen *g)
 {
-	return g->s->pack && !g->s->streamk && !g->s->gathers && g->t->meet_bar;
+	return g->s->pack && !g->s->streamk && !g->s->gathers && g->t->meet_bar &&
+	       g->s->cta_slices == 1;
 }
 
 static Help help_of(KernelGen *g, PReg nz)

@@ -29,9 +29,6 @@ const char *sm90_refusal(const Plan *p, const KernelShape *s)
 	if (s->vslices > 1 && s->cta_slices == 1)
 		return "V's columns in more than two slices are not yet taken by sm_90a (a "
 		       "consumer warpgroup each); --target=sm_80 takes them";
-	if (s->vslices > 1 && s->with_parts)
-		return "V's columns in slices with partial states (--parts) are not yet taken by "
-		       "sm_90a; --target=sm_80 takes them";
 	const char *why = gpu_tma_maps_reason(s);
 	if (why)
 		return why;
