@@ -81,7 +81,8 @@ int grad_lse_for_gpu(Arena *a, Cascade *b);
 /* Fills s from the forward fwd and its backward bwd (grad_derive with
 ** flash); nonzero after one diagnostic per gradient that is neither kind. */
 int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSplit *s);
-/* The cut's kernels for --explain (a line each, indented under the notes). */
+/* The cut's kernels for --explain (a line each, indented under the notes;
+** grad_explain.c). */
 void grad_split_explain(FILE *out, const GradSplit *s);
 
 #endif

@@ -2,6 +2,7 @@
 ** compiler/grad_cut.h: what the files of the backward's GPU cut share.
 **   grad_split.c  the cut into kernels (grad.h's GradSplit)
 **   grad_forms.c  the backward rewritten into the forms the kernels take
+**   grad_explain.c what --explain says of the cut
 */
 #ifndef ATTN_GRAD_CUT_H
 #define ATTN_GRAD_CUT_H

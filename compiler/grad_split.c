@@ -104,11 +104,31 @@ static void needs_until(const Cascade *b, const char *outq, const char *outk, co
 }
 
 /* A backward's piece (cascade_piece) as a kernel of 64 query rows a CTA:
-** sm_80's registers do not fit its accumulators at 128 (Cascade.rows64). */
-static Cascade *bwd_piece(Arena *a, const Cascade *b, const char *name, const char *keep,
-			  const char *out, const char *row)
+** sm_80's registers do not fit its accumulators at 128 (Cascade.rows64).
+** A kernel over key tiles ties its gradients' keys to the backward's class
+** J (bp; -1: none): they are one index in the backward, but linear attention's
+** dV reads A, whose keys come from phi(K), its dK part reads dA, whose
+** keys come from V, and no node of the piece reads both. */
+static Cascade *bwd_piece(Arena *a, const Cascade *b, const Plan *bp, int J, const char *name,
+			  const char *keep, const char *out, const char *row)
 {
-	Cascade *r = cascade_piece(a, b, name, keep, out, row, NULL, -1);
+	Cascade *r = cascade_piece(a, b, name, keep, out, row, J >= 0 ? bp : NULL, J);
+	/* only the gradients' keys, one to the next: an input's (GQA's packed
+	** query heads) keep the piece's own classes; every tie is of class J,
+	** so each names the same first dimension */
+	int *ties = ARENA_ARRAY(a, int, 4 * r->nties + 8), nt = 0, at[2] = {-1, -1};
+	for (int k = 0; k < 2 * r->nties; k++) {
+		const int *q = r->ties + 4 * (k / 2) + 2 * (k % 2);
+		if (((const Tensor *)r->tensors.v[q[0]])->kind != TK_OUT ||
+		    (q[0] == at[0] && q[1] == at[1]))
+			continue;
+		if (at[0] >= 0) {
+			int *t = ties + 4 * nt++;
+			t[0] = at[0], t[1] = at[1], t[2] = q[0], t[3] = q[1];
+		} else
+			at[0] = q[0], at[1] = q[1];
+	}
+	r->ties = ties, r->nties = nt;
 	r->rows64 = 1;
 	return r;
 }
@@ -144,6 +164,23 @@ static long key_width(const Plan *bp, int i, int J)
 	return expr_fixed_extent(x->vars[x->nfree - 1].extent);
 }
 
+/* Whether t is a value computed element by element from inputs alone
+** (linear attention's feature map elu(Q) + 1): a pass before the kernels
+** writes it (pass_split's values before the stream), in bf16 where a
+** contraction reads it, so that the kernels read it as they read an input. */
+static int elementwise_of_inputs(const Tensor *t)
+{
+	const Node *x = t->def;
+	if (t->kind != TK_TEMP || !x || x->nred || x->filter)
+		return 0;
+	const Expr *r[64];
+	int nr = node_reads(x, r, 64);
+	for (int m = 0; m < nr; m++)
+		if (m >= 64 || r[m]->tensor->kind != TK_IN)
+			return 0;
+	return 1;
+}
+
 /* Gradient node i (reduced over the keys J alone, along the query rows)
 ** as the kernel over key tiles can accumulate it: its body a product of
 ** one bf16/f16 input R read at plain indices, the key among them and the
@@ -157,8 +194,10 @@ static int crossable(const Plan *bp, int i, int J)
 	int nr = 0;
 	for (int k = 0; k < n && n <= 16; k++) {
 		const Expr *r = f[k];
-		if (r->kind != EX_ACCESS || r->tensor->kind != TK_IN ||
-		    dtype_size(r->tensor->dtype) != 2 || !dtype_is_float(r->tensor->dtype))
+		if (r->kind != EX_ACCESS ||
+		    !(elementwise_of_inputs(r->tensor) ||
+		      (r->tensor->kind == TK_IN && dtype_size(r->tensor->dtype) == 2 &&
+		       dtype_is_float(r->tensor->dtype))))
 			continue;
 		const Expr *last = r->args[r->nargs - 1];
 		int key = 0, plain = 1;
@@ -190,8 +229,11 @@ static void fuse_dq(Arena *a, const Cascade *b, const Plan *bp, int J, const cha
 		    char **outs, GradSplit *s)
 {
 	int n = b->nodes.n, at = -1;
+	/* a part of a gradient that a row pass sums (linear attention's dfq)
+	** has no sums of its own to convert: not fused */
 	for (int i = 0; i < n; i++)
-		if (outq[i] && !crossable(bp, i, J))
+		if (outq[i] &&
+		    (!crossable(bp, i, J) || ((const Node *)b->nodes.v[i])->out->kind != TK_OUT))
 			return;
 	for (int k = 0; k < s->ndkv && at < 0; k++) {
 		int ok = 1;
@@ -205,7 +247,8 @@ static void fuse_dq(Arena *a, const Cascade *b, const Plan *bp, int J, const cha
 	char *keep = ARENA_ARRAY(a, char, n + 1), *out = ARENA_ARRAY(a, char, n + 1);
 	for (int i = 0; i < n; i++)
 		keep[i] = keeps[at][i] || (needq[i] && !keepr[i]), out[i] = outs[at][i] || outq[i];
-	Cascade *f = bwd_piece(a, b, arena_printf(a, "%sq", s->dkv[at]->name), keep, out, outr);
+	Cascade *f =
+	    bwd_piece(a, b, bp, J, arena_printf(a, "%sq", s->dkv[at]->name), keep, out, outr);
 	f->first_rows_longest = 1;
 	Cascade *post = ARENA_NEW(a, Cascade);
 	post->name = arena_printf(a, "%s_post", b->name), post->loc = b->loc;
@@ -604,6 +647,31 @@ static int mark_sum_parts(Arena *a, const Plan *bp, int i, int R, int O, char *s
 	return 1;
 }
 
+/* The pieces' inputs that a first pass's prologue wrote (s->ws) in the
+** dtype it wrote them in: bf16 where a contraction reads them
+** (pass_split_dtype: linear attention's feature maps), which the later
+** kernels then read as they read an input; cascade_piece makes a value
+** read from an earlier piece f32. */
+static void ws_dtypes(GradSplit *s)
+{
+	Cascade *pc[4 + 3 * GRAD_MAX_DKV];
+	int np = 0;
+	pc[np++] = s->pre, pc[np++] = s->dq, pc[np++] = s->fused, pc[np++] = s->post;
+	for (int k = 0; k < s->ndkv; k++)
+		pc[np++] = s->dkv[k];
+	for (int k = 0; k < s->ngrp; k++)
+		pc[np++] = s->grp[k];
+	for (int k = 0; k < np; k++)
+		for (int t = 0; pc[k] && t < pc[k]->tensors.n; t++) {
+			Tensor *x = pc[k]->tensors.v[t];
+			for (int w = 0; x->kind == TK_IN && w < s->ws.n; w++) {
+				const Tensor *y = s->ws.v[w];
+				if (!strcmp(x->name, y->name) && y->dtype != DT_F32)
+					x->dtype = y->dtype;
+			}
+		}
+}
+
 /* The cut (grad.h): each gradient to the kernel whose stream it reduces,
 ** the row values they read to the row pass, the rest recomputed per
 ** kernel; what fits neither is one error at its statement. */
@@ -920,8 +988,9 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	int anyq = 0, anyk = 0;
 	for (int i = 0; i < n; i++)
 		anyq |= outq[i], anyk |= outk[i];
-	s->dq =
-	    anyq ? bwd_piece(a, b, arena_printf(a, "%s_dq", bwd->name), needq, outq, kin) : NULL;
+	s->dq = anyq
+		    ? bwd_piece(a, b, bp, -1, arena_printf(a, "%s_dq", bwd->name), needq, outq, kin)
+		    : NULL;
 	char *keeps[GRAD_MAX_DKV], *outs[GRAD_MAX_DKV];
 	/* gradients along the keys of different widths (differential
 	** attention's dK at D 64 and dV at DV 128): a kernel per width, as the
@@ -970,13 +1039,13 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			gneed[g][k] &= !keepr[k];
 		keeps[s->ndkv] = gneed[g], outs[s->ndkv] = some[g];
 		s->dkv[s->ndkv++] =
-		    bwd_piece(a, b, arena_printf(a, "%s_dkv_%ld", bwd->name, width[g]), gneed[g],
-			      some[g], kin);
+		    bwd_piece(a, b, bp, J, arena_printf(a, "%s_dkv_%ld", bwd->name, width[g]),
+			      gneed[g], some[g], kin);
 	}
 	if (anyk && !wide_keys(b, outk) && nw <= 1) {
 		keeps[s->ndkv] = needk, outs[s->ndkv] = outk;
 		s->dkv[s->ndkv++] =
-		    bwd_piece(a, b, arena_printf(a, "%s_dkv", bwd->name), needk, outk, kin);
+		    bwd_piece(a, b, bp, J, arena_printf(a, "%s_dkv", bwd->name), needk, outk, kin);
 	}
 	/* wide heads: a kernel per gradient (dK, dV), each recomputing the
 	** scores, where both accumulators and both score tiles do not fit the
@@ -991,7 +1060,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 			need[k] &= !keepr[k];
 		keeps[s->ndkv] = need, outs[s->ndkv] = one;
 		s->dkv[s->ndkv++] =
-		    bwd_piece(a, b,
+		    bwd_piece(a, b, bp, J,
 			      arena_printf(a, "%s_%s", bwd->name,
 					   cascade_c_name(a, ((Node *)b->nodes.v[i])->out->name)),
 			      need, one, kin);
@@ -1011,7 +1080,7 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		char *one = ARENA_ARRAY(a, char, n + 1);
 		one[i] = 1;
 		Cascade *r =
-		    bwd_piece(a, b,
+		    bwd_piece(a, b, bp, -1,
 			      arena_printf(a, "%s_%s_sum", bwd->name,
 					   cascade_c_name(a, ((Node *)b->nodes.v[i])->out->name)),
 			      one, one, grp_in);
@@ -1047,8 +1116,9 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 		need_closure_until(b, i, keep, from);
 		one[i] = 1;
 		Cascade *r = bwd_piece(
-		    a, b, arena_printf(a, "%s_%s_sum", bwd->name, cascade_c_name(a, x->out->name)),
-		    keep, one, from);
+		    a, b, bp, -1,
+		    arena_printf(a, "%s_%s_sum", bwd->name, cascade_c_name(a, x->out->name)), keep,
+		    one, from);
 		/* the rows are the gradient's own indices but a value index */
 		int R = sum_side(bp, i, I, J);
 		r->value_last = bp->cls[i][x->nfree - 1] != R;
@@ -1056,122 +1126,6 @@ int grad_split(Arena *a, Diag *d, const Cascade *fwd, const Cascade *bwd, GradSp
 	}
 	if (anyq && s->ndkv)
 		fuse_dq(a, b, bp, J, needq, outq, keepr, kin, keeps, outs, s);
+	ws_dtypes(s);
 	return 0;
-}
-
-/* The outputs of piece c that the next kernels or the caller get, as a
-** list for grad_split_explain. */
-static void piece_outputs(FILE *out, const Cascade *c)
-{
-	int n = 0;
-	for (int t = 0; t < c->tensors.n; t++) {
-		const Tensor *x = c->tensors.v[t];
-		if (x->kind == TK_OUT)
-			fprintf(out, "%s%s", n++ ? ", " : "", x->name);
-	}
-}
-
-/* The tensor of c that a piece names `name` (cascade_c_name_is), or NULL. */
-static const Tensor *tensor_by_c_name(const Cascade *c, const char *name)
-{
-	for (int t = 0; t < c->tensors.n; t++)
-		if (cascade_c_name_is(((const Tensor *)c->tensors.v[t])->name, name))
-			return c->tensors.v[t];
-	return NULL;
-}
-
-/* --explain --grad with a GPU target: the kernels of the cut, in the order
-** NAME_bwd_launch runs them, each with what it computes; where the parts
-** of GQA's gradients are summed, and what the atomic launch does instead.
-** Why: the cut decides the backward's speed and its workspace, and is
-** otherwise visible only in the generated launcher. */
-void grad_split_explain(FILE *out, const GradSplit *s)
-{
-	int n = s->nstats + (s->pre != NULL) + (s->dq != NULL) + s->ndkv + s->ngrp;
-	fprintf(out, "  on the GPU: %s_launch runs %d kernel%s in order, sums in a fixed order\n",
-		s->bwd->name, n, n > 1 ? "s" : "");
-	/* whether the passes write logsumexps alone, some, or none */
-	int lse = 0, other = 0;
-	for (int k = 0; k < s->nstats; k++)
-		for (int t = 0; t < s->stats[k]->tensors.n; t++) {
-			const Tensor *x = s->stats[k]->tensors.v[t];
-			if (x->kind == TK_OUT && strstr(x->name, "_lse"))
-				lse = 1;
-			else if (x->kind == TK_OUT)
-				other = 1;
-		}
-	for (int k = 0; k < s->nstats; k++) {
-		fprintf(out, "    %s: %s: ", s->stats[k]->name,
-			s->stats[k]->prologue ? "a row pass, before the stream"
-					      : "over query tiles, streaming the keys");
-		piece_outputs(out, s->stats[k]);
-		fputs(k + 1 < s->nstats ? "\n"
-		      : !other ? " (the forward saved no logsumexp of these scores: save L = "
-				 "logsumexp[j](..) as an output and this pass goes)\n"
-		      : lse    ? " (values the forward did not save; an output L = "
-				 "logsumexp[j](..) spares the softmax's)\n"
-			       : " (values the forward did not save)\n",
-		      out);
-	}
-	if (s->pre) {
-		fprintf(out, "    %s: a row pass over the query rows: ", s->pre->name);
-		piece_outputs(out, s->pre);
-		fputs(" (read by the kernels below, held in the workspace)\n", out);
-	}
-	if (s->dq) {
-		fprintf(out, "    %s: over query tiles, streaming the keys: ", s->dq->name);
-		piece_outputs(out, s->dq);
-		fputc('\n', out);
-	}
-	for (int k = 0; k < s->ndkv; k++) {
-		fprintf(out, "    %s: over key tiles, streaming the query rows: ", s->dkv[k]->name);
-		piece_outputs(out, s->dkv[k]);
-		fputs(s->ngqa
-			  ? " (_grp: each query head's part of a gradient that also reduces over "
-			    "the heads sharing a K/V head, f32 in the workspace)\n"
-			  : "\n",
-		      out);
-	}
-	for (int k = 0; k < s->ngrp; k++) {
-		const Node *x = s->grp[k]->nodes.v[s->grp[k]->nodes.n - 1];
-		if (!x->nred) {
-			/* a gradient summed from parts (an input read as several
-			** operands) */
-			fprintf(out, "    %s: a row pass: %s, the sum of ", s->grp[k]->name,
-				x->out->name);
-			int np = 0;
-			for (int t = 0; t < s->grp[k]->tensors.n; t++) {
-				const Tensor *y = s->grp[k]->tensors.v[t];
-				const Tensor *w =
-				    y->kind == TK_IN ? tensor_by_c_name(s->bwd, y->name) : NULL;
-				if (w && w->def && w->def->nred == 1)
-					fprintf(out, "%s%s", np++ ? ", " : "", y->name);
-			}
-			fputs(" (the kernels' parts, f32 in the workspace) and terms of its "
-			      "rows\n",
-			      out);
-			continue;
-		}
-		if (s->grp[k]->value_last) {
-			fprintf(out,
-				"    %s: a row pass over the keys: %s, its parts summed over %s\n",
-				s->grp[k]->name, x->out->name, x->vars[x->nfree].name);
-			continue;
-		}
-		/* the terms the row pass wrote (a sink's), or parts per key */
-		const Tensor *part = x->body->kind == EX_ACCESS ? x->body->tensor : NULL;
-		const Tensor *by_pre = s->pre && part ? cascade_tensor(s->pre, part->name) : NULL;
-		fprintf(out, "    %s: a row pass: %s, %s summed over ", s->grp[k]->name,
-			x->out->name,
-			by_pre && by_pre->kind == TK_OUT ? "the row pass's terms per query row"
-							 : "its parts per key");
-		for (int v = x->nfree; v < x->nfree + x->nred; v++)
-			fprintf(out, "%s%s", v > x->nfree ? ", " : "", x->vars[v].name);
-		fputs(" in a fixed order\n", out);
-	}
-	if (s->fused)
-		fprintf(out,
-			"  %s_launch_atomic: %s instead of %s adds dQ's f32 sums from the kernel "
-			"over key tiles (no dQ kernel), in no fixed order; %s converts them\n",
-			s->bwd->name, s->fused->name, s->dkv[s->fused_at]->name, s->post->name);
 }

@@ -425,6 +425,8 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			"\nint %s_launch_generic(void *const *ptrs, const int64_t *const *strides, "
 			"const long *dims, const double *params, void *stream)\n{\n",
 			n);
+	if (!c->params.n) /* a cascade without params (linear attention's passes) */
+		fputs("\t(void)params;\n", o);
 	fprintf(o, "\tstatic const char *const dim_names[] = {");
 	for (int i = 0; i < c->dims.n; i++)
 		fprintf(o, "\"%s\", ", ((Dim *)c->dims.v[i])->name);

@@ -58,7 +58,7 @@ void iface_unpack_args(FILE *o, const Cascade *c)
 {
 	fprintf(o,
 		"\tvoid *ptrs[%d] = {0};\n\tconst int64_t *strides[%d] = {0};\n\tlong "
-		"dims[%d];\n\tdouble params[%d];\n",
+		"dims[%d];\n\tdouble params[%d] = {0};\n",
 		c->tensors.n + 1, c->tensors.n + 1, c->dims.n + 1, c->params.n + 1);
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];

@@ -51,7 +51,7 @@ neighborhood3d neighborhood3d B=1,H=2,T=4,IH=9,IW=10 B=1,H=1,T=2,IH=8,IW=8
 gaussian gaussian B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
 cosine cosine B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
 cosine_lse cosine_lse B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
-linear linear_attn B=2,H=2,N=150
+linear linear_attn B=2,H=2,N=150 B=1,H=1,N=1 B=1,H=2,N=500,ramp=4
 CASES
 	echo grad > "$DIR/mode.txt"
 	mkdir -p "$DIR/src"
