@@ -221,16 +221,16 @@ void sm90_contract_pv(KernelGen *g, int i, const PReg *x)
 ** 128) and a tile's contractions are long enough to cover it (head dim
 ** 128); it cost 1-3% on plain and causal scores and 9% on ALiBi at head
 ** dim 64 (an H200, c9867f0, bench/RESULTS.md). Only with a P V: its wait
-** releases the stage (sm90_acc_wait); a first pass with none hung. Not in
-** stream-K where the warpgroups are slices over the same rows: ptxas
-** serialised every wgmma there (C7520; absorbed MLA). */
+** releases the stage (sm90_acc_wait); a first pass with none hung. Not
+** where the warpgroups are slices over the same rows: ptxas serialised
+** every wgmma of absorbed MLA's stream-K entry (C7520). */
 int sm90_late_pv_wanted(const KernelGen *g)
 {
 	int maps = 0;
 	for (int i = 0; i < g->c->nodes.n; i++)
 		maps += g->s->node[i].kind == SN_MAP && !gpu_folded(g, i);
 	return g->s->npv > 0 && g->s->qk[0].D >= 128 && maps >= 2 &&
-	       !(g->s->streamk && g->s->cta_slices > 1);
+	       g->s->cta_slices == 1;
 }
 
 /* The late P V's fragments, one set per contraction with V; a kernel with
