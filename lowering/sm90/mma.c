@@ -229,8 +229,7 @@ int sm90_late_pv_wanted(const KernelGen *g)
 	int maps = 0;
 	for (int i = 0; i < g->c->nodes.n; i++)
 		maps += g->s->node[i].kind == SN_MAP && !gpu_folded(g, i);
-	return g->s->npv > 0 && g->s->qk[0].D >= 128 && maps >= 2 &&
-	       g->s->cta_slices == 1;
+	return g->s->npv > 0 && g->s->qk[0].D >= 128 && maps >= 2 && g->s->cta_slices == 1;
 }
 
 /* The late P V's fragments, one set per contraction with V; a kernel with
