@@ -113,20 +113,21 @@ static Cascade *bwd_piece(Arena *a, const Cascade *b, const Plan *bp, int J, con
 			  const char *keep, const char *out, const char *row)
 {
 	Cascade *r = cascade_piece(a, b, name, keep, out, row, J >= 0 ? bp : NULL, J);
-	/* only the gradients' keys, one to the next: an input's (GQA's packed
-	** query heads) keep the piece's own classes; every tie is of class J,
-	** so each names the same first dimension */
-	int *ties = ARENA_ARRAY(a, int, 4 * r->nties + 8), nt = 0, at[2] = {-1, -1};
-	for (int k = 0; k < 2 * r->nties; k++) {
-		const int *q = r->ties + 4 * (k / 2) + 2 * (k % 2);
-		if (((const Tensor *)r->tensors.v[q[0]])->kind != TK_OUT ||
-		    (q[0] == at[0] && q[1] == at[1]))
+	/* only the gradients' keys (an input's, GQA's packed query heads, keep
+	** the piece's own classes): each tie joins a dimension of class J to
+	** the class's first one, so the outputs' join the first of theirs */
+	int *ties = ARENA_ARRAY(a, int, 4 * r->nties + 4), nt = 0;
+	const int *first = NULL;
+	for (int k = 0; k <= r->nties && r->nties; k++) {
+		const int *q = k ? r->ties + 4 * (k - 1) + 2 : r->ties;
+		if (((const Tensor *)r->tensors.v[q[0]])->kind != TK_OUT)
 			continue;
-		if (at[0] >= 0) {
-			int *t = ties + 4 * nt++;
-			t[0] = at[0], t[1] = at[1], t[2] = q[0], t[3] = q[1];
-		} else
-			at[0] = q[0], at[1] = q[1];
+		if (!first) {
+			first = q;
+			continue;
+		}
+		int *t = ties + 4 * nt++;
+		t[0] = first[0], t[1] = first[1], t[2] = q[0], t[3] = q[1];
 	}
 	r->ties = ties, r->nties = nt;
 	r->rows64 = 1;
