@@ -182,3 +182,31 @@ void inputs_fill(double *buf, long n, DType t, uint64_t seed, const char *name, 
 			buf[i] = inputs_round(inputs_rng_normal(&r), t);
 	}
 }
+
+/* Random lengths, then one moved at a time until they sum to total: the
+** lengths stay ragged (a balanced split would hide a kernel's bugs at
+** sequence boundaries), and a zero and a one length are always there. */
+int inputs_offsets(double *buf, long n, uint64_t seed, const char *name, long total, long longest)
+{
+	long b = n - 1, sum = 0;
+	if (b < 1 || longest < 0 || total < 0 || total > b * longest)
+		return -1;
+	InputsRng r;
+	inputs_rng_init(&r, seed, name);
+	buf[0] = 0;
+	for (long i = 0; i < b; i++)
+		sum += (long)(buf[i + 1] = (double)inputs_rng_int(&r, 0, longest));
+	int fix = b >= 3 && longest >= 1 && total >= 1 && total <= (b - 2) * longest + 1;
+	if (fix)
+		sum += 1 - (long)buf[1] - (long)buf[2], buf[1] = 0, buf[2] = 1;
+	while (sum != total) {
+		long i = inputs_rng_int(&r, fix ? 2 : 0, b - 1) + 1;
+		if (sum > total && buf[i] > 0)
+			buf[i]--, sum--;
+		else if (sum < total && buf[i] < (double)longest)
+			buf[i]++, sum++;
+	}
+	for (long i = 1; i <= b; i++)
+		buf[i] += buf[i - 1];
+	return 0;
+}

@@ -45,4 +45,10 @@ double inputs_log(double x);
 ** rounded to t, i32 uniform in [lo, hi], bool true with probability 3/4. */
 void inputs_fill(double *buf, long n, DType t, uint64_t seed, const char *name, long lo, long hi);
 
+/* Fills buf[0..n) with the cumulative offsets of n - 1 ragged sequences
+** (cu_seqlens): buf[0] = 0, buf[n - 1] = total, each step in [0, longest],
+** the first two 0 and 1 where there are three or more and room. Returns -1
+** where no such offsets exist (n < 2, or total above (n - 1) longest). */
+int inputs_offsets(double *buf, long n, uint64_t seed, const char *name, long total, long longest);
+
 #endif

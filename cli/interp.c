@@ -360,6 +360,54 @@ static int node_extents(Interp *in, const Node *n, long *ext)
 	return 0;
 }
 
+/* Stores the present points of a packed output, computed into a logical
+** buffer, at their places in the caller's buffer (Pack): each place must
+** be inside it and reached once, since two points of one place would
+** leave the result to the order of the stores (a GPU's is none). */
+static int store_packed(Interp *in, const Node *n, const long *ext, const double *val)
+{
+	const Tensor *t = n->out;
+	const Pack *pk = t->pack;
+	long size[MAX_VARS], numel = 1;
+	for (int k = 0; k < pk->rank; k++) {
+		if (expr_eval_extent(pk->shape[k], in->b->dims, &size[k]))
+			return fail(in, "'%s' has a negative or too large shape", t->name), -1;
+		numel *= size[k];
+	}
+	unsigned char *seen = calloc(numel ? (size_t)numel : 1, 1);
+	if (!seen)
+		return fail(in, "out of memory for '%s'", t->name), -1;
+	double *buf = in->b->data[t->id];
+	long p = 0;
+	for (int k = 0; k < n->nfree; k++)
+		in->var[k] = 0;
+	do {
+		if (t->domain && !ev_int(in, t->domain)) {
+			p++;
+			continue;
+		}
+		long at = 0;
+		for (int k = 0; k < pk->rank && !in->failed; k++) {
+			long x = ev_int(in, pk->at[k]);
+			if (x < 0 || x >= size[k]) {
+				fail(in, "'%s' stores a point at %ld in dimension %d of %ld",
+				     t->name, x, k, size[k]);
+				break;
+			}
+			at = at * size[k] + x;
+		}
+		if (!in->failed && seen[at])
+			fail(in, "'%s' stores two points at element %ld: the offsets '%s' overlap",
+			     t->name, at, pk->table->name);
+		if (in->failed)
+			break;
+		seen[at] = 1;
+		buf[at] = val[p++];
+	} while (next_point(in->var, ext, 0, n->nfree));
+	free(seen);
+	return in->failed ? -1 : 0;
+}
+
 /* Runs one node over its whole free space. */
 static int run_node(Interp *in, const Node *n)
 {
@@ -392,7 +440,7 @@ static int run_node(Interp *in, const Node *n)
 		if (in->failed)
 			return -1;
 	} while (next_point(in->var, ext, 0, n->nfree));
-	return 0;
+	return t->pack ? store_packed(in, n, ext, out) : 0;
 }
 
 /* Shapes and strides of every tensor, with the size guard, and a check that
@@ -438,6 +486,8 @@ static int setup(Interp *in)
 				     t->kind == TK_IN ? "input" : "output", t->name);
 				return -1;
 			}
+			if (t->pack)
+				in->buf[i] = NULL; /* its node computes the logical tensor */
 		}
 	}
 	return 0;

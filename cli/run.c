@@ -129,13 +129,18 @@ static int check_names(Run *r)
 	}
 	for (int i = 0; i < cfg->nranges; i++) {
 		const RunRange *g = &cfg->ranges[i];
-		const Tensor *t = input_named(r, g->name, "--range");
+		const char *opt = g->offsets ? "--offsets" : "--range";
+		const Tensor *t = input_named(r, g->name, opt);
 		if (!t)
 			return RUN_EUSER;
 		if (t->dtype != DT_I32)
-			return errorf(r, "--range %s: '%s' is %s; ranges apply to i32 inputs only",
-				      g->name, g->name, dtype_name(t->dtype));
-		if (g->lo > g->hi || g->lo < INT32_MIN || g->hi > INT32_MAX)
+			return errorf(r, "%s %s: '%s' is %s; %s apply to i32 inputs only", opt,
+				      g->name, g->name, dtype_name(t->dtype),
+				      g->offsets ? "offsets" : "ranges");
+		if (g->offsets && t->rank != 1)
+			return errorf(r, "--offsets %s: '%s' has rank %d; offsets are a vector",
+				      g->name, g->name, t->rank);
+		if (!g->offsets && (g->lo > g->hi || g->lo < INT32_MIN || g->hi > INT32_MAX))
 			return errorf(r, "--range %s: %ld:%ld is not a valid i32 range", g->name,
 				      g->lo, g->hi);
 		r->range[t->id] = g;
@@ -247,10 +252,10 @@ static int resolve_sizes(Run *r)
 static void print_decl(Run *r, const Tensor *t)
 {
 	fprintf(r->err, "%s[", t->name);
-	for (int k = 0; k < t->rank; k++) {
+	for (int k = 0; k < tensor_buf_rank(t); k++) {
 		if (k)
 			fputs(", ", r->err);
-		expr_print(r->err, t->shape[k], NULL);
+		expr_print(r->err, tensor_buf_shape(t)[k], NULL);
 	}
 	fputc(']', r->err);
 }
@@ -263,10 +268,10 @@ static int check_shapes(Run *r)
 	for (int i = 0; i < r->ntensors; i++) {
 		const Tensor *t = r->c->tensors.v[i];
 		long n = 1;
-		int bad = t->rank > NPY_MAX_RANK;
-		for (int k = 0; k < t->rank && !bad; k++) {
+		int bad = tensor_buf_rank(t) > NPY_MAX_RANK;
+		for (int k = 0; k < tensor_buf_rank(t) && !bad; k++) {
 			long *s = &r->shape[i][k];
-			bad = expr_eval_extent(t->shape[k], r->b.dims, s) || *s < 0 ||
+			bad = expr_eval_extent(tensor_buf_shape(t)[k], r->b.dims, s) || *s < 0 ||
 			      (*s && n > RUN_MAX_NUMEL / *s);
 			n *= bad ? 1 : *s;
 		}
@@ -280,7 +285,7 @@ static int check_shapes(Run *r)
 			return RUN_EUSER;
 		}
 		r->numel[i] = n;
-		for (int k = 0; r->npypath[i] && k < t->rank; k++) {
+		for (int k = 0; r->npypath[i] && k < tensor_buf_rank(t); k++) {
 			if (r->npy[i].shape[k] == r->shape[i][k])
 				continue;
 			errorf(
@@ -394,7 +399,16 @@ static int bind_tensors(Run *r)
 			return errorf(r, "out of memory for '%s' (%ld elements)", t->name,
 				      r->numel[i]),
 			       RUN_EINTERNAL;
-		if (t->kind == TK_IN) {
+		const RunRange *g = r->range[i];
+		if (t->kind == TK_IN && g && g->offsets) {
+			if (inputs_offsets(r->b.data[i], r->numel[i], r->cfg->seed, t->name, g->lo,
+					   g->hi))
+				return errorf(r,
+					      "--offsets %s=%ld:%ld: %ld sequences of at most %ld "
+					      "cannot hold %ld",
+					      t->name, g->lo, g->hi, r->numel[i] - 1, g->hi, g->lo),
+				       RUN_EUSER;
+		} else if (t->kind == TK_IN) {
 			long lo = r->range[i] ? r->range[i]->lo : 0;
 			long hi = r->range[i] ? r->range[i]->hi : default_int_hi(r);
 			inputs_fill(r->b.data[i], r->numel[i], t->dtype, r->cfg->seed, t->name, lo,
@@ -443,7 +457,7 @@ static void summarise(Run *r, const Tensor *t)
 		sum += v, sq += v * v, ck += v * (double)(k % 7 + 1);
 	}
 	fprintf(r->out, "%s: shape [", t->name);
-	for (int k = 0; k < t->rank; k++)
+	for (int k = 0; k < tensor_buf_rank(t); k++)
 		fprintf(r->out, "%s%ld", k ? ", " : "", r->shape[t->id][k]);
 	fprintf(r->out, "] %s", f32 ? "f32" : "f64");
 	print_num(r->out, "min", mn, 4);
@@ -502,8 +516,8 @@ static int emit_outputs(Run *r)
 			if (!path)
 				return errorf(r, "out of memory"), RUN_EINTERNAL;
 			snprintf(path, len, "%s/%s.npy", dir, t->name);
-			int bad = npy_write(path, out_type(r), t->rank, r->shape[i], r->b.data[i],
-					    why, sizeof why);
+			int bad = npy_write(path, out_type(r), tensor_buf_rank(t), r->shape[i],
+					    r->b.data[i], why, sizeof why);
 			free(path);
 			if (bad)
 				return errorf(r, "%s", why), RUN_EINTERNAL;
@@ -709,6 +723,9 @@ static const char usage_text[] =
     "  --input NAME=FILE.npy  read input NAME from a .npy file (repeatable)\n"
     "  --param NAME=VALUE     set a param, overriding its default (repeatable)\n"
     "  --range NAME=LO:HI     values of a generated i32 input (default 0:largest runtime dim)\n"
+    "  --offsets NAME=TOTAL:LONGEST\n"
+    "                         a generated i32 vector of cumulative offsets (cu_seqlens):\n"
+    "                         0 first, TOTAL last, ragged steps of 0 to LONGEST\n"
     "  --out-dir DIR          write each output as DIR/NAME.npy (DIR is created)\n"
     "  --precision f32|f64    working precision of the mlir and cpu engines and of\n"
     "                         written float outputs (default f32; interp always\n"
@@ -856,7 +873,23 @@ static int parse_range(Arena *a, Args *g, const char *s)
 		return usage_error("malformed --range '%s': expected NAME=LO:HI", s);
 	if (lo > hi || lo < INT32_MIN || hi > INT32_MAX)
 		return usage_error("--range '%s': need LO <= HI, both 32-bit integers", s);
-	g->ranges[g->cfg.nranges++] = (RunRange){name, lo, hi};
+	g->ranges[g->cfg.nranges++] = (RunRange){name, lo, hi, 0};
+	return 0;
+}
+
+/* --offsets NAME=TOTAL:LONGEST, both non-negative i32. */
+static int parse_offsets(Arena *a, Args *g, const char *s)
+{
+	const char *name, *val;
+	long total, longest;
+	const char *colon;
+	if (split_assign(a, s, &name, &val) || !(colon = strchr(val, ':')) ||
+	    parse_long(arena_strndup(a, val, (size_t)(colon - val)), &total) ||
+	    parse_long(colon + 1, &longest))
+		return usage_error("malformed --offsets '%s': expected NAME=TOTAL:LONGEST", s);
+	if (total < 0 || longest < 0 || total > INT32_MAX || longest > INT32_MAX)
+		return usage_error("--offsets '%s': TOTAL and LONGEST must be 32-bit and >= 0", s);
+	g->ranges[g->cfg.nranges++] = (RunRange){name, total, longest, 1};
 	return 0;
 }
 
@@ -878,6 +911,8 @@ static int apply_option(Arena *a, Args *g, const char *opt, const char *val)
 		return parse_param(a, g, val);
 	else if (!strcmp(opt, "--range"))
 		return parse_range(a, g, val);
+	else if (!strcmp(opt, "--offsets"))
+		return parse_offsets(a, g, val);
 	else if (!strcmp(opt, "--out-dir"))
 		g->cfg.out_dir = val;
 	else if (!strcmp(opt, "--precision")) {
@@ -905,9 +940,9 @@ static int apply_option(Arena *a, Args *g, const char *opt, const char *val)
 /* Whether opt is one of the options with a value (so the next argument is it). */
 static int takes_value(const char *opt)
 {
-	static const char *const names[] = {"--entry",  "--sizes", "--seed",    "--input",
-					    "--param",  "--range", "--out-dir", "--precision",
-					    "--engine", "--target"};
+	static const char *const names[] = {"--entry",     "--sizes",  "--seed",    "--input",
+					    "--param",     "--range",  "--offsets", "--out-dir",
+					    "--precision", "--engine", "--target"};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (!strcmp(opt, names[i]))
 			return 1;

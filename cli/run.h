@@ -41,6 +41,9 @@ typedef struct RunParam {
 typedef struct RunRange {
 	const char *name; /* an i32 `in` tensor */
 	long lo, hi;      /* inclusive */
+	/* --offsets NAME=TOTAL:LONGEST: cumulative offsets (inputs_offsets),
+	** lo the total and hi the longest step */
+	int offsets;
 } RunRange;
 
 typedef struct RunConfig {

@@ -531,13 +531,13 @@ int expr_eval_extent(const Expr *e, const long *dims, long *out)
 
 long tensor_dim_size(const Tensor *t, int k, const long *dims)
 {
-	return expr_eval_int(t->shape[k], dims, NULL);
+	return expr_eval_int(tensor_buf_shape(t)[k], dims, NULL);
 }
 
 long tensor_numel(const Tensor *t, const long *dims)
 {
 	long n = 1;
-	for (int k = 0; k < t->rank; k++)
+	for (int k = 0; k < tensor_buf_rank(t); k++)
 		n *= tensor_dim_size(t, k, dims);
 	return n;
 }
@@ -741,6 +741,19 @@ static void print_tensor(FILE *out, const Tensor *t)
 	if (t->domain) {
 		fputs(" present where ", out);
 		expr_print(out, t->domain, t->def);
+	}
+	if (t->pack) {
+		fputs(" stored packed in [", out);
+		for (int k = 0; k < t->pack->rank; k++) {
+			fputs(k ? ", " : "", out);
+			expr_print(out, t->pack->shape[k], NULL);
+		}
+		fputs("] at [", out);
+		for (int k = 0; k < t->pack->rank; k++) {
+			fputs(k ? ", " : "", out);
+			expr_print(out, t->pack->at[k], t->def);
+		}
+		fputc(']', out);
 	}
 	fputc('\n', out);
 }

@@ -144,6 +144,7 @@ typedef struct Param Param;
 typedef struct Tensor Tensor;
 typedef struct Node Node;
 typedef struct Expr Expr;
+typedef struct Pack Pack;
 
 struct Dim {
 	const char *name;
@@ -177,8 +178,38 @@ struct Tensor {
 	** it (a backward's dQ in the kernel over key tiles, grad_split.c): its
 	** node's reduction is over the kernel's rows, not the stream */
 	int added_to;
+	/* TK_OUT written packed (`o[cu[b] + i, h, e]`, a ragged batch with
+	** cumulative offsets): rank, shape and domain above are the logical
+	** tensor its node computes; the caller's buffer is pack's. NULL: the
+	** buffer is the logical tensor. */
+	Pack *pack;
 	SrcLoc loc;
 };
+
+/* Where the present points of a packed output are stored: point p of its
+** logical dims goes to element at[0..rank)(p) of a buffer of `shape`
+** (rank dims, the declared ones); `at` reads i32 inputs (the offsets).
+** Absent points are not stored, and buffer elements no point reaches keep
+** what they held. `row` is the logical dim stored at an offset, `table`
+** the offsets' tensor read there. */
+struct Pack {
+	int rank;
+	Expr **shape;
+	Expr **at;
+	int row;
+	Tensor *table;
+};
+
+/* The rank and shape of the buffer a caller passes for t: a packed
+** output's storage, else t's own. */
+static inline int tensor_buf_rank(const Tensor *t)
+{
+	return t->pack ? t->pack->rank : t->rank;
+}
+static inline Expr *const *tensor_buf_shape(const Tensor *t)
+{
+	return t->pack ? t->pack->shape : t->shape;
+}
 
 struct Expr {
 	ExprKind kind;
@@ -310,6 +341,7 @@ int expr_eval_extent(const Expr *e, const long *dims, long *out);
 /* The size of extent e where code generation knows it (a literal or a
 ** fixed dim), else 0. */
 long expr_fixed_extent(const Expr *e);
+/* Sizes of the caller's buffer for t (tensor_buf_shape). */
 long tensor_dim_size(const Tensor *t, int k, const long *dims);
 long tensor_numel(const Tensor *t, const long *dims);
 /* Fills params[] with defaults for those not marked in given[]; returns the

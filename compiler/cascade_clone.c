@@ -38,8 +38,19 @@ Cascade *cascade_clone(Arena *a, const Cascade *c)
 		map[i] = t;
 		ptrvec_push(a, &n->tensors, t);
 	}
-	for (int i = 0; i < c->tensors.n; i++)
+	for (int i = 0; i < c->tensors.n; i++) {
 		map[i]->domain = remap(a, map[i]->domain, map);
+		const Pack *o = map[i]->pack;
+		if (!o)
+			continue;
+		Pack *p = ARENA_NEW(a, Pack);
+		*p = *o;
+		p->at = ARENA_ARRAY(a, Expr *, o->rank);
+		for (int k = 0; k < o->rank; k++)
+			p->at[k] = remap(a, o->at[k], map);
+		p->table = map[o->table->id];
+		map[i]->pack = p;
+	}
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *o = c->nodes.v[i];
 		Node *x = ARENA_NEW(a, Node);

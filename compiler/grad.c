@@ -486,6 +486,18 @@ static void assemble(Grad *g, PtrVec *dys)
 
 Cascade *grad_derive(Arena *a, Diag *d, const Cascade *c, int flash, PtrVec *notes)
 {
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		if (t->pack) {
+			/* its gradient would be read packed too: a gather of dO
+			** the backward's interface does not take yet */
+			diag_error(d, t->loc,
+				   "cannot derive the gradient of '%s' yet: it is written packed "
+				   "at offsets '%s', and its gradient would be read through them",
+				   t->name, t->pack->table->name);
+			return NULL;
+		}
+	}
 	Grad g;
 	memset(&g, 0, sizeof g);
 	int nt = c->tensors.n + 1;

@@ -107,6 +107,13 @@ static void choose_grid(Plan *p)
 		if (n->out->kind != TK_OUT || p->np[i].role == ROLE_PROLOGUE ||
 		    summed_across_tiles(p, i))
 			continue;
+		/* a packed output's rows at offsets are the tiled rows, wherever
+		** its logical dims put them (o[cu[b] + i, h, e] is over b, i, h, e) */
+		int row = n->out->pack ? n->out->pack->row : -1;
+		if (row >= 0 && p->classes[p->cls[i][row]].grid) {
+			p->classes[p->cls[i][row]].qtile = 1;
+			return;
+		}
 		for (int v = n->nfree - 1; v >= 0; v--)
 			if (p->classes[p->cls[i][v]].grid) {
 				p->classes[p->cls[i][v]].qtile = 1;

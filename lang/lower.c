@@ -9,20 +9,68 @@
 
 #include "sema.h"
 
+/* A free index of its own range at the next place of the space. */
+static Expr *bind_free(Sema *s, Stmt *st, Space *sp, AstExpr *name)
+{
+	VarInfo *v = scope_var(st, name->name);
+	sp->v[sp->n] = (IndexVar){name->name, v->extent, name->loc};
+	Expr *x = expr_index(s->a, sp->n++);
+	scope_bind(st, name->name, x);
+	return x;
+}
+
+/* The packed row T[b, ...] + i at position k: b, ... and i are free indices
+** of their own ranges, and the buffer's position k is the sum. */
+static Expr *bind_packed(Sema *s, Stmt *st, Space *sp, Pack *pk, AstExpr *table, AstExpr *row)
+{
+	for (int i = 0; i < table->nargs; i++)
+		bind_free(s, st, sp, table->args[i]);
+	pk->row = sp->n;
+	Expr *r = bind_free(s, st, sp, row), *off = sema_expr(s, table);
+	if (!off)
+		return NULL;
+	pk->table = off->tensor;
+	return expr_binop(s->a, OP_ADD, off, r);
+}
+
+/* A packed output's node computes its logical tensor: its shape becomes
+** the space's, and the declared one its buffer's. */
+static void make_packed(Sema *s, Tensor *t, Pack *pk, const Space *sp)
+{
+	Pack *p = ARENA_NEW(s->a, Pack);
+	*p = *pk;
+	p->rank = t->rank, p->shape = t->shape;
+	t->pack = p, t->rank = sp->n;
+	t->shape = ARENA_ARRAY(s->a, Expr *, sp->n);
+	for (int k = 0; k < sp->n; k++)
+		t->shape[k] = sp->v[k].extent;
+}
+
 /* The statement's free indices: one per left-hand position; a*X+b is one
-** variable h spanning the dimension, with a = h / X and b = h % X. */
+** variable h spanning the dimension, with a = h / X and b = h % X; a packed
+** row T[b] + i is b and i. */
 static int bind_lhs(Sema *s, Stmt *st, Space *sp)
 {
 	AstItem *it = st->item;
 	Tensor *t = st->lhs;
-	int ok = 1;
+	int ok = 1, packed = 0;
+	Pack pk = {0};
+	Expr *at[MAX_VARS];
+	AstExpr *table, *row;
 	for (int k = 0; k < it->nidx; k++) {
 		AstExpr *ix = it->idx[k];
+		if (sema_pack_pattern(s, ix, &table, &row)) {
+			at[k] = bind_packed(s, st, sp, &pk, table, row);
+			ok = ok && at[k];
+			packed = 1;
+			continue;
+		}
 		if (ix->kind == A_NAME) {
 			VarInfo *v = scope_var(st, ix->name);
-			sp->v[k] =
+			sp->v[sp->n] =
 			    (IndexVar){ix->name, t->shape ? t->shape[k] : v->extent, ix->loc};
-			scope_bind(st, ix->name, expr_index(s->a, k));
+			at[k] = expr_index(s->a, sp->n++);
+			scope_bind(st, ix->name, at[k]);
 			continue;
 		}
 		AstExpr *a = ix->args[0]->args[0], *x = ix->args[0]->args[1], *b = ix->args[1];
@@ -44,13 +92,36 @@ static int bind_lhs(Sema *s, Stmt *st, Space *sp)
 			    a->name, va->name, x->name, k + 1, t->name);
 			ok = 0;
 		}
-		sp->v[k] = (IndexVar){arena_printf(s->a, "%s_%s", a->name, b->name),
+		int h = sp->n++;
+		sp->v[h] = (IndexVar){arena_printf(s->a, "%s_%s", a->name, b->name),
 				      t->shape ? t->shape[k] : span, ix->loc};
-		scope_bind(st, a->name, expr_binop(s->a, OP_DIV, expr_index(s->a, k), xe));
-		scope_bind(st, b->name, expr_binop(s->a, OP_MOD, expr_index(s->a, k), xe));
+		at[k] = expr_index(s->a, h);
+		scope_bind(st, a->name, expr_binop(s->a, OP_DIV, expr_index(s->a, h), xe));
+		scope_bind(st, b->name, expr_binop(s->a, OP_MOD, expr_index(s->a, h), xe));
 	}
-	sp->n = it->nidx;
+	if (ok && packed) {
+		pk.at = ARENA_ARRAY(s->a, Expr *, it->nidx);
+		memcpy(pk.at, at, sizeof(Expr *) * (size_t)it->nidx);
+		make_packed(s, t, &pk, sp);
+	}
 	return ok;
+}
+
+/* A packed output stores each present point at its offset row: rows past
+** a sequence's end must be absent, or they would overwrite the next
+** sequence's. Its domain must bound the row index. */
+static int check_packed_domain(Sema *s, Stmt *st)
+{
+	Tensor *t = st->lhs;
+	if (!t->pack || (t->domain && (expr_vars(t->domain) >> t->pack->row & 1)))
+		return 1;
+	const char *row = st->sp->v[t->pack->row].name, *tab = t->pack->table->name;
+	diag_error(s->d, st->item->nameloc,
+		   "'%s' is written packed at offsets '%s', but nothing makes its rows past a "
+		   "sequence's end absent: they would overwrite the next sequence's; bound '%s' "
+		   "by a 'where', e.g. 'where %s < %s[b + 1] - %s[b]'",
+		   t->name, tab, row, row, tab, tab);
+	return 0;
 }
 
 /* A temporary takes the type of its value; a declared output must be
@@ -115,5 +186,5 @@ int lower_statement(Sema *s, Stmt *st)
 	}
 	node_make(s, st->lhs, sp.v, nfree, sp.n - nfree, red, body, where, own, it->loc,
 		  "statement");
-	return 1;
+	return check_packed_domain(s, st);
 }

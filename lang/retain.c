@@ -145,6 +145,16 @@ static Tensor *tensor(Memo *m, const Tensor *t)
 		c->shape = memo_get(m, t->shape);
 	}
 	c->domain = expr(m, t->domain);
+	if (t->pack) {
+		Pack *p = dup(m, t->pack, sizeof *t->pack);
+		p->shape = dup(m, t->pack->shape, sizeof(Expr *) * (size_t)t->pack->rank);
+		p->at = dup(m, t->pack->at, sizeof(Expr *) * (size_t)t->pack->rank);
+		for (int k = 0; k < p->rank; k++)
+			p->shape[k] = expr(m, t->pack->shape[k]),
+			p->at[k] = expr(m, t->pack->at[k]);
+		p->table = tensor(m, t->pack->table);
+		c->pack = p;
+	}
 	c->def = NULL; /* set by the copy of the node (retain_cascade) */
 	return c;
 }

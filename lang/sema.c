@@ -315,6 +315,9 @@ static void check_block(Sema *s)
 		if (it->kind == I_STMT) {
 			mark_uses(s, it->rhs);
 			mark_uses(s, it->where);
+			/* a packed output's offsets are read on the left */
+			for (int k = 0; k < it->nidx; k++)
+				mark_uses(s, it->idx[k]);
 		}
 	}
 	for (int i = 0; i < s->syms.n; i++) {

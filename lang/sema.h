@@ -103,6 +103,8 @@ int lower_statement(Sema *s, Stmt *st);
 int sema_index_statement(Sema *s, Stmt *st);
 /* True when e reads a tensor whose definition failed (already reported). */
 int sema_reads_failed(Sema *s, AstExpr *e);
+/* `T[b, ...] + i` on the left: a packed output's row (sema_index.c). */
+int sema_pack_pattern(Sema *s, AstExpr *e, AstExpr **table, AstExpr **row);
 /* Whether two ranges are the same: by value when both are constant. */
 int sema_extent_equal(const Expr *a, const Expr *b);
 

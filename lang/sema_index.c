@@ -80,18 +80,29 @@ static void describe_access(AstExpr *acc, VarInfo *v)
 	v->from_text = acc->name;
 }
 
+/* `wide` is `narrow + c`, c a positive literal: the offsets of a packed
+** batch, cu[B + 1], are read at b and b + 1 with b spanning B. */
+static int extent_plus(const Expr *wide, const Expr *narrow)
+{
+	return wide->kind == EX_BINOP && wide->op == OP_ADD && wide->args[1]->kind == EX_INT &&
+	       wide->args[1]->ival > 0 && sema_extent_equal(wide->args[0], narrow);
+}
+
 /* Records that index `name` spans `extent`, reporting a clash with an
-** earlier range. */
+** earlier range. A range X and a dimension X + c agree, and the index
+** takes X: it reads the first X positions of that dimension. */
 static void bind_extent(Sema *s, Stmt *st, const char *name, Expr *extent, AstExpr *acc, SrcLoc at)
 {
 	VarInfo *v = scope_var(st, name);
 	if (!v || !extent)
 		return;
-	if (!v->extent) {
+	if (!v->extent || extent_plus(v->extent, extent)) {
 		v->extent = extent;
 		describe_access(acc, v);
 		return;
 	}
+	if (extent_plus(extent, v->extent))
+		return;
 	if (!sema_extent_equal(v->extent, extent)) {
 		const char *a = expr_str(s->a, v->extent, NULL), *b = expr_str(s->a, extent, NULL);
 		diag_error(s->d, at,
@@ -248,6 +259,14 @@ static int walk(Sema *s, Stmt *st, AstExpr *e, const char **bound, int nb, int i
 		return 1;
 	case A_ACCESS: {
 		Sym *y = scope_sym(s, e->name);
+		if (y && y->kind == SYM_TENSOR && y->tensor && y->tensor->pack) {
+			diag_error(
+			    s->d, e->nameloc,
+			    "'%s' is written packed at offsets and cannot be read by another "
+			    "statement; read the value it is computed from",
+			    e->name);
+			return 0;
+		}
 		if (y && y->kind == SYM_TENSOR && y->tensor && y->tensor->rank != e->nargs) {
 			diag_error(s->d, e->loc, "'%s' has rank %d but is subscripted with %d %s",
 				   e->name, y->tensor->rank, e->nargs,
@@ -350,24 +369,87 @@ static void collect(Sema *s, Stmt *st, AstExpr *e, int in_index)
 	collect(s, st, e->where, 0);
 }
 
-/* Left-hand subscripts are plain index names or a*X+b; each name at most
-** once, since a statement defines every element exactly once. */
+/* `T[b, ...] + i` (or `i + T[b, ...]`) with T a tensor and b, ..., i index
+** names: a packed output's row, *table the access and *row i. */
+int sema_pack_pattern(Sema *s, AstExpr *e, AstExpr **table, AstExpr **row)
+{
+	if (e->kind != A_BINARY || e->op != OP_ADD)
+		return 0;
+	for (int side = 0; side < 2; side++) {
+		AstExpr *t = e->args[side], *r = e->args[1 - side];
+		if (t->kind != A_ACCESS || !is_index_name(s, r))
+			continue;
+		for (int k = 0; k < t->nargs; k++)
+			if (!is_index_name(s, t->args[k]))
+				return 0;
+		*table = t, *row = r;
+		return 1;
+	}
+	return 0;
+}
+
+/* The offsets of a packed output are an i32 input read at index names
+** only, at one position of an `out`: anything else has no packed layout. */
+static int check_pack(Sema *s, Stmt *st, AstExpr *ix, AstExpr *table, int *npacked)
+{
+	Sym *y = scope_sym(s, table->name);
+	Tensor *t = y && y->kind == SYM_TENSOR ? y->tensor : NULL;
+	if (st->lhs->kind != TK_OUT) {
+		diag_error(s->d, ix->loc,
+			   "only an 'out' can be written packed at offsets ('%s' is a temporary)",
+			   st->item->name);
+		return 0;
+	}
+	if (++*npacked > 1) {
+		diag_error(s->d, ix->loc,
+			   "'%s' is written packed at two positions; a packed "
+			   "output has one dimension of rows at offsets",
+			   st->item->name);
+		return 0;
+	}
+	if (!t || t->kind != TK_IN || t->dtype != DT_I32) {
+		diag_error(s->d, table->nameloc,
+			   "the offsets of a packed output must be an i32 input, and '%s' is not",
+			   table->name);
+		return 0;
+	}
+	if (t->rank != table->nargs) {
+		diag_error(s->d, table->loc, "'%s' has rank %d but is subscripted with %d %s",
+			   table->name, t->rank, table->nargs,
+			   table->nargs == 1 ? "index" : "indices");
+		return 0;
+	}
+	return 1;
+}
+
+/* Left-hand subscripts are plain index names, a*X+b, or a packed output's
+** row T[b] + i; each name at most once, since a statement defines every
+** element exactly once. */
 static int check_lhs(Sema *s, Stmt *st)
 {
 	AstItem *it = st->item;
-	int ok = 1;
+	int ok = 1, npacked = 0;
 	for (int k = 0; k < it->nidx; k++) {
-		AstExpr *ix = it->idx[k], *a, *x, *b;
-		AstExpr *names[2];
+		AstExpr *ix = it->idx[k], *a, *x, *b, *table, *row;
+		AstExpr *names[MAX_VARS];
 		int nn = 0;
 		if (is_index_name(s, ix))
 			names[nn++] = ix;
 		else if (split_pattern(s, ix, &a, &x, &b))
 			names[nn++] = a, names[nn++] = b;
-		else {
+		else if (sema_pack_pattern(s, ix, &table, &row)) {
+			if (!check_pack(s, st, ix, table, &npacked)) {
+				ok = 0;
+				continue;
+			}
+			for (int i = 0; i < table->nargs && nn < MAX_VARS - 1; i++)
+				names[nn++] = table->args[i];
+			names[nn++] = row;
+		} else {
 			diag_error(
 			    s->d, ix->loc,
-			    "a left-hand subscript must be an index name or of the form a*G+b");
+			    "a left-hand subscript must be an index name, of the form a*G+b, "
+			    "or a packed row T[b] + i");
 			ok = 0;
 			continue;
 		}
@@ -397,6 +479,10 @@ static int lhs_extents(Sema *s, Stmt *st)
 		for (int k = 0; k < it->nidx; k++)
 			infer_position(s, st, &fake, it->idx[k], k, st->lhs->shape[k]);
 	}
+	AstExpr *table, *row;
+	for (int k = 0; k < it->nidx; k++)
+		if (sema_pack_pattern(s, it->idx[k], &table, &row))
+			infer_access(s, st, table);
 	return 1;
 }
 

@@ -172,6 +172,10 @@ static void emit_bindings(CGen *g)
 			}
 			continue;
 		}
+		if (t->pack) {
+			cg_packed_buffer(g, t);
+			continue;
+		}
 		cg_line(g, "%s%s *t_%d = (%s *)data[%d];", t->kind == TK_IN ? "const " : "", ty,
 			t->id, ty, t->id);
 		cg_line(g, "if (!t_%d) { status = 1; goto done; }", t->id);
@@ -185,7 +189,7 @@ static void emit_frees(CGen *g)
 {
 	for (int i = 0; i < g->c->tensors.n; i++) {
 		const Tensor *t = g->c->tensors.v[i];
-		if (t->kind == TK_TEMP && g->st[t->id].kind == ST_GLOBAL)
+		if ((t->kind == TK_TEMP && g->st[t->id].kind == ST_GLOBAL) || t->pack)
 			cg_line(g, "free(t_%d);", t->id);
 	}
 }
@@ -231,6 +235,9 @@ static void emit_cascade_impl(CGen *g)
 		g->ind--;
 		cg_line(g, "}");
 	}
+	for (int i = 0; i < c->tensors.n; i++)
+		if (((Tensor *)c->tensors.v[i])->pack)
+			cg_store_packed(g, c->tensors.v[i]);
 	fputs("done:\n", g->o);
 	cg_line(g, "(void)0;");
 	emit_frees(g);
@@ -304,7 +311,7 @@ static void emit_entries(CGen *g)
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];
 		fprintf(o, "\tcase %d: *kind = %d, *dtype = %d, *rank = %d; return \"%s\";\n", i,
-			(int)t->kind, (int)t->dtype, t->rank, t->name);
+			(int)t->kind, (int)t->dtype, tensor_buf_rank(t), t->name);
 	}
 	fprintf(o, "\tdefault: return 0;\n\t}\n}\n");
 	fprintf(o, "\nconst char *%s_dim_name(int i)\n{\n\tstatic const char *const n[] = {",
@@ -341,10 +348,10 @@ static void emit_entries(CGen *g)
 	for (int i = 0; i < c->tensors.n; i++) {
 		const Tensor *t = c->tensors.v[i];
 		fprintf(o, "\tcase %d:\n", i);
-		for (int k = 0; k < t->rank; k++) {
+		for (int k = 0; k < tensor_buf_rank(t); k++) {
 			fprintf(o, "\t\tshape[%d] = ", k);
 			g->o = o;
-			cg_expr(g, t->shape[k]);
+			cg_expr(g, tensor_buf_shape(t)[k]);
 			fprintf(o, ";\n");
 		}
 		fprintf(o, "\t\tbreak;\n");

@@ -62,5 +62,10 @@ LocalDim cg_local_dim(const CGen *g, int node, int var);
 int cg_streamable(CGen *g, const char **why);
 void cg_materialised(CGen *g, int node);
 void cg_stream_kernel(CGen *g);
+/* A packed output (Tensor.pack): its node computes the logical tensor into
+** a buffer of the entry's own, whose present points cg_store_packed stores
+** at their places in the caller's. */
+void cg_packed_buffer(CGen *g, const Tensor *t);
+void cg_store_packed(CGen *g, const Tensor *t);
 
 #endif

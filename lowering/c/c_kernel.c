@@ -640,3 +640,59 @@ void cg_stream_kernel(CGen *g)
 	cg_line(g, "}");
 	cg_line(g, "if (failed) { status = 2; goto done; }");
 }
+
+void cg_packed_buffer(CGen *g, const Tensor *t)
+{
+	const char *size = "1";
+	for (int k = t->pack->rank - 1; k >= 0; k--) {
+		cg_line(g, "const long ps_%d_%d = %s; (void)ps_%d_%d;", t->id, k, size, t->id, k);
+		size = arena_printf(g->a, "%s*%s", size, cg_expr_str(g, t->pack->shape[k]));
+	}
+	cg_line(g, "const long pn_%d = %s; (void)pn_%d;", t->id, size, t->id);
+	cg_line(g, "real *pk_%d = (real *)data[%d];", t->id, t->id);
+	cg_line(g, "real *t_%d = calloc((size_t)n_t%d, sizeof(real));", t->id, t->id);
+	cg_line(g, "if (!pk_%d) { status = 1; goto done; }", t->id);
+	cg_line(g, "if (!t_%d) { status = 2; goto done; }", t->id);
+}
+
+/* Over the logical tensor: a present point goes to its place (its offsets
+** read from the caller's table), an absent one nowhere. A place outside
+** the buffer (offsets past it) is an error the entry returns, not a
+** write. */
+void cg_store_packed(CGen *g, const Tensor *t)
+{
+	const Pack *pk = t->pack;
+	int i = t->def->id, save = g->streamed;
+	g->streamed = 0;
+	set_vars(g, i);
+	cg_line(g, "/* %s: its present points at their offsets in '%s' */", t->name,
+		pk->table->name);
+	int opened = 0;
+	for (int v = 0; v < t->def->nfree; v++)
+		opened += open_loop(g, i, v);
+	if (t->domain) {
+		cg_indent(g);
+		fputs("if (!(", g->o);
+		cg_expr(g, t->domain);
+		fputs(")) continue;\n", g->o);
+	}
+	Expr **args = free_args(g, t->def);
+	cg_line(g, "long at = 0;");
+	for (int k = 0; k < pk->rank; k++) {
+		cg_indent(g);
+		fputs("{ const long x = ", g->o);
+		cg_expr(g, expr_subst(g->a, pk->at[k], args, t->rank));
+		fprintf(g->o,
+			"; if (x < 0 || x >= %s) { status = 1; continue; } at += x*ps_%d_%d; }\n",
+			cg_expr_str(g, pk->shape[k]), t->id, k);
+	}
+	Store st = g->st[t->id];
+	g->st[t->id].kind = ST_GLOBAL;
+	cg_indent(g);
+	fprintf(g->o, "pk_%d[at] = (real)", t->id);
+	cg_addr(g, t, args, "t");
+	fputs(";\n", g->o);
+	g->st[t->id] = st;
+	close_loops(g, opened);
+	g->streamed = save;
+}

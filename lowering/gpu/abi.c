@@ -61,8 +61,8 @@ void gpu_declare_params(KernelGen *g)
 		const Tensor *t = c->tensors.v[i];
 		if (t->kind == TK_TEMP)
 			continue;
-		sn[i] = ARENA_ARRAY(g->a, const char *, t->rank + 1);
-		for (int k = 0; k < t->rank; k++)
+		sn[i] = ARENA_ARRAY(g->a, const char *, tensor_buf_rank(t) + 1);
+		for (int k = 0; k < tensor_buf_rank(t); k++)
 			sn[i][k] = ptx_param(f, arena_printf(g->a, "s%d_%d", i, k), ".s64");
 	}
 	const char **dn = ARENA_ARRAY(g->a, const char *, c->dims.n + 1);
@@ -102,8 +102,8 @@ void gpu_load_params(KernelGen *g)
 		gpu_op2(g, PTX_LD, ".param.u64", po_r(r), po_memsym(pn[i], 0));
 		g->par.tptr[i] = gpu_reg(g, PC_B64);
 		gpu_op2(g, PTX_CVTA, ".to.global.u64", po_r(g->par.tptr[i]), po_r(r));
-		g->par.stride[i] = ARENA_ARRAY(g->a, PReg, t->rank + 1);
-		for (int k = 0; k < t->rank; k++) {
+		g->par.stride[i] = ARENA_ARRAY(g->a, PReg, tensor_buf_rank(t) + 1);
+		for (int k = 0; k < tensor_buf_rank(t); k++) {
 			g->par.stride[i][k] = gpu_reg(g, PC_B64);
 			gpu_op2(g, PTX_LD, ".param.s64", po_r(g->par.stride[i][k]),
 				po_memsym(sn[i][k], 0));

@@ -16,7 +16,12 @@ static void store(KernelGen *g, int i, PReg v, PReg guard)
 	Expr **args = ARENA_ARRAY(g->a, Expr *, n->nfree + 1);
 	for (int k = 0; k < n->nfree; k++)
 		args[k] = expr_index(g->a, k);
-	if (t->domain) {
+	if (t->domain && t->pack) {
+		/* an absent point of a packed output has no place: no store */
+		PReg ok = gpu_expr(g, t->domain), both = gpu_reg(g, PC_PRED);
+		gpu_op3(g, PTX_AND, ".pred", po_r(both), po_r(ok), po_r(guard));
+		guard = both;
+	} else if (t->domain) {
 		PReg ok = gpu_expr(g, t->domain), z = gpu_reg(g, PC_F32);
 		gpu_op4(g, PTX_SELP, ".f32", po_r(z), po_r(v), po_f(0.0f), po_r(ok));
 		v = z;

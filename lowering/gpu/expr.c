@@ -127,15 +127,23 @@ PReg gpu_index_value(KernelGen *g, int v)
 
 PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args)
 {
+	int rank = t->rank;
+	if (t->pack) {
+		/* a packed output's place: its logical point through Pack.at */
+		Expr **at = ARENA_ARRAY(g->a, Expr *, t->pack->rank);
+		for (int k = 0; k < t->pack->rank; k++)
+			at[k] = expr_subst(g->a, t->pack->at[k], args, t->rank);
+		args = at, rank = t->pack->rank;
+	}
 	PReg off = iconst(g, 0);
 	g->in_subscript++;
-	for (int k = 0; k < t->rank; k++) {
+	for (int k = 0; k < rank; k++) {
 		PReg x = gpu_expr(g, args[k]);
 		PReg n = gpu_reg(g, PC_B64);
 		/* the last dimension's stride is 1: libattnrt refuses any other
 		** where that dimension has more than one element (where it has
 		** one, the index is 0); an add, not a 64-bit multiply, a read */
-		if (k == t->rank - 1)
+		if (k == rank - 1)
 			gpu_op3(g, PTX_ADD, ".s64", po_r(n), po_r(x), po_r(off));
 		else
 			gpu_op4(g, PTX_MAD, ".lo.s64", po_r(n), po_r(x),

@@ -236,3 +236,39 @@ int gpu_pages_slot(const Plan *p, int node, const Expr *e, IndexKind along)
 			return -1;
 	return slot;
 }
+
+/* x is the rows' index plus what does not follow them (cu_k[b] + j): the
+** rows at an offset, consecutive from it. */
+static int offset_subscript(const Plan *p, int node, const Expr *x, IndexKind along)
+{
+	if (x->kind != EX_BINOP || x->op != OP_ADD)
+		return 0;
+	for (int side = 0; side < 2; side++) {
+		const Expr *i = x->args[side];
+		int key = 0, reads = 0;
+		if (i->kind == EX_INDEX && plan_index_kind(p, node, i->var) == along &&
+		    row_arith(p, node, x->args[1 - side], along, &key, &reads) && !key)
+			return 1;
+	}
+	return 0;
+}
+
+int gpu_offset_slot(const Plan *p, int node, const Expr *e, IndexKind along)
+{
+	int slot = -1;
+	for (int k = 0; k < e->nargs - 1; k++) {
+		const Expr *x = e->args[k];
+		if (offset_subscript(p, node, x, along)) {
+			if (slot >= 0)
+				return -1;
+			slot = k;
+			continue;
+		}
+		int key = 0, reads = 0;
+		if (x->kind != EX_INDEX && row_arith(p, node, x, along, &key, &reads) && key)
+			return -1;
+		if (x->kind == EX_INDEX && plan_index_kind(p, node, x->var) == along)
+			return -1;
+	}
+	return e->nargs > GPU_TMAP_MAX_RANK ? -1 : slot;
+}

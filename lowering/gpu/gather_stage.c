@@ -132,6 +132,8 @@ static PReg pages_ok(KernelGen *g, const TmaRead *const *r, int n)
 {
 	PReg ok = gpu_pconst(g, 1);
 	for (int i = 0; i < n; i++) {
+		if (r[i]->offset)
+			continue; /* consecutive rows from an offset: any box holds them */
 		PReg x = gpu_u32(g, gpu_expr(g, r[i]->e->tensor->shape[r[i]->rowdim])),
 		     t = gpu_reg(g, PC_B32), o = gpu_reg(g, PC_PRED);
 		gpu_op3(g, PTX_AND, ".b32", po_r(t), po_r(x), po_i(g->bn - 1));
@@ -210,7 +212,13 @@ static void pages_copy(KernelGen *g, const TmaRead *const *r, int n, const char 
 void gpu_gather_stage_copy(KernelGen *g, const GatherStage *gs, PReg tid32, PReg j0, PReg sa,
 			   PReg fb)
 {
-	int Lrows = 0, Lend = 0, pages = by_pages(gs);
+	int Lrows = 0, Lend = 0, pages = by_pages(gs), offsets = 1;
+	for (int r = 0; r < gs->n; r++)
+		offsets &= gs->rd[r]->offset;
+	if (offsets) { /* every read's rows lie at an offset: boxes always */
+		pages_copy(g, gs->rd, gs->n, gs->names, tid32, j0, sa, fb, gs->tx);
+		return;
+	}
 	if (pages) {
 		PReg ok = pages_ok(g, gs->rd, gs->n);
 		Lrows = ptx_new_label(g->f), Lend = ptx_new_label(g->f);

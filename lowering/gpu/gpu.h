@@ -245,6 +245,11 @@ typedef struct KernelShape {
 
 /* gpu/shape.c: fills s or returns a reason the plan does not fit. */
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s);
+/* Why a kernel cannot store c's packed outputs (Tensor.pack), or NULL: the
+** one-pass kernel over query tiles stores them; a pass over rows alone, one
+** pass of several and split-KV parts (whose merge would store them) do not
+** yet. */
+const char *gpu_packed_refusal(const Cascade *c, int parts, int rows);
 int gpu_gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k);
 int gpu_vread_node(const KernelShape *s, int v);
 /* Class cls is a value index of the contractions with V. In the header:
@@ -516,6 +521,12 @@ PReg gpu_gather_row(KernelGen *g, int node, const Expr *e, IndexKind along, PReg
 		    PReg *ok);
 /* The dimension of the read's slot where its rows lie in pages (j % X), or -1. */
 int gpu_pages_slot(const Plan *p, int node, const Expr *e, IndexKind along);
+/* The dimension where the read's rows lie at an offset, consecutive
+** (K[cu_k[b] + j, ..], a packed batch's), every other subscript not
+** following them; or -1. A box of rows at the offset's coordinate copies a
+** tile: past the tensor TMA fills zeros, and rows of the next sequence are
+** masked by the cascade's own filters. */
+int gpu_offset_slot(const Plan *p, int node, const Expr *e, IndexKind along);
 /* A tile's rows evaluated one per lane of the 128 copying threads, for
 ** their chunks to take by shuffles (where cpr divides 32; gather.c). */
 typedef struct GatherLanes {
@@ -667,6 +678,7 @@ typedef struct TmaRead {
 	uint32_t off;  /* byte offset (Q: in shared memory; K, V: in a stage) */
 	int panels;    /* 64-element panels of the contracted or value dim */
 	uint32_t rows; /* rows of the tile (Q: the CTA's rows; K, V: the key tile, bn) */
+	int offset;    /* its rows lie at an offset along rowdim (gpu_offset_slot) */
 } TmaRead;
 
 void gpu_mbar_wait(KernelGen *g, PReg bar, PReg parity);
@@ -676,7 +688,14 @@ PReg gpu_saddr(KernelGen *g, PReg base, uint32_t off);
 const char *gpu_tma_maps_reason(const KernelShape *s);
 void gpu_tma_add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls, uint32_t rows,
 		     uint32_t box_rows, long inner, int gathered);
-void gpu_tma_fixed_coords(KernelGen *g, const TmaRead *r, PReg *c);
+PReg gpu_tma_fixed_coords(KernelGen *g, const TmaRead *r, PReg *c);
+PReg gpu_tma_box_row(KernelGen *g, PReg j, PReg off);
+/* tma.c: read r of kernel s's stage (K's, then V's), or its Q read k, is gathered
+** with its rows at an offset. */
+int gpu_stage_at_offset(const KernelShape *s, int r);
+int gpu_q_at_offset(const KernelShape *s, int k);
+/* Every read kernel s's stage copies is at an offset. */
+int gpu_stage_all_at_offset(const KernelShape *s);
 void gpu_tma_copy(KernelGen *g, const TmaRead *r, PReg map, const PReg *fixed, PReg row, int p,
 		  PReg dst, PReg bar, PReg lead);
 void gpu_tma_reduce_add(KernelGen *g, PReg map, const PReg *c, int rank, PReg src, PReg lead);

@@ -141,7 +141,7 @@ static int tmap_ok(const Cascade *c, const GpuKernelInfo *info, int k)
 	if (m->tensor < 0 || m->tensor >= c->tensors.n)
 		return 0;
 	const Tensor *t = c->tensors.v[m->tensor];
-	return t->kind != TK_TEMP && m->rank == t->rank && m->rank >= 1 &&
+	return t->kind != TK_TEMP && m->rank == tensor_buf_rank(t) && m->rank >= 1 &&
 	       m->rank <= GPU_TMAP_MAX_RANK;
 }
 
@@ -171,7 +171,7 @@ static void tmap_encode(FILE *o, const Cascade *c, const GpuKernelInfo *info, in
 		fprintf(o,
 			"\t\tif ((rc = attnrt_tensor_map(tmaps[%d], ptrs[%d], %d, shape, s, %d, "
 			"box%d))) return rc;\n",
-			k, i, t->rank, dtype_size(t->dtype), k);
+			k, i, tensor_buf_rank(t), dtype_size(t->dtype), k);
 	}
 }
 
@@ -185,12 +185,12 @@ static void tensor_block(FILE *o, const Cascade *c, int i, const char *cond)
 		fprintf(o, "\tif (%s) {\n", cond);
 	else
 		fputs("\t{\n", o);
-	fprintf(o, "\t\tint64_t shape[%d], def[%d];\n\t\t%s_shape(%d, dims, shape);\n", t->rank + 1,
-		t->rank + 1, c->name, i);
+	fprintf(o, "\t\tint64_t shape[%d], def[%d];\n\t\t%s_shape(%d, dims, shape);\n",
+		tensor_buf_rank(t) + 1, tensor_buf_rank(t) + 1, c->name, i);
 	fprintf(o,
 		"\t\tfor (int d = %d; d >= 0; d--) def[d] = d == %d ? 1 : def[d + 1] * "
 		"shape[d + 1];\n",
-		t->rank - 1, t->rank - 1);
+		tensor_buf_rank(t) - 1, tensor_buf_rank(t) - 1);
 	fprintf(o, "\t\tconst int64_t *s = strides && strides[%d] ? strides[%d] : def;\n", i, i);
 }
 
@@ -499,23 +499,23 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 			tiled |= info->tmap[k].tensor == i;
 		int align = tiled ? 16 : dtype_size(t->dtype);
 		tensor_block(o, c, i, NULL);
-		fprintf(o, "\t\tconst char *names[%d] = {", t->rank + 1);
-		for (int k = 0; k < t->rank; k++) {
+		fprintf(o, "\t\tconst char *names[%d] = {", tensor_buf_rank(t) + 1);
+		for (int k = 0; k < tensor_buf_rank(t); k++) {
 			fputs("\"", o);
-			expr_print(o, t->shape[k], NULL);
+			expr_print(o, tensor_buf_shape(t)[k], NULL);
 			fputs("\", ", o);
 		}
 		fputs("NULL};\n", o);
 		fprintf(o,
 			"\t\tif ((rc = attnrt_check_tensor_named(\"%s\", \"%s\", ptrs[%d], %d, "
 			"shape, shape, s, %d, %d, names))) return rc;\n",
-			n, t->name, i, t->rank, dtype_size(t->dtype), align);
+			n, t->name, i, tensor_buf_rank(t), dtype_size(t->dtype), align);
 		/* a bundle's maps are the image's that runs: encoded below */
 		if (!ai)
 			tmap_encode(o, c, info, ntmaps, i);
 		fprintf(o, "\t\tptr[%d] = (uint64_t)(uintptr_t)ptrs[%d];\n", i, i);
-		fprintf(o, "\t\tfor (int d = 0; d < %d; d++) st[%d + d] = s[d];\n\t}\n", t->rank,
-			i * 8);
+		fprintf(o, "\t\tfor (int d = 0; d < %d; d++) st[%d + d] = s[d];\n\t}\n",
+			tensor_buf_rank(t), i * 8);
 	}
 	for (int i = 0; i < c->tensors.n; i++)
 		if (((Tensor *)c->tensors.v[i])->kind != TK_TEMP)
@@ -524,7 +524,7 @@ static void launcher(FILE *o, const Cascade *c, const GpuImages *im, int idx)
 		const Tensor *t = c->tensors.v[i];
 		if (t->kind == TK_TEMP)
 			continue;
-		for (int k = 0; k < t->rank; k++)
+		for (int k = 0; k < tensor_buf_rank(t); k++)
 			fprintf(o, "\targs[k++] = &st[%d];\n", i * 8 + k);
 	}
 	for (int i = 0; i < c->dims.n; i++)

@@ -42,9 +42,9 @@ void iface_shape_fn(FILE *o, const Cascade *c, const char *name)
 		if (t->kind == TK_TEMP)
 			continue;
 		fprintf(o, "\tcase %d:\n", i);
-		for (int k = 0; k < t->rank; k++) {
+		for (int k = 0; k < tensor_buf_rank(t); k++) {
 			fprintf(o, "\t\tshape[%d] = ", k);
-			iface_dim_expr(o, t->shape[k]);
+			iface_dim_expr(o, tensor_buf_shape(t)[k]);
 			fputs(";\n", o);
 		}
 		fputs("\t\tbreak;\n", o);
@@ -83,7 +83,7 @@ void iface_args_struct(FILE *o, const Cascade *c)
 		if (t->kind == TK_TEMP)
 			continue;
 		fprintf(o, "\t%svoid *%s; /* %s, %d dims */\n", t->kind == TK_IN ? "const " : "",
-			t->name, dtype_name(t->dtype), t->rank);
+			t->name, dtype_name(t->dtype), tensor_buf_rank(t));
 		fprintf(o, "\tconst int64_t *%s_strides;\n", t->name);
 	}
 	for (int i = 0; i < c->dims.n; i++)

@@ -237,7 +237,8 @@ static void cp_setup(FILE *o, const Cascade *c, const CpRoles *r, const Plan *p)
 		    "\t\tfor (int d = %d; d >= 0; d--)\n"
 		    "\t\t\tc->st[%d][d] = d == %d ? 1 : c->st[%d][d + 1] * shape[d + 1], numel *= "
 		    "shape[d];\n",
-		    t->rank + 1, n, i, r->seq[i], t->rank - 1, i, t->rank - 1, i);
+		    tensor_buf_rank(t) + 1, n, i, r->seq[i], tensor_buf_rank(t) - 1, i,
+		    tensor_buf_rank(t) - 1, i);
 		if (r->role[i] == CP_KEY)
 			fprintf(o,
 				"\t\tif (strides[%d])\n\t\t\treturn "
@@ -250,7 +251,7 @@ static void cp_setup(FILE *o, const Cascade *c, const CpRoles *r, const Plan *p)
 				"\t\tif (strides[%d])\n\t\t\tmemcpy(c->st[%d], strides[%d], %d * "
 				"sizeof "
 				"(int64_t));\n\t\t(void)numel;\n",
-				i, i, i, t->rank);
+				i, i, i, tensor_buf_rank(t));
 		fprintf(o, "\t\tc->strides[%d] = c->st[%d];\n\t}\n", i, i);
 	}
 	fprintf(o,

@@ -35,8 +35,8 @@ void iface_ws_layout(FILE *o, const char *name, const PtrVec *a, const PtrVec *b
 	for (int k = 0; k < n; k++) {
 		const Tensor *t = k < na ? a->v[k] : b->v[k - na];
 		fprintf(o, "\toff[%d] = n;\n\tn += ((size_t)", k);
-		for (int d = 0; d < t->rank; d++) {
-			iface_dim_expr(o, t->shape[d]);
+		for (int d = 0; d < tensor_buf_rank(t); d++) {
+			iface_dim_expr(o, tensor_buf_shape(t)[d]);
 			fputs(" * (size_t)", o);
 		}
 		fprintf(o, "%d + 255) & ~(size_t)255;\n", dtype_size(t->dtype));

@@ -13,7 +13,9 @@ int gpu_pair_column(KernelGen *g, int i)
 {
 	const Node *n = gpu_node(g, i);
 	const Tensor *t = n->out;
-	if ((t->dtype != DT_BF16 && t->dtype != DT_F16) || t->domain || t->rank != n->nfree)
+	/* a packed output's domain is its rows' (gpu_store_pairs tests it) */
+	if ((t->dtype != DT_BF16 && t->dtype != DT_F16) || (t->domain && !t->pack) ||
+	    t->rank != n->nfree)
 		return -1;
 	int pc = -1;
 	for (int k = 0; k < n->nfree; k++)
@@ -30,7 +32,13 @@ void gpu_layout_guard(KernelGen *g, const Tensor *out, int pc, int mask, int oth
 {
 	PReg mis = gpu_reg(g, PC_B64), bad = gpu_reg(g, PC_PRED), one = gpu_reg(g, PC_PRED);
 	gpu_op2(g, PTX_MOV, ".b64", po_r(mis), po_i(0));
-	for (int k = 0; k < out->rank; k++)
+	/* a packed output's strides are its buffer's: the column's place there */
+	for (int k = 0; out->pack && k < out->pack->rank; k++)
+		if (out->pack->at[k]->kind == EX_INDEX && out->pack->at[k]->var == pc) {
+			pc = k;
+			break;
+		}
+	for (int k = 0; k < tensor_buf_rank(out); k++)
 		if (k != pc)
 			gpu_op3(g, PTX_OR, ".b64", po_r(mis), po_r(mis),
 				po_r(g->par.stride[out->id][k]));
@@ -62,14 +70,19 @@ void gpu_store_pairs(KernelGen *g, const PReg *crows, int i, int pc, PReg q, con
 		PReg c0 = gpu_reg(g, PC_B64);
 		gpu_op3(g, PTX_SHL, ".b64", po_r(c0), po_r(q), po_i(1));
 		g->node = i, g->row = crows[h], g->col = c0;
-		PReg a = gpu_addr(g, out, args);
+		PReg a = gpu_addr(g, out, args), ok = okr[h];
+		if (out->pack) { /* rows past the sequence's end are not stored */
+			ok = gpu_reg(g, PC_PRED);
+			gpu_op3(g, PTX_AND, ".pred", po_r(ok), po_r(okr[h]),
+				po_r(gpu_expr(g, out->domain)));
+		}
 		for (int et = 0; et < net; et++) {
 			int el = h / 2 * net * 4 + et * 4 + h % 2 * 2;
 			PReg w = gpu_reg(g, PC_B32);
 			gpu_op3(g, PTX_CVT, f16 ? ".rn.f16x2.f32" : ".rn.bf16x2.f32", po_r(w),
 				po_r(g->acc[i][el + 1]), po_r(g->acc[i][el]));
 			gpu_op2(g, PTX_ST, ".global.b32", po_mem(a, et * 16), po_r(w));
-			ptx_guard(g->f, okr[h], 0);
+			ptx_guard(g->f, ok, 0);
 		}
 	}
 }

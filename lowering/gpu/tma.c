@@ -93,7 +93,11 @@ void gpu_tma_add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls,
 {
 	KernelShape *s = g->s;
 	r->e = e, r->node = node, r->rows = rows;
+	IndexKind along = cls == g->s->scls ? IDX_KEY : IDX_QUERY;
 	r->rowdim = gathered ? gpu_pages_slot(g->p, node, e, IDX_KEY) : row_dim(g, node, e, cls);
+	r->offset = 0;
+	if (r->rowdim < 0 && (r->rowdim = gpu_offset_slot(g->p, node, e, along)) >= 0)
+		r->offset = 1;
 	r->panels = (int)(inner / GPU_TMAP_INNER);
 	if (gathered && r->rowdim < 0) {
 		r->map = -1;
@@ -102,7 +106,7 @@ void gpu_tma_add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls,
 	r->map = s->ntmaps++;
 	GpuTmap *m = &s->tmap[r->map];
 	m->tensor = e->tensor->id, m->rank = e->tensor->rank,
-	m->clip = gathered ? r->rowdim + 1 : 0;
+	m->clip = gathered && !r->offset ? r->rowdim + 1 : 0;
 	for (int d = 0; d < m->rank; d++)
 		m->box[d] = 1;
 	m->box[m->rank - 1] = GPU_TMAP_INNER;
@@ -112,8 +116,10 @@ void gpu_tma_add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls,
 /* The coordinates of read r that do not move with the tile (s32, tensor
 ** dimension order; the row and last dimensions are left to the copies).
 ** A packed head (K[b, i / G, ...]) takes the CTA's first row: a CTA's rows
-** lie in one group. */
-void gpu_tma_fixed_coords(KernelGen *g, const TmaRead *r, PReg *c)
+** lie in one group. Returns where r's rows lie at an offset
+** (TmaRead.offset) that offset, the row subscript at row 0 (a box at row j
+** lies at gpu_tma_box_row), else no register. */
+PReg gpu_tma_fixed_coords(KernelGen *g, const TmaRead *r, PReg *c)
 {
 	const Expr *e = r->e;
 	g->node = r->node, g->row = g->q0, g->col = g->q0;
@@ -122,6 +128,23 @@ void gpu_tma_fixed_coords(KernelGen *g, const TmaRead *r, PReg *c)
 			continue;
 		c[d] = gpu_u32(g, gpu_expr(g, e->args[d]));
 	}
+	if (!r->offset)
+		return (PReg){0, 0};
+	PReg zero = gpu_reg(g, PC_B64);
+	gpu_op2(g, PTX_MOV, ".b64", po_r(zero), po_i(0));
+	g->row = zero, g->col = zero;
+	return gpu_u32(g, gpu_expr(g, e->args[r->rowdim]));
+}
+
+/* The box's row j (u32) of a read whose rows lie at offset off (off.n:
+** else j itself). */
+PReg gpu_tma_box_row(KernelGen *g, PReg j, PReg off)
+{
+	if (!off.n)
+		return j;
+	PReg r = gpu_reg(g, PC_B32);
+	gpu_op3(g, PTX_ADD, ".u32", po_r(r), po_r(j), po_r(off));
+	return r;
 }
 
 /* One TMA copy of read r's box at row coordinate row (u32) and panel p
@@ -325,4 +348,30 @@ void gpu_tma_a_frags(KernelGen *g, const TmaRead *r, int n, PReg *const *out)
 						    (uint32_t)(kk / 4) * q->rows * GPU_TMAP_ROW)));
 		}
 	}
+}
+
+int gpu_stage_at_offset(const KernelShape *s, int r)
+{
+	int n = s->p->c->nodes.n;
+	if (r < s->nqk)
+		return s->qk[r].bgather && gpu_offset_slot(s->p, gpu_gemm_node(s, n, SN_GEMM1, r),
+							   s->qk[r].b, IDX_KEY) >= 0;
+	r -= s->nqk;
+	return s->vgather[r] &&
+	       gpu_offset_slot(s->p, gpu_vread_node(s, r), s->vreads[r], IDX_KEY) >= 0;
+}
+
+int gpu_q_at_offset(const KernelShape *s, int k)
+{
+	return s->qk[k].agather &&
+	       gpu_offset_slot(s->p, gpu_gemm_node(s, s->p->c->nodes.n, SN_GEMM1, k), s->qk[k].a,
+			       IDX_QUERY) >= 0;
+}
+
+int gpu_stage_all_at_offset(const KernelShape *s)
+{
+	for (int r = 0; r < s->nqk + s->nvreads; r++) /* a V read of K's tile: no copy */
+		if (!gpu_stage_at_offset(s, r) && (r < s->nqk || s->vk[r - s->nqk] < 0))
+			return 0;
+	return 1;
 }

@@ -85,5 +85,7 @@ const char *gpu_refusal(Arena *a, const GpuTarget *t, const Cascade *c, int part
 	s.with_parts = parts, s.cta_slices = gpu_cta_slices(t, &s);
 	if (!why && t->refusal)
 		why = t->refusal(p, &s);
+	if (!why)
+		why = gpu_packed_refusal(c, parts, 0);
 	return why;
 }

@@ -467,6 +467,17 @@ static void func_begin(MlirEm *em, const Cascade *c, int na, const MlirType *ty)
 ** func.func op (whose type needs the argument and result lists). */
 static void build_func(MlirEm *em, MlirBlock modbody, const Cascade *c, int memref_io)
 {
+	for (int i = 0; i < c->tensors.n; i++) {
+		const Tensor *t = c->tensors.v[i];
+		if (t->pack) {
+			mlir_fail(
+			    em,
+			    "'%s' is written packed at offsets '%s', a scatter the linalg "
+			    "interchange does not express yet (--engine interp or cpu runs it)",
+			    t->name, t->pack->table->name);
+			return;
+		}
+	}
 	int nmax = c->dims.n + c->params.n + c->tensors.n + 1;
 	MlirType *ty = ARENA_ARRAY(em->arena, MlirType, nmax);
 	MlirType *rt = ARENA_ARRAY(em->arena, MlirType, nmax);

@@ -124,7 +124,8 @@ void sm80_store_output(KernelGen *g, int i, PReg q, const PReg *crows, const PRe
 {
 	Sm80Kernel *k8 = sm80_of(g);
 	int pc = gpu_pair_column(g, i);
-	if (pc >= 0 && staged_wanted(g, &k8->sm)) {
+	/* a packed output's rows go by pairs (gpu_store_pairs tests each) */
+	if (pc >= 0 && staged_wanted(g, &k8->sm) && !gpu_node(g, i)->out->pack) {
 		int pairs = ptx_new_label(g->f);
 		store_staged(g, i, pc, &k8->sm, g->sbase, pairs);
 		gpu_op1(g, PTX_BRA, ".uni", po_label(done));

@@ -9,10 +9,12 @@
 */
 #include "sm90.h"
 
-/* The reads of the stage that are gathered: all or none (sm90_refusal). */
+/* The reads of the stage that are gathered: all or none (sm90_refusal).
+** Reads at offsets alone are copied as plain reads are (one thread, a box
+** at the offset's row): not gathered here. */
 int sm90_gathered(const KernelShape *s)
 {
-	return s->nqk > 0 && s->qk[0].bgather;
+	return s->nqk > 0 && s->qk[0].bgather && !gpu_stage_all_at_offset(s);
 }
 
 /* The stage's gathered reads, K's then V's, their maps and bytes, and the

@@ -28,10 +28,10 @@ static void load_q(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 	for (int k = 0; k < s->nqk; k++) {
 		const TmaRead *r = &k9->q[k];
 		PReg fixed[GPU_TMAP_MAX_RANK];
-		gpu_tma_fixed_coords(g, r, fixed);
+		PReg row = gpu_tma_box_row(g, q32, gpu_tma_fixed_coords(g, r, fixed));
 		for (int p = 0; p < r->panels; p++)
 			gpu_tma_copy(
-			    g, r, maps[r->map], fixed, q32, p,
+			    g, r, maps[r->map], fixed, row, p,
 			    gpu_saddr(g, g->sbase, r->off + (uint32_t)p * r->rows * GPU_TMAP_ROW),
 			    qbar, (PReg){0, 0});
 	}
@@ -142,11 +142,12 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 	}
 	if (gathered)
 		sm90_gather_setup(g, tid32, &gs);
+	PReg ko[GPU_MAXG], vo[GPU_MAXG]; /* rows at offsets: the offsets */
 	for (int k = 0; k < s->nqk && !gathered; k++)
-		gpu_tma_fixed_coords(g, &k9->k[k], fk[k]);
+		ko[k] = gpu_tma_fixed_coords(g, &k9->k[k], fk[k]);
 	for (int v = 0; v < s->nvreads && !gathered; v++)
 		if (s->vk[v] < 0)
-			gpu_tma_fixed_coords(g, &k9->v[v], fv[v]);
+			vo[v] = gpu_tma_fixed_coords(g, &k9->v[v], fv[v]);
 	PReg start = gpu_reg(g, PC_B64), j0 = gpu_reg(g, PC_B64), nxt = gpu_reg(g, PC_B64),
 	     any = gpu_reg(g, PC_PRED), all = gpu_reg(g, PC_PRED);
 	g->send = gpu_reg(g, PC_B64);
@@ -202,14 +203,16 @@ static void stream(KernelGen *g, Sm90Kernel *k9, const PReg *maps, int lanes, Pr
 	for (int k = 0; k < s->nqk && !gathered; k++)
 		for (int p = 0; p < k9->k[k].panels; p++)
 			gpu_tma_copy(
-			    g, &k9->k[k], maps[k9->k[k].map], fk[k], j32, p,
+			    g, &k9->k[k], maps[k9->k[k].map], fk[k], gpu_tma_box_row(g, j32, ko[k]),
+			    p,
 			    gpu_saddr(g, sa,
 				      k9->k[k].off + (uint32_t)p * (uint32_t)g->bn * GPU_TMAP_ROW),
 			    fb, lead);
 	for (int v = 0; v < s->nvreads && !gathered; v++)
 		for (int p = 0; p < k9->v[v].panels && s->vk[v] < 0; p++)
 			gpu_tma_copy(
-			    g, &k9->v[v], maps[k9->v[v].map], fv[v], j32, p,
+			    g, &k9->v[v], maps[k9->v[v].map], fv[v], gpu_tma_box_row(g, j32, vo[v]),
+			    p,
 			    gpu_saddr(g, sa,
 				      k9->v[v].off + (uint32_t)p * (uint32_t)g->bn * GPU_TMAP_ROW),
 			    fb, lead);

@@ -36,17 +36,19 @@ const char *sm90_refusal(const Plan *p, const KernelShape *s)
 		return "the tiles do not fit two stages in shared memory (a backward's at head "
 		       "dims above 128); the bundle runs their sm_80 code on Hopper";
 	for (int k = 0; k < s->nqk && s->gathers; k++)
-		if (s->qk[k].agather)
-			return "Q rows read through a gather are not yet taken by sm_90a (Q comes "
-			       "by one TMA box); --target=sm_80 takes them (the default bundle "
-			       "runs its sm_80 kernel on Hopper)";
+		if (s->qk[k].agather && !gpu_q_at_offset(s, k))
+			return "Q rows read through a gather, not at an offset, are not yet taken "
+			       "by "
+			       "sm_90a (Q comes by one TMA box); --target=sm_80 takes them (the "
+			       "default bundle runs its sm_80 kernel on Hopper)";
+	/* a read at an offset is copied either way (a box, gather stage or not) */
 	for (int r = 0; r < s->nqk + s->nvreads && s->gathers; r++) {
 		int gk = r < s->nqk ? s->qk[r].bgather : s->vgather[r - s->nqk];
 		long w = r < s->nqk ? s->qk[r].D : s->DV;
-		if (gk != sm90_gathered(s))
+		if (gk != sm90_gathered(s) && !gpu_stage_at_offset(s, r))
 			return "K and V read one through a gather and one not are not yet taken by "
 			       "sm_90a; --target=sm_80 takes them";
-		if (gk && 32 % (w / 8))
+		if (sm90_gathered(s) && 32 % (w / 8))
 			return "gathered K and V rows with head dims other than 64, 128 and 256 "
 			       "are not yet taken by sm_90a; --target=sm_80 takes them";
 	}

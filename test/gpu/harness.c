@@ -5,7 +5,8 @@
 ** embedded, launched through libattnrt) and gen/<file>_cpu.c (the portable
 ** C back end, itself checked against the MLIR reference in CI).
 **
-**   harness B=2,H=4,N=300[,ramp=R] [seed] [--int NAME=lo:hi[:run]|NAME=perm:DIM]
+**   harness B=2,H=4,N=300[,ramp=R] [seed]
+**           [--int NAME=lo:hi[:run]|NAME=perm:DIM|NAME=cum:TOTAL:MAX]
 **           [--time ITERS]
 **
 ** Seeded random inputs (normal, rounded to bf16/f16 where declared; with
@@ -14,7 +15,8 @@
 ** lo:hi, or with :run in runs of 1 to run equal values, like the ids of
 ** packed documents; perm:DIM, distinct values drawn from a random
 ** permutation of 0 to DIM - 1, like a page table whose pages no two
-** sequences share), outputs
+** sequences share; cum:TOTAL:MAX, cumulative offsets of ragged sequences
+** of at most MAX, 0 and 1 among them, summing to TOTAL (cu_seqlens)), outputs
 ** poisoned with NaN before the launch, then every output compared with the
 ** C back end: relative L2 error, NaN count, and the positions of infinities
 ** (logsumexp of empty rows is -inf). Prints one line per output, and
@@ -326,6 +328,51 @@ static int fill_perm(int32_t *v, long n, long m)
 	return 1;
 }
 
+/* Cumulative offsets of b = n - 1 sequences (cu_seqlens): v[0] = 0, v[n - 1]
+** = total, each length at most max. Ragged: random lengths, the first two
+** 0 and 1 where there are three sequences or more (and room), then moved
+** one at a time until they sum to total. Returns 0 where they cannot. */
+static int fill_cum(int32_t *v, long n, long total, long max)
+{
+	long b = n - 1, sum = 0;
+	if (b < 1 || max < 0 || total < 0 || total > b * max)
+		return 0;
+	long *len = calloc((size_t)b, sizeof *len);
+	for (long k = 0; k < b; k++) {
+		len[k] = (long)(unit() * (double)(max + 1));
+		len[k] = len[k] > max ? max : len[k];
+	}
+	int fix = b >= 3 && max >= 1 && total >= 1 && total <= (b - 2) * max + 1;
+	if (fix)
+		len[0] = 0, len[1] = 1;
+	for (long k = 0; k < b; k++)
+		sum += len[k];
+	while (sum != total) {
+		long k = (long)(unit() * (double)b);
+		k = k >= b ? b - 1 : k;
+		if (fix && k < 2)
+			continue;
+		if (sum > total && len[k] > 0)
+			len[k]--, sum--;
+		else if (sum < total && len[k] < max)
+			len[k]++, sum++;
+	}
+	v[0] = 0;
+	for (long k = 0; k < b; k++)
+		v[k + 1] = (int32_t)(v[k] + len[k]);
+	free(len);
+	return 1;
+}
+
+/* The size of dim `name`, or -1. */
+static long dim_named(const long *dims, int nd, const char *name, size_t len)
+{
+	for (int k = 0; k < nd; k++)
+		if (strlen(F(_dim_name)(k)) == len && !strncmp(F(_dim_name)(k), name, len))
+			return dims[k];
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	int nt, nd, np;
@@ -412,6 +459,24 @@ int main(int argc, char **argv)
 				size_t l = strlen(name[i]);
 				if (strncmp(ints[q], name[i], l) || ints[q][l] != '=')
 					continue;
+				if (!strncmp(ints[q] + l + 1, "cum:", 4)) {
+					/* cum:TOTAL:MAX, cumulative offsets (see fill_cum) */
+					const char *x = ints[q] + l + 5, *c = strchr(x, ':');
+					long total =
+					    c ? dim_named(dims, nd, x, (size_t)(c - x)) : -1;
+					long max =
+					    c ? dim_named(dims, nd, c + 1, strlen(c + 1)) : -1;
+					if (dt[i] != T_I32 || total < 0 || max < 0 ||
+					    !fill_cum(hraw[i], numel[i], total, max)) {
+						printf("%s: no offsets of that total and longest "
+						       "length\nFAIL\n",
+						       ints[q]);
+						return 1;
+					}
+					memcpy(host_f[i], hraw[i], (size_t)numel[i] * 4);
+					perm = 0;
+					continue;
+				}
 				if (!strncmp(ints[q] + l + 1, "perm:", 5)) {
 					for (int k = 0; k < nd; k++)
 						if (!strcmp(F(_dim_name)(k), ints[q] + l + 6))
@@ -424,7 +489,7 @@ int main(int argc, char **argv)
 				} else
 					sscanf(ints[q] + l + 1, "%ld:%ld:%ld", &lo, &hi, &run);
 			}
-			if (perm >= 0) {
+			if (perm > 0) {
 				if (dt[i] != T_I32 || !fill_perm(hraw[i], numel[i], perm)) {
 					printf("%s: %ld distinct values of 0 to %ld - 1 do not "
 					       "fit\nFAIL\n",

@@ -164,6 +164,13 @@ static int draw_shape(const Cascade *c, InputsRng *r, SetKind kind, int gi, long
 		** pixels, the window's 7 (3 frames) both sides of a border */
 		else if (!strcmp(d->name, "IH") || !strcmp(d->name, "IW"))
 			dims[k] = kind == SET_TINY ? 1 : inputs_rng_int(r, 2, 10);
+		/* a packed batch (varlen.attn): sequences of at most NQ queries
+		** and NK keys, T and TK tokens in all, below */
+		else if (!strcmp(d->name, "NQ") || !strcmp(d->name, "NK"))
+			dims[k] = kind == SET_TINY ? 1 : draw_len(r, lo, hi);
+		else if (!strcmp(d->name, "TK") ||
+			 (!strcmp(d->name, "T") && dim_index(c, "NQ") >= 0))
+			dims[k] = -1;
 		else if (!strcmp(d->name, "T"))
 			dims[k] = kind == SET_TINY ? 1 : inputs_rng_int(r, 1, 4);
 		else if (!strcmp(d->name, "P"))
@@ -196,6 +203,15 @@ static int draw_shape(const Cascade *c, InputsRng *r, SetKind kind, int gi, long
 		int i = dim_index(c, shrink[k]);
 		while (i >= 0 && dims[i] > 1 && shape_work(c, dims) > MAX_WORK)
 			dims[i]--;
+	}
+	/* a packed batch's tokens: up to a sequence short of B full ones */
+	static const char *const packed[][2] = {{"T", "NQ"}, {"TK", "NK"}};
+	for (size_t k = 0; k < 2 && dim_index(c, "NQ") >= 0; k++) {
+		int i = dim_index(c, packed[k][0]);
+		long full = size_of(c, dims, "B", "B") * size_of(c, dims, packed[k][1], "N");
+		if (i >= 0)
+			dims[i] =
+			    full - inputs_rng_int(r, 0, size_of(c, dims, packed[k][1], "N") - 1);
 	}
 	size_t n = 0;
 	desc[0] = 0;
@@ -251,6 +267,37 @@ static int fill_i32(const Binding *b, const Tensor *t, double *buf, int set, uin
 		for (long i = 0; i < rows * n; i++)
 			buf[i] = (double)pool[i];
 		free(pool);
+		return 0;
+	}
+	/* a packed batch's offsets (cu_q over T tokens of at most NQ a
+	** sequence, cu_k over TK of at most NK): random lengths moved one at a
+	** time until they sum to the total, the first two 0 and 1 in odd sets */
+	if (!strncmp(t->name, "cu_", 3) && t->rank == 1) {
+		int q = !strcmp(t->name, "cu_q");
+		long n = tensor_dim_size(t, 0, b->dims) - 1;
+		long total = size_of(c, b->dims, q ? "T" : "TK", "T");
+		long max = size_of(c, b->dims, q ? "NQ" : "NK", "N"), sum = 0;
+		if (n < 1 || total > n * max)
+			return -1;
+		long *len = malloc((size_t)n * sizeof *len);
+		if (!len)
+			return -1;
+		for (long i = 0; i < n; i++)
+			sum += len[i] = inputs_rng_int(&r, 0, max);
+		int fix = set % 2 && n >= 3 && total >= 1 && total <= (n - 2) * max + 1;
+		if (fix)
+			sum -= len[0] + len[1] - 1, len[0] = 0, len[1] = 1;
+		while (sum != total) {
+			long i = inputs_rng_int(&r, fix ? 2 : 0, n - 1);
+			if (sum > total && len[i] > 0)
+				len[i]--, sum--;
+			else if (sum < total && len[i] < max)
+				len[i]++, sum++;
+		}
+		buf[0] = 0;
+		for (long i = 0; i < n; i++)
+			buf[i + 1] = buf[i] + (double)len[i];
+		free(len);
 		return 0;
 	}
 	if (!strcmp(t->name, "doc") && t->rank == 2) {
@@ -474,7 +521,12 @@ static int call_ref(const Binding *b, int use_f64)
 {
 	char err[1024] = "";
 	double t0 = now_s();
-	int rc = refexec_run(b, use_f64, err, sizeof err);
+	/* a packed output is not in the MLIR interchange: the f64 interpreter
+	** stands in for the reference executor */
+	int packed = 0;
+	for (int i = 0; i < b->c->tensors.n; i++)
+		packed |= ((const Tensor *)b->c->tensors.v[i])->pack != NULL;
+	int rc = packed ? interp_run(b, err, sizeof err) : refexec_run(b, use_f64, err, sizeof err);
 	t_ref += now_s() - t0;
 	if (rc)
 		fprintf(stderr, "%s: refexec (%s): %s\n", b->c->name, use_f64 ? "f64" : "f32", err);

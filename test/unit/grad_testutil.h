@@ -38,7 +38,12 @@ static long small_size(const char *name)
 		 ** few pixels (the checks cost the square of their count) */
 		 {"T", 2},
 		 {"IH", 8},
-		 {"IW", 2}};
+		 {"IW", 2},
+		 /* a packed batch (varlen.attn): T tokens of at most NQ a
+		 ** sequence, TK keys of at most NK */
+		 {"NQ", 3},
+		 {"NK", 4},
+		 {"TK", 6}};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
 		if (!strcmp(t[i].name, name))
 			return t[i].v;

@@ -369,7 +369,7 @@ static void test_run_cascade(void)
 	RunConfig cfg;
 	run_config_init(&cfg);
 	RunSize sizes[] = {{"B", 1}, {"H", 2}, {"N", 3}};
-	RunRange range = {"kv_len", 2, 2};
+	RunRange range = {"kv_len", 2, 2, 0};
 	cfg.sizes = sizes, cfg.nsizes = 3, cfg.ranges = &range, cfg.nranges = 1;
 	cfg.engine = RUN_ENGINE_INTERP, cfg.use_f64 = 1, cfg.seed = 5;
 	cfg.out_dir = sp("out/hand");

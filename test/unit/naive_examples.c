@@ -22,6 +22,7 @@
 #include <dirent.h>
 
 #include "cli/inputs.h"
+#include "cli/interp.h"
 #include "lowering/mlir/refexec.h"
 #include "lang/front.h"
 
@@ -64,6 +65,10 @@ struct Naive {
 	/* neighbourhood attention: tokens are the pixels of T frames of IH x IW
 	** (T = 1 for an image), row-major */
 	long T, IH, IW;
+	/* a packed batch (varlen.attn): TQ query and TK key tokens in all,
+	** sequence b's at rows cu_q[b] .. and cu_k[b] .. */
+	long TQ, TK;
+	const double *cu_q, *cu_k;
 	VisibleFn visible;
 	ScoreFn score; /* NULL: the score is s */
 	double *O, *L; /* L may be NULL */
@@ -318,6 +323,44 @@ static double elu1(double x)
 	return x > 0 ? x + 1.0 : exp(x);
 }
 
+/* A packed ragged batch (varlen.attn): per sequence b of lq queries and
+** lk keys, each at its offset, query i sees the keys j <= i + lk - lq
+** (causal, aligned bottom-right); rows O[T, H, DV] and L[T, H] packed as q.
+** A query that sees no key gives O = 0 and L = -inf. */
+static void naive_varlen(const Naive *a)
+{
+	long G = a->H / a->HKV;
+	double *p = malloc((size_t)(a->TK + 1) * sizeof *p);
+	for (long b = 0; b < a->B; b++) {
+		long q0 = (long)a->cu_q[b], lq = (long)a->cu_q[b + 1] - q0;
+		long k0 = (long)a->cu_k[b], lk = (long)a->cu_k[b + 1] - k0;
+		for (long h = 0; h < a->H; h++)
+			for (long i = 0; i < lq; i++) {
+				const double *q = a->Q + ((q0 + i) * a->H + h) * a->D;
+				double *o = a->O + ((q0 + i) * a->H + h) * a->DV, mx = -INFINITY,
+				       z = 0;
+				long n = lk < i + lk - lq + 1 ? lk : i + lk - lq + 1;
+				for (long j = 0; j < n; j++) {
+					const double *k = a->K + ((k0 + j) * a->HKV + h / G) * a->D;
+					p[j] = a->scale * dot(q, k, a->D);
+					mx = fmax(mx, p[j]);
+				}
+				for (long j = 0; j < n; j++)
+					z += p[j] = exp(p[j] - mx);
+				for (long e = 0; e < a->DV; e++) {
+					double acc = 0;
+					for (long j = 0; j < n; j++)
+						acc +=
+						    p[j] / z *
+						    a->V[((k0 + j) * a->HKV + h / G) * a->DV + e];
+					o[e] = n > 0 ? acc : 0.0;
+				}
+				a->L[(q0 + i) * a->H + h] = n > 0 ? mx + log(z) : -INFINITY;
+			}
+	}
+	free(p);
+}
+
 static void naive_linear(const Naive *a)
 {
 	for (long b = 0; b < a->B; b++)
@@ -409,7 +452,7 @@ static void naive_diff(const Naive *a)
 
 /* ---- what each example is ------------------------------------------------ */
 
-typedef enum Form { F_SOFTMAX, F_SIGMOID, F_DIFF, F_THRESHOLD, F_LINEAR } Form;
+typedef enum Form { F_SOFTMAX, F_SIGMOID, F_DIFF, F_THRESHOLD, F_LINEAR, F_VARLEN } Form;
 typedef enum Heads { HEADS_MHA, HEADS_GQA, HEADS_MQA } Heads;
 
 /* One attention block: its formula, tensor names, fixed head dims (from the
@@ -904,6 +947,25 @@ static Spec specs[] = {
      0,
      0,
      0.0},
+    {"varlen.attn",
+     "varlen",
+     F_VARLEN,
+     HEADS_GQA,
+     NULL,
+     NULL,
+     128,
+     128,
+     0,
+     "q",
+     "K",
+     "V",
+     "o",
+     "lse",
+     {"B=3 T=9 TK=13 HKV=2 G=4 NQ=5 NK=6", "B=4 T=7 TK=2 HKV=1 G=3 NQ=5 NK=6",
+      "B=2 T=8 TK=11 HKV=3 G=1 NQ=6 NK=9"},
+     0,
+     0,
+     0.0},
     {"paged_prefill.attn",
      "paged_prefill",
      F_SOFTMAX,
@@ -1064,6 +1126,10 @@ static int fill_i32(const Tensor *t, double *buf, long n, const Naive *a, uint64
 			buf[i] = (double)pool[i];
 		return 0;
 	}
+	if (!strcmp(t->name, "cu_q") || !strcmp(t->name, "cu_k")) {
+		int q = t->name[3] == 'q';
+		return inputs_offsets(buf, n, seed, t->name, q ? a->TQ : a->TK, q ? a->N : a->M);
+	}
 	if (!strcmp(t->name, "doc")) {
 		InputsRng r;
 		inputs_rng_init(&r, seed, t->name);
@@ -1094,6 +1160,9 @@ static void naive_setup(Naive *a, const Spec *sp, const Named *nm)
 	a->NP = named(nm, "NP", 0), a->P = named(nm, "P", 0), a->MAXP = named(nm, "MAXP", 0);
 	if (a->MAXP) /* paged: the keys are the pages' slots */
 		a->M = a->MAXP * a->P;
+	if (sp->form == F_VARLEN) /* T is the tokens: N and M the longest sequence's */
+		a->TQ = a->T, a->TK = named(nm, "TK", 0), a->T = 1, a->N = named(nm, "NQ", 0),
+		a->M = named(nm, "NK", 0);
 	a->D = sp->d, a->DV = sp->dv, a->W = sp->w, a->VW = sp->vw ? sp->vw : sp->dv;
 	a->visible = sp->visible, a->score = sp->score;
 }
@@ -1223,6 +1292,7 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->prefix_len = opt_buf(b, "prefix_len"), a->doc = opt_buf(b, "doc");
 	a->block = opt_buf(b, "block"), a->bucket_bias = opt_buf(b, "bucket_bias");
 	a->logit_scale = opt_buf(b, "logit_scale");
+	a->cu_q = opt_buf(b, "cu_q"), a->cu_k = opt_buf(b, "cu_k");
 	const Tensor *tk = cascade_tensor(b->c, sp->k);
 	a->heads_first = a->block && tk && tk->rank == 4 && tk->shape[1]->kind == EX_DIM &&
 			 !strcmp(tk->shape[1]->dim->name, "HKV");
@@ -1232,15 +1302,17 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->b0 = param_value(b, "b0", -log((double)a->N), what);
 	a->LW = (long)param_value(b, "W", 256, what), a->LG = (long)param_value(b, "G", 16, what);
 	a->eps = param_value(b, "eps", sp->score == score_cosine ? 1e-12 : 0.002, what);
-	int ok =
-	    a->Q && a->K && a->V && (sp->form != F_DIFF || (a->Q2 && a->K2 && a->lam)) &&
-	    (sp->score != score_alibi || a->slope) &&
-	    (sp->score != score_softcap_alibi || a->slope) &&
-	    (sp->score != score_bias || a->bias) && (sp->score != score_t5 || a->bucket_bias) &&
-	    (sp->score != score_cosine || a->logit_scale) &&
-	    (sp->visible != vis_kv_len || a->kv_len) &&
-	    (sp->visible != vis_kv_causal || a->kv_len) &&
-	    (sp->visible != vis_prefix || a->prefix_len) && (sp->visible != vis_document || a->doc);
+	int ok = a->Q && a->K && a->V && (sp->form != F_DIFF || (a->Q2 && a->K2 && a->lam)) &&
+		 (sp->score != score_alibi || a->slope) &&
+		 (sp->score != score_softcap_alibi || a->slope) &&
+		 (sp->score != score_bias || a->bias) &&
+		 (sp->score != score_t5 || a->bucket_bias) &&
+		 (sp->score != score_cosine || a->logit_scale) &&
+		 (sp->visible != vis_kv_len || a->kv_len) &&
+		 (sp->visible != vis_kv_causal || a->kv_len) &&
+		 (sp->visible != vis_prefix || a->prefix_len) &&
+		 (sp->visible != vis_document || a->doc) &&
+		 (sp->form != F_VARLEN || (a->cu_q && a->cu_k));
 	for (int k = 0; k < b->c->params.n; k++) {
 		const char *pn = ((Param *)b->c->params.v[k])->name;
 		if (strcmp(pn, "scale") && strcmp(pn, "cap") && strcmp(pn, "b0") &&
@@ -1293,11 +1365,16 @@ static void run_case(const Cascade *c, Spec *sp, int shape)
 	Binding b;
 	bind_alloc(&b, c, dims, params);
 	uint64_t seed = 1000 + (uint64_t)shape;
-	double *O = calloc((size_t)(a.B * a.H * a.N * a.DV), sizeof *O);
-	double *L = calloc((size_t)(a.B * a.H * a.N), sizeof *L);
+	/* rows: B x N of every head, or a packed batch's tokens */
+	long rows = sp->form == F_VARLEN ? a.TQ : a.B * a.N;
+	double *O = calloc((size_t)(rows * a.H * a.DV), sizeof *O);
+	double *L = calloc((size_t)(rows * a.H), sizeof *L);
 	if (!bind_inputs(&b, &a, seed, what) && !naive_bind(&a, sp, &b, O, L, what)) {
 		char err[1024] = "";
-		int rc = refexec_run(&b, 1, err, sizeof err);
+		/* a packed output is not in the MLIR interchange: the f64
+		** interpreter stands in for the reference executor */
+		int rc = sp->form == F_VARLEN ? interp_run(&b, err, sizeof err)
+					      : refexec_run(&b, 1, err, sizeof err);
 		if (rc)
 			fprintf(stderr, "%s: refexec: %s\n", what, err);
 		CHECK(rc == 0);
@@ -1309,16 +1386,17 @@ static void run_case(const Cascade *c, Spec *sp, int shape)
 			naive_diff(&a);
 		else if (sp->form == F_THRESHOLD)
 			naive_threshold(&a);
+		else if (sp->form == F_VARLEN)
+			naive_varlen(&a);
 		else
 			naive_softmax(&a);
 		const Tensor *to = cascade_tensor(c, sp->o);
-		CHECK(tensor_numel(to, dims) == a.B * a.H * a.N * a.DV);
+		CHECK(tensor_numel(to, dims) == rows * a.H * a.DV);
 		double err_o =
-		    rc ? INFINITY
-		       : compare(what, sp->o, opt_buf(&b, sp->o), O, a.B * a.H * a.N * a.DV);
+		    rc ? INFINITY : compare(what, sp->o, opt_buf(&b, sp->o), O, rows * a.H * a.DV);
 		double err_l = 0;
 		if (sp->l && !rc)
-			err_l = compare(what, sp->l, opt_buf(&b, sp->l), L, a.B * a.H * a.N);
+			err_l = compare(what, sp->l, opt_buf(&b, sp->l), L, rows * a.H);
 		double worst = err_o > err_l ? err_o : err_l;
 		printf("naive_examples: %-20s %-15s %-24s max error %.3g (%s)\n", sp->file,
 		       sp->block, sp->shapes[shape], worst, worst <= NAIVE_TOL ? "ok" : "FAIL");
