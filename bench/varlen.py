@@ -1,0 +1,170 @@
+"""Packed variable-length prefill (cu_seqlens): attnc against FlashAttention-2's
+varlen kernel and cuDNN on the padded batch, in one process.
+
+Runs on the GPU machine from a folder holding decode.py (whose timing and
+run folder it uses), gen/varlen.c (examples/varlen.attn
+compiled for the default bundle), optionally gen/varlen80.c (sm_80's kernel
+alone), the runtime sources in runtime/, rundir.sh and build.json (as
+bench/prepare.sh writes them). The cascade: causal attention over ragged
+sequences packed without padding, GQA with HKV = 8 K/V heads of G = 4 query
+heads, D = 128, bf16; q, K and V are [tokens, heads, D], sequence b's rows
+cu[b] to cu[b + 1] - 1 (query and key lengths equal: plain prefill).
+
+Per shape, on the same tensors:
+  attnc            varlen_launch_generic (the bundle: sm_90a's kernel on Hopper)
+  attnc_sm80       the same cascade compiled for sm_80 alone, where present
+  fa2_varlen       torch.ops.aten._flash_attention_forward with cu_seqlens (the
+                   FlashAttention-2 varlen kernel torch ships), enable GQA by
+                   its own head counts
+  cudnn_nested     SDPA's cuDNN backend on the ragged batch as torch nested
+                   (jagged) tensors, K and V repeated to the query heads,
+                   where this torch takes them (else the row says why)
+  cudnn_padded     SDPA's cuDNN backend on the batch padded to the longest
+                   sequence (is_causal; what a padded launch costs; K and V
+                   repeated to the query heads)
+TFLOP/s count the causal pairs each sequence has (n (n + 1) / 2), 4 H D
+flops a pair, over the median time (triton do_bench). attnc's and FA2's
+outputs are compared on every packed row (rel L2 below 1e-2, no NaN).
+
+usage: python3 varlen.py    writes DATE-COMMIT-varlen/{meta,varlen}.json and
+varlen.txt under $OUT (bench/rundir.sh, bench/results/README.md)
+"""
+import ctypes
+import json
+import os
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from decode import bench, library, run_folder  # soak and median, build, run folder
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+D, HKV, G = 128, 8, 4
+rows = []
+meta = {}
+
+
+def rec(**kw):
+    if kw.get("sys", "").startswith("attnc"):
+        kw.update(meta)
+    rows.append(kw)
+    print(json.dumps(kw), flush=True)
+
+
+def shapes():
+    """(label, lengths): ragged batches with lengths uniform in 1..L, and the
+    balanced batch of each one's total (the same work without raggedness)."""
+    g = torch.Generator().manual_seed(5)
+    out = []
+    for label, n, top in (("16x1..4k", 16, 4096), ("64x1..1k", 64, 1024), ("4x1..16k", 4, 16384)):
+        lens = torch.randint(1, top + 1, (n,), generator=g).tolist()
+        out.append((label, lens))
+        mean = sum(lens) // n
+        out.append((label.split("x")[0] + "x" + str(mean) + "_balanced", [mean] * n))
+    out.append(("8x2k", [2048] * 8))
+    return out
+
+
+def rel(a, b):
+    a, b = a.float(), b.float()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def main():
+    run = run_folder("varlen", "bench/varlen.py", meta)
+    libs = [("attnc", library("varlen", "varlen"))]
+    if os.path.exists(os.path.join(HERE, "gen", "varlen80.c")):
+        libs.append(("attnc_sm80", library("varlen80", "varlen")))
+    stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    H = HKV * G
+    for label, lens in shapes():
+        B, T, L = len(lens), sum(lens), max(lens)
+        cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32, device="cuda")
+        q = torch.randn(T, H, D, device="cuda", dtype=torch.bfloat16)
+        K = torch.randn(T, HKV, D, device="cuda", dtype=torch.bfloat16)
+        V = torch.randn(T, HKV, D, device="cuda", dtype=torch.bfloat16)
+        flops = 4 * H * D * sum(n * (n + 1) // 2 for n in lens)
+        base = dict(kind="varlen", shape=label, B=B, tokens=T, longest=L, HKV=HKV, G=G, D=D)
+
+        def fa2():
+            return torch.ops.aten._flash_attention_forward(q, K, V, cu, cu, L, L, 0.0, True, False,
+                                                           scale=D ** -0.5)[0]
+        ref = None
+        try:
+            ref = fa2()
+            ms = bench(fa2)
+            rec(sys="fa2_varlen", ms=ms, tflops=flops / ms / 1e9, **base)
+        except Exception as e:
+            rec(sys="fa2_varlen", error=str(e)[:200], **base)
+        # the padded batch: [B, H, L, D], K and V repeated to the query heads
+        qp = torch.zeros(B, H, L, D, device="cuda", dtype=torch.bfloat16)
+        Kp = torch.zeros(B, H, L, D, device="cuda", dtype=torch.bfloat16)
+        Vp = torch.zeros_like(Kp)
+        for b in range(B):
+            s, n = cu[b].item(), lens[b]
+            qp[b, :, :n] = q[s:s + n].transpose(0, 1)
+            Kp[b, :, :n] = K[s:s + n].repeat_interleave(G, 1).transpose(0, 1)
+            Vp[b, :, :n] = V[s:s + n].repeat_interleave(G, 1).transpose(0, 1)
+        try:
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                fn = lambda: F.scaled_dot_product_attention(qp, Kp, Vp, is_causal=True)
+                ms = bench(fn)
+            rec(sys="cudnn_padded", ms=ms, tflops=flops / ms / 1e9, **base)
+        except Exception as e:
+            rec(sys="cudnn_padded", error=str(e)[:200], **base)
+        del qp, Kp, Vp
+        # the same ragged batch as torch nested (jagged) tensors, K and V
+        # repeated to the query heads: SDPA's cuDNN backend where it takes them
+        try:
+            nest = lambda x: torch.nested.nested_tensor_from_jagged(x, cu.long()).transpose(1, 2)
+            qn, Kn, Vn = nest(q), nest(K.repeat_interleave(G, 1)), nest(V.repeat_interleave(G, 1))
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                fn = lambda: F.scaled_dot_product_attention(qn, Kn, Vn, is_causal=True)
+                ms = bench(fn)
+            rec(sys="cudnn_nested", ms=ms, tflops=flops / ms / 1e9, **base)
+        except Exception as e:
+            rec(sys="cudnn_nested", error=str(e)[:200], **base)
+        for name, lib in libs:
+            o = torch.full((T, H, D), float("nan"), device="cuda", dtype=torch.bfloat16)
+            lse = torch.full((T, H), float("nan"), device="cuda", dtype=torch.float32)
+            ptrs = (ctypes.c_void_p * 8)(*[x.data_ptr() for x in (q, K, V, cu, cu, o, lse)])
+            dims = (ctypes.c_long * 8)(B, T, T, HKV, G, L, L, D)
+            params = (ctypes.c_double * 1)(D ** -0.5)
+            call = lambda: lib.varlen_launch_generic(ptrs, None, dims, params, stream())
+            rc = call()
+            torch.cuda.synchronize()
+            if rc:
+                rec(sys=name, error=lib.attnrt_last_error().decode(), **base)
+                continue
+            err = rel(o, ref) if ref is not None else None
+            nan = int(torch.isnan(o).sum().item())
+            ms = bench(call)
+            rec(sys=name, ms=ms, tflops=flops / ms / 1e9, rel_l2=err, nan=nan,
+                ok=bool(err is not None and err < 1e-2 and nan == 0), **base)
+        del q, K, V
+        torch.cuda.empty_cache()
+    with open(os.path.join(run, "varlen.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    by = {}
+    for r in rows:
+        by.setdefault(r["shape"], {})[r["sys"]] = r
+    lines = ["%-22s %-12s %9s %9s %9s %9s %9s" % ("shape", "system", "ms", "TFLOP/s", "x_fa2", "x_cudnn",
+                                                "x_cudnn_n")]
+    for shape, s in by.items():
+        for name, r in s.items():
+            if "ms" not in r:
+                lines.append("%-22s %-12s %s" % (shape, name, r.get("error", "")))
+                continue
+            fa, cd = s.get("fa2_varlen", {}).get("ms"), s.get("cudnn_padded", {}).get("ms")
+            cn = s.get("cudnn_nested", {}).get("ms")
+            lines.append("%-22s %-12s %9.3f %9.1f %9s %9s %9s%s" % (
+                shape, name, r["ms"], r["tflops"], "%.2f" % (fa / r["ms"]) if fa else "-",
+                "%.2f" % (cd / r["ms"]) if cd else "-", "%.2f" % (cn / r["ms"]) if cn else "-",
+                "" if r.get("ok", True) else "  CHECK FAILED rel %s nan %s" % (r.get("rel_l2"), r.get("nan"))))
+    open(os.path.join(run, "varlen.txt"), "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
