@@ -14,6 +14,10 @@ Bandwidth counts the K and V bytes a decode step must read once,
 copy ceiling is a device-to-device copy of 2 GiB (read + write bytes / time).
 Every attnc output is checked against SDPA's (rel L2 below 1e-2).
 
+Packed rows (gen/varlen_decode.c: examples/varlen_decode.attn compiled with
+--parts, where present): the same sequences in a cache packed without padding,
+K[TK, HKV, D] at cumulative offsets; attnc's plain and split launches.
+
 Paged rows (gen/paged_decode.c: examples/paged_decode.attn with --parts, and
 gen/paged_decode80.c, sm_80's kernel alone, where present): the
 same sequences and kv lengths in a paged cache of P = 16 and 64 slots a page,
@@ -251,6 +255,38 @@ def paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nby
         torch.cuda.empty_cache()
 
 
+def packed_rows(vlib, label, B, HKV, G, lens, q, K, V, ref, ws, ws_bytes, nbytes, stream):
+    """The same sequences in a cache packed without padding (gen/varlen_decode.c:
+    examples/varlen_decode.attn, K[TK, HKV, D] with cumulative offsets): attnc's
+    plain and split launches on the same q, K and V values."""
+    Kp = torch.cat([K[b, :, :lens[b]].transpose(0, 1) for b in range(B)]).contiguous()
+    Vp = torch.cat([V[b, :, :lens[b]].transpose(0, 1) for b in range(B)]).contiguous()
+    cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32, device="cuda")
+    o = torch.empty_like(ref)
+    lse = torch.empty(B, HKV * G, device="cuda", dtype=torch.float32)
+    ptrs = (ctypes.c_void_p * 8)(*[t.data_ptr() for t in (q, Kp, Vp, cu, o, lse)])
+    dims = (ctypes.c_long * 6)(B, Kp.shape[0], HKV, G, max(lens), D)
+    params = (ctypes.c_double * 1)(D ** -0.5)
+    pn = Part(0, 0, 0, 0, 0, 2, ws.data_ptr(), ws_bytes, None, 0)
+    pk = Part(0, 0, 0, 0, 0, 2 | 4, ws.data_ptr(), ws_bytes, None, 0)
+    runs = [("attnc_packed", lambda: vlib.varlen_decode_launch_generic(ptrs, None, dims, params, stream())),
+            ("attnc_packed_split", lambda: vlib.varlen_decode_launch_part_generic(
+                ptrs, None, dims, params, ctypes.byref(pn), stream())),
+            ("attnc_packed_streamk", lambda: vlib.varlen_decode_launch_part_generic(
+                ptrs, None, dims, params, ctypes.byref(pk), stream()))]
+    for name, fn in runs:
+        o.fill_(float("nan"))
+        if fn():
+            rec(kind="decode", sys=name, shape=label, error=vlib.attnrt_last_error().decode()[:200])
+            continue
+        torch.cuda.synchronize()
+        err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
+        t = bench(fn)
+        rec(kind="decode", sys=name, shape=label, B=B, HKV=HKV, G=G, kv_tokens=sum(lens),
+            ms=t, tbps=nbytes / t / 1e9, rel_l2=err, ok=bool(err < 1e-2))
+    del Kp, Vp, o, lse
+
+
 def run_folder(kind, what, into):
     """The run's folder under $OUT (rundir.sh: DATE-COMMIT-KIND with its
     meta.json), its target, device, commit and date copied into `into`."""
@@ -280,6 +316,10 @@ def main():
     if os.path.exists(os.path.join(HERE, "gen", "paged_decode_hnd.c")):
         plibs.append(("attnc_paged_hnd", library("paged_decode_hnd", "paged_decode_hnd"), "paged_decode_hnd",
                       "hnd"))
+    # the cache packed without padding (gen/varlen_decode.c), where prepared
+    vlib = None
+    if os.path.exists(os.path.join(HERE, "gen", "varlen_decode.c")):
+        vlib = library("varlen_decode", "varlen_decode")
     stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     big = torch.empty(1 << 30, dtype=torch.int16, device="cuda")
     dst = torch.empty_like(big)
@@ -360,6 +400,8 @@ def main():
                     rec(kind="decode", sys=name, shape=label, error=str(e)[:200])
         if plibs:
             paged_rows(plibs, label, B, HKV, G, M, lens, q, K, V, ref, ws, ws_bytes, nbytes, stream)
+        if vlib:
+            packed_rows(vlib, label, B, HKV, G, lens, q, K, V, ref, ws, ws_bytes, nbytes, stream)
         del q, K, V, o, lse, ref
         torch.cuda.empty_cache()
     json.dump(rows, open(os.path.join(run, "decode.json"), "w"), indent=1)
@@ -417,6 +459,22 @@ def main():
                      "(paged_decode_hnd); /contig, hnd/ctg: split over the contiguous split; z/ctg_z, "
                      "sk/ctg_sk: the same with ATTN_PART_ZEROED, with stream-K; anchor: "
                      "FlashInfer's paged decode, else SDPA FA2 on the contiguous tensors" % copy_tbps)
+    if vlib:
+        lines.append("")
+        lines.append("%-15s %8s %8s %8s %8s %8s %8s %9s %9s %6s" % (
+            "packed", "plain", "split", "streamk", "contig", "ctg_sk", "cudnn", "sp/contig", "sk/ctg_sk", "ok"))
+        for label, *_ in shapes():
+            g = lambda s: by.get((label, s), {}).get("tbps")
+            p, c, cu = g("attnc_packed_split"), g("attnc_split"), g("sdpa_cudnn")
+            k, ck = g("attnc_packed_streamk"), g("attnc_streamk")
+            fmt = lambda x: "%8.2f" % x if x else "%8s" % "-"
+            lines.append("%-15s %s %s %s %s %s %s %9s %9s %6s" % (
+                label, fmt(g("attnc_packed")), fmt(p), fmt(k), fmt(c), fmt(ck), fmt(cu),
+                "%.2f" % (p / c) if p and c else "-", "%.2f" % (k / ck) if k and ck else "-",
+                all(by.get((label, n), {}).get("ok", True) for n in ("attnc_packed", "attnc_packed_split",
+                                                                      "attnc_packed_streamk"))))
+        lines.append("packed: TB/s of the same K+V bytes, the cache packed without padding "
+                     "(varlen_decode); contig, ctg_sk: decode.attn's split and stream-K over the padded cache")
     open(os.path.join(run, "decode.txt"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -206,8 +206,10 @@ static int draw_shape(const Cascade *c, InputsRng *r, SetKind kind, int gi, long
 	}
 	/* a packed batch's tokens: up to a sequence short of B full ones */
 	static const char *const packed[][2] = {{"T", "NQ"}, {"TK", "NK"}};
-	for (size_t k = 0; k < 2 && dim_index(c, "NQ") >= 0; k++) {
+	for (size_t k = 0; k < 2; k++) {
 		int i = dim_index(c, packed[k][0]);
+		if (dim_index(c, packed[k][1]) < 0)
+			continue;
 		long full = size_of(c, dims, "B", "B") * size_of(c, dims, packed[k][1], "N");
 		if (i >= 0)
 			dims[i] =

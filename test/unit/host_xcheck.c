@@ -131,13 +131,14 @@ static int run_block(const Cascade *c, RunEngine eng, const char *dir, int set)
 	/* a packed batch's offsets (varlen.attn): T tokens of at most NQ a
 	** sequence, TK of at most NK */
 	RunRange offsets[2] = {{"cu_q", 0, 0, 1}, {"cu_k", 0, 0, 1}};
+	int first = cascade_tensor(c, "cu_q") ? 0 : 1; /* a decode step has no cu_q */
 	for (int i = 0; i < ns; i++)
-		for (int k = 0; k < 2 && cascade_tensor(c, "cu_q"); k++) {
+		for (int k = first; k < 2 && cascade_tensor(c, "cu_k"); k++) {
 			if (!strcmp(sizes[i].name, k ? "TK" : "T"))
 				offsets[k].lo = sizes[i].value;
 			if (!strcmp(sizes[i].name, k ? "NK" : "NQ"))
 				offsets[k].hi = sizes[i].value;
-			cfg.ranges = offsets, cfg.nranges = 2;
+			cfg.ranges = offsets + first, cfg.nranges = 2 - first;
 		}
 	cfg.out_dir = dir, cfg.quiet = 1;
 	return run_cascade(c, &cfg);

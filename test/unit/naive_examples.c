@@ -99,6 +99,8 @@ static const double *kv_row(const Naive *a, const double *X, long width, long b,
 			return X + ((page * a->HKV + hk) * a->P + j % a->P) * width;
 		return X + ((page * a->P + j % a->P) * a->HKV + hk) * width;
 	}
+	if (a->cu_k && !a->cu_q) /* a decode step's packed cache: K[TK, HKV, D] */
+		return X + (((long)a->cu_k[b] + j) * a->HKV + hk) * width;
 	return X + ((b * a->HKV + hk) * a->M + j) * width;
 }
 
@@ -149,6 +151,12 @@ static int vis_document(const Naive *a, long b, long i, long j)
 static int vis_kv_len(const Naive *a, long b, long i, long j)
 {
 	return j < (long)a->kv_len[b];
+}
+
+/* Decode over a packed cache (varlen_decode.attn): sequence b's keys. */
+static int vis_cu_k(const Naive *a, long b, long i, long j)
+{
+	return j < (long)(a->cu_k[b + 1] - a->cu_k[b]);
 }
 
 /* Prefill over a paged cache (paged_prefill.attn): the first kv_len[b]
@@ -966,6 +974,24 @@ static Spec specs[] = {
      0,
      0,
      0.0},
+    {"varlen_decode.attn",
+     "varlen_decode",
+     F_SOFTMAX,
+     HEADS_GQA,
+     vis_cu_k,
+     NULL,
+     128,
+     128,
+     0,
+     "q",
+     "K",
+     "V",
+     "o",
+     "lse",
+     {"B=3 TK=13 HKV=2 G=4 NK=6", "B=4 TK=2 HKV=1 G=3 NK=5", "B=2 TK=11 HKV=3 G=1 NK=9"},
+     0,
+     0,
+     0.0},
     {"paged_prefill.attn",
      "paged_prefill",
      F_SOFTMAX,
@@ -1163,6 +1189,8 @@ static void naive_setup(Naive *a, const Spec *sp, const Named *nm)
 	if (sp->form == F_VARLEN) /* T is the tokens: N and M the longest sequence's */
 		a->TQ = a->T, a->TK = named(nm, "TK", 0), a->T = 1, a->N = named(nm, "NQ", 0),
 		a->M = named(nm, "NK", 0);
+	if (sp->visible == vis_cu_k) /* a decode step over a packed cache */
+		a->TK = named(nm, "TK", 0), a->M = named(nm, "NK", 0);
 	a->D = sp->d, a->DV = sp->dv, a->W = sp->w, a->VW = sp->vw ? sp->vw : sp->dv;
 	a->visible = sp->visible, a->score = sp->score;
 }
@@ -1302,17 +1330,17 @@ static int naive_bind(Naive *a, const Spec *sp, Binding *b, double *O, double *L
 	a->b0 = param_value(b, "b0", -log((double)a->N), what);
 	a->LW = (long)param_value(b, "W", 256, what), a->LG = (long)param_value(b, "G", 16, what);
 	a->eps = param_value(b, "eps", sp->score == score_cosine ? 1e-12 : 0.002, what);
-	int ok = a->Q && a->K && a->V && (sp->form != F_DIFF || (a->Q2 && a->K2 && a->lam)) &&
-		 (sp->score != score_alibi || a->slope) &&
-		 (sp->score != score_softcap_alibi || a->slope) &&
-		 (sp->score != score_bias || a->bias) &&
-		 (sp->score != score_t5 || a->bucket_bias) &&
-		 (sp->score != score_cosine || a->logit_scale) &&
-		 (sp->visible != vis_kv_len || a->kv_len) &&
-		 (sp->visible != vis_kv_causal || a->kv_len) &&
-		 (sp->visible != vis_prefix || a->prefix_len) &&
-		 (sp->visible != vis_document || a->doc) &&
-		 (sp->form != F_VARLEN || (a->cu_q && a->cu_k));
+	int ok =
+	    a->Q && a->K && a->V && (sp->form != F_DIFF || (a->Q2 && a->K2 && a->lam)) &&
+	    (sp->score != score_alibi || a->slope) &&
+	    (sp->score != score_softcap_alibi || a->slope) &&
+	    (sp->score != score_bias || a->bias) && (sp->score != score_t5 || a->bucket_bias) &&
+	    (sp->score != score_cosine || a->logit_scale) &&
+	    (sp->visible != vis_kv_len || a->kv_len) &&
+	    (sp->visible != vis_kv_causal || a->kv_len) &&
+	    (sp->visible != vis_prefix || a->prefix_len) &&
+	    (sp->visible != vis_document || a->doc) &&
+	    (sp->form != F_VARLEN || (a->cu_q && a->cu_k)) && (sp->visible != vis_cu_k || a->cu_k);
 	for (int k = 0; k < b->c->params.n; k++) {
 		const char *pn = ((Param *)b->c->params.v[k])->name;
 		if (strcmp(pn, "scale") && strcmp(pn, "cap") && strcmp(pn, "b0") &&
