@@ -272,35 +272,12 @@ static int fill_i32(const Binding *b, const Tensor *t, double *buf, int set, uin
 		return 0;
 	}
 	/* a packed batch's offsets (cu_q over T tokens of at most NQ a
-	** sequence, cu_k over TK of at most NK): random lengths moved one at a
-	** time until they sum to the total, the first two 0 and 1 in odd sets */
+	** sequence, cu_k over TK of at most NK), as attnc run --offsets makes them */
 	if (!strncmp(t->name, "cu_", 3) && t->rank == 1) {
 		int q = !strcmp(t->name, "cu_q");
-		long n = tensor_dim_size(t, 0, b->dims) - 1;
-		long total = size_of(c, b->dims, q ? "T" : "TK", "T");
-		long max = size_of(c, b->dims, q ? "NQ" : "NK", "N"), sum = 0;
-		if (n < 1 || total > n * max)
-			return -1;
-		long *len = malloc((size_t)n * sizeof *len);
-		if (!len)
-			return -1;
-		for (long i = 0; i < n; i++)
-			sum += len[i] = inputs_rng_int(&r, 0, max);
-		int fix = set % 2 && n >= 3 && total >= 1 && total <= (n - 2) * max + 1;
-		if (fix)
-			sum -= len[0] + len[1] - 1, len[0] = 0, len[1] = 1;
-		while (sum != total) {
-			long i = inputs_rng_int(&r, fix ? 2 : 0, n - 1);
-			if (sum > total && len[i] > 0)
-				len[i]--, sum--;
-			else if (sum < total && len[i] < max)
-				len[i]++, sum++;
-		}
-		buf[0] = 0;
-		for (long i = 0; i < n; i++)
-			buf[i + 1] = buf[i] + (double)len[i];
-		free(len);
-		return 0;
+		return inputs_offsets(buf, tensor_dim_size(t, 0, b->dims), seed, t->name,
+				      size_of(c, b->dims, q ? "T" : "TK", "T"),
+				      size_of(c, b->dims, q ? "NQ" : "NK", "N"));
 	}
 	if (!strcmp(t->name, "doc") && t->rank == 2) {
 		long rows = tensor_dim_size(t, 0, b->dims), n = tensor_dim_size(t, 1, b->dims);
