@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs here: compiles every bench/attn variant for head dims 128 and 64 (full
-# and causal also 256; a variant with head dims of its own, MLA's, as it is) into
+# and causal also 256 and 96; a variant with head dims of its own, MLA's, as it is) into
 # GPU interfaces (.c with embedded cubins) in DIR (default .carry/bench),
 # with the runtime sources, the anchors script (anchors.py), the C benchmark
 # (bench.c, build-bench.sh, device.sh: `OUT=... sh DIR/device.sh` there),
@@ -34,8 +34,10 @@ for f in bench/attn/*.attn; do
 	fi
 	case "$n" in
 	full | causal)
-		sed -e 's/dims D = 128;/dims D = 256;/' -e "s/^attention $n /attention ${n}_d256 /" "$f" \
-			> "$DIR/attn/${n}_d256.attn"
+		for d in 256 96; do
+			sed -e "s/dims D = 128;/dims D = $d;/" -e "s/^attention $n /attention ${n}_d$d /" "$f" \
+				> "$DIR/attn/${n}_d$d.attn"
+		done
 		;;
 	esac
 	cp "$f" "$DIR/attn/${n}_d128.attn"

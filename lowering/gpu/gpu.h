@@ -489,6 +489,7 @@ int gpu_warps(const GpuTarget *t);
 int gpu_cta_slices(const GpuTarget *t, const KernelShape *s);
 int gpu_cta_rows(const GpuTarget *t, const KernelShape *s);
 long gpu_cta_v_cols(const KernelShape *s);
+long gpu_acc_cols(const GpuTarget *t, const KernelShape *s);
 GpuTarget gpu_row_target(const GpuTarget *t);
 PReg gpu_u32(KernelGen *g, PReg x); /* the low word of a b64 */
 
@@ -677,6 +678,8 @@ typedef struct TmaRead {
 	int map;       /* index into KernelShape.tmap */
 	uint32_t off;  /* byte offset (Q: in shared memory; K, V: in a stage) */
 	int panels;    /* 64-element panels of the contracted or value dim */
+	long cols;     /* its elements along that dim: the last panel's past
+		       ** them are the tensor's next or TMA's zeros */
 	uint32_t rows; /* rows of the tile (Q: the CTA's rows; K, V: the key tile, bn) */
 	int offset;    /* its rows lie at an offset along rowdim (gpu_offset_slot) */
 } TmaRead;
@@ -688,6 +691,7 @@ PReg gpu_saddr(KernelGen *g, PReg base, uint32_t off);
 const char *gpu_tma_maps_reason(const KernelShape *s);
 void gpu_tma_add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls, uint32_t rows,
 		     uint32_t box_rows, long inner, int gathered);
+uint32_t gpu_tma_tile_bytes(uint32_t rows, long cols);
 PReg gpu_tma_fixed_coords(KernelGen *g, const TmaRead *r, PReg *c);
 PReg gpu_tma_box_row(KernelGen *g, PReg j, PReg off);
 /* tma.c: read r of kernel s's stage (K's, then V's), or its Q read k, is gathered

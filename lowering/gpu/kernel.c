@@ -131,7 +131,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 	for (int i = 0; i < n; i++) {
 		g->tile[i] = ARENA_ARRAY(a, PReg, GPU_MAXNEL);
 		g->rowv[i] = ARENA_ARRAY(a, PReg, GPU_MAXRS);
-		g->acc[i] = ARENA_ARRAY(a, PReg, GPU_MAXMT * s->DV / 8 * 4 + 1);
+		g->acc[i] = ARENA_ARRAY(a, PReg, GPU_MAXMT * gpu_acc_cols(tg, s) / 8 * 4 + 1);
 	}
 	gpu_scale_plan(g);
 	gpu_shift_plan(g);
@@ -229,7 +229,7 @@ PtxFunc *gpu_kernel(Arena *a, const GpuTarget *tg, const Plan *p, KernelShape *s
 					po_f(k == SN_RMAX ? -INFINITY : 0.0f));
 			}
 		if (k == SN_GEMM2)
-			for (int el = 0; el < g->row_blocks * s->DV / 8 * 4; el++) {
+			for (int el = 0; el < g->row_blocks * gpu_acc_cols(tg, s) / 8 * 4; el++) {
 				g->acc[i][el] = gpu_reg(g, PC_F32);
 				gpu_op2(g, PTX_MOV, ".f32", po_r(g->acc[i][el]), po_f(0.0f));
 			}

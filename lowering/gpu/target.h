@@ -100,6 +100,10 @@ typedef struct GpuTarget {
 	** warpgroup each, the CTA's rows halved), so that the launch has no
 	** slices; 0 or 1: a CTA per slice. */
 	int cta_slices;
+	/* The output's accumulators come in whole multiples of this many
+	** columns (0: mma's n8): wgmma reads V's 64-column panels whole, and
+	** the columns past the value head dim are never read. */
+	int acc_cols_unit;
 	int min_ctas_per_sm; /* .minnctapersm, a register cap for setmaxnreg (0: none) */
 	/* Warps may take their own tile classes (gpu_warp_class): not where the
 	** contractions are warpgroup-wide (wgmma needs all four warps). */

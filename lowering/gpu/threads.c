@@ -70,6 +70,15 @@ long gpu_cta_v_cols(const KernelShape *s)
 	return s->DV * s->cta_slices;
 }
 
+/* The columns of each row block's output accumulators on target t
+** (GpuTarget.acc_cols_unit): the value head dim, rounded up to whole
+** multiples of the contraction's width, past which none is read. */
+long gpu_acc_cols(const GpuTarget *t, const KernelShape *s)
+{
+	long u = t->acc_cols_unit ? t->acc_cols_unit : 8;
+	return (s->DV + u - 1) / u * u;
+}
+
 /* Query rows per CTA: 16 per row block of each warp of a slice's group. */
 int gpu_cta_rows(const GpuTarget *t, const KernelShape *s)
 {

@@ -98,7 +98,8 @@ void gpu_tma_add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls,
 	r->offset = 0;
 	if (r->rowdim < 0 && (r->rowdim = gpu_offset_slot(g->p, node, e, along)) >= 0)
 		r->offset = 1;
-	r->panels = (int)(inner / GPU_TMAP_INNER);
+	r->cols = inner;
+	r->panels = (int)(gpu_tma_tile_bytes(1, inner) / GPU_TMAP_ROW);
 	if (gathered && r->rowdim < 0) {
 		r->map = -1;
 		return;
@@ -111,6 +112,14 @@ void gpu_tma_add_map(KernelGen *g, TmaRead *r, const Expr *e, int node, int cls,
 		m->box[d] = 1;
 	m->box[m->rank - 1] = GPU_TMAP_INNER;
 	m->box[r->rowdim] = box_rows;
+}
+
+/* The shared memory a tile of rows by cols 16-bit elements takes as TMA
+** lays it out, and the bytes its copies bring: whole panels, the last
+** one's columns past cols filled too (with TMA's zeros past the tensor). */
+uint32_t gpu_tma_tile_bytes(uint32_t rows, long cols)
+{
+	return rows * (uint32_t)((cols + GPU_TMAP_INNER - 1) / GPU_TMAP_INNER) * GPU_TMAP_ROW;
 }
 
 /* The coordinates of read r that do not move with the tile (s32, tensor
@@ -313,7 +322,7 @@ int gpu_cross_mappable(const Plan *p, const KernelShape *s)
 
 /* The A fragments (the mma.sync m16k16 layout, a warp's 16 rows) of the
 ** n tiles of reads r, which TMA laid out in shared memory, into out[k]
-** (4 b32 per k-step of 16 of r[k]'s panels' elements), by ldmatrix from the
+** (4 b32 per k-step of 16 of r[k]'s elements, TmaRead.cols), by ldmatrix from the
 ** swizzled panels: lane l gives row 16 w + 8 ((l >> 3) & 1) + (l & 7) of
 ** its warp's block, 16-byte chunk 2 (kk % 4) + (l >> 4) of panel kk / 4,
 ** which the 128-byte swizzle stores at chunk ^ (row % 8). */
@@ -333,7 +342,7 @@ void gpu_tma_a_frags(KernelGen *g, const TmaRead *r, int n, PReg *const *out)
 	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(rb), po_r(row), po_i(GPU_TMAP_ROW), po_r(g->sbase));
 	for (int k = 0; k < n; k++) {
 		const TmaRead *q = &r[k];
-		int nk = q->panels * GPU_TMAP_INNER / 16;
+		int nk = (int)(q->cols / 16);
 		for (int kk = 0; kk < nk; kk++) {
 			/* chunk 2 (kk % 4) + hi, swizzled by the row */
 			PReg c = gpu_reg(g, PC_B32), a = gpu_reg(g, PC_B32);

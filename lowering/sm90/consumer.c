@@ -130,7 +130,7 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 		hand_first_turn(g, one);
 	for (int k = 0; k < g->s->nqk; k++)
 		gpu_scale_negate_q_halves(g, k, g->sbase, k9->q[k].off,
-					  (uint32_t)g->cta_rows * (uint32_t)g->s->qk[k].D * 2,
+					  gpu_tma_tile_bytes((uint32_t)g->cta_rows, g->s->qk[k].D),
 					  g->tid, stayed);
 	gpu_op0(g, PTX_FENCE_PROXY_ASYNC, ".shared::cta");
 	gpu_bar(g, 0);

@@ -27,9 +27,9 @@ uint32_t sm90_min_bytes(const KernelShape *s, int bn)
 {
 	uint32_t q = 0, st = 0, rows = 16u * SM90_CONSUMER_WARPS / (uint32_t)s->cta_slices;
 	for (int k = 0; k < s->nqk; k++)
-		q += 2u * rows * (uint32_t)s->qk[k].D, st += 2u * (uint32_t)(bn * s->qk[k].D);
+		q += gpu_tma_tile_bytes(rows, s->qk[k].D), st += gpu_tma_tile_bytes(bn, s->qk[k].D);
 	for (int v = 0; v < s->nvreads; v++)
-		st += s->vk[v] < 0 ? 2u * (uint32_t)(bn * gpu_cta_v_cols(s)) : 0;
+		st += s->vk[v] < 0 ? gpu_tma_tile_bytes(bn, gpu_cta_v_cols(s)) : 0;
 	return q + sm90_cross_bytes(s, bn) + 2 * st;
 }
 
@@ -84,8 +84,8 @@ uint32_t sm90_layout(KernelGen *g, int table)
 		gpu_tma_add_map(g, &k9->q[k], s->qk[k].a, node, s->qcls, (uint32_t)g->cta_rows,
 				(uint32_t)g->cta_rows, s->qk[k].D, 0);
 		k9->q[k].off = off;
-		off = align1k(off + (uint32_t)g->cta_rows * (uint32_t)s->qk[k].D * 2);
-		k9->q_tx += (uint32_t)g->cta_rows * (uint32_t)s->qk[k].D * 2;
+		off = align1k(off + gpu_tma_tile_bytes((uint32_t)g->cta_rows, s->qk[k].D));
+		k9->q_tx += gpu_tma_tile_bytes((uint32_t)g->cta_rows, s->qk[k].D);
 	}
 	/* X of each sum over the CTA's rows, two buffers, and its staged sums
 	** (cross.c) */
@@ -100,7 +100,7 @@ uint32_t sm90_layout(KernelGen *g, int table)
 		gpu_tma_add_map(g, &k9->k[k], s->qk[k].b, node, s->scls, (uint32_t)g->bn,
 				(uint32_t)g->bn, s->qk[k].D, sm90_gathered(s));
 		k9->k[k].off = st;
-		st = align1k(st + (uint32_t)g->bn * (uint32_t)s->qk[k].D * 2);
+		st = align1k(st + gpu_tma_tile_bytes((uint32_t)g->bn, s->qk[k].D));
 	}
 	for (int v = 0; v < s->nvreads; v++) {
 		if (s->vk[v] >= 0) {
@@ -113,16 +113,16 @@ uint32_t sm90_layout(KernelGen *g, int table)
 				(uint32_t)g->bn, (uint32_t)g->bn, gpu_cta_v_cols(s),
 				sm90_gathered(s));
 		k9->v[v].off = st;
-		st = align1k(st + (uint32_t)g->bn * (uint32_t)gpu_cta_v_cols(s) * 2);
+		st = align1k(st + gpu_tma_tile_bytes((uint32_t)g->bn, gpu_cta_v_cols(s)));
 	}
 	sm90_cross_maps(g);
 	k9->stage_bytes = st;
 	k9->stage_tx = 0;
 	for (int k = 0; k < s->nqk; k++)
-		k9->stage_tx += (uint32_t)g->bn * (uint32_t)s->qk[k].D * 2;
+		k9->stage_tx += gpu_tma_tile_bytes((uint32_t)g->bn, s->qk[k].D);
 	for (int v = 0; v < s->nvreads; v++)
 		if (s->vk[v] < 0)
-			k9->stage_tx += (uint32_t)g->bn * (uint32_t)gpu_cta_v_cols(s) * 2;
+			k9->stage_tx += gpu_tma_tile_bytes((uint32_t)g->bn, gpu_cta_v_cols(s));
 	k9->stage0 = off;
 	int ns = SM90_MAX_STAGES;
 	while (ns > 2 && off + (uint32_t)ns * st + 1024 > SM90_SMEM)

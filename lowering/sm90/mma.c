@@ -156,9 +156,9 @@ static void pack_p(KernelGen *g, int i, const PReg *x, PReg *a)
 			}
 }
 
-/* O += P V of GEMM2 node i on wgmma: P's fragments a (pack_p), V's k-step
-** 16 keys (2048 bytes) into its panels in the stage at shared address
-** stage, its 64-element panels bn rows apart (the leading byte
+/* O += P V of GEMM2 node i on wgmma, N whole panels (gpu_acc_cols): P's
+** fragments a (pack_p), V's k-step 16 keys (2048 bytes) into its panels in
+** the stage at shared address stage, panels bn rows apart (the leading byte
 ** offset); a warpgroup's slice of V's columns (KernelShape.cta_slices)
 ** starts vcol0 / 64 panels in. Neither fenced nor committed here. */
 static void pv_wgmma(KernelGen *g, int i, PReg stage, const PReg *a)
@@ -166,9 +166,9 @@ static void pv_wgmma(KernelGen *g, int i, PReg stage, const PReg *a)
 	Sm90Kernel *k9 = sm90_of(g);
 	const PVContraction *pv = &g->s->pv[g->s->node[i].gemm];
 	const TmaRead *vr = &k9->v[pv->vslot];
-	int net = (int)(pv->DV / 8);
+	int net = (int)(pv->DV / 8), n = (int)gpu_acc_cols(g->t, g->s);
 	const char *t = sm90_elem_type(vr->e);
-	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%ldk16.f32.%s.%s", pv->DV, t, t);
+	const char *mods = arena_printf(g->a, ".sync.aligned.m64n%dk16.f32.%s.%s", n, t, t);
 	if (g->s->cta_slices > 1) {
 		PReg at = gpu_reg(g, PC_B32);
 		gpu_op4(g, PTX_MAD, ".lo.u32", po_r(at), po_r(gpu_u32(g, g->vcol0)),
@@ -180,7 +180,7 @@ static void pv_wgmma(KernelGen *g, int i, PReg stage, const PReg *a)
 	for (int m = 0; m < g->row_blocks; m++)
 		for (int kk = 0; kk < g->bn / 16; kk++) {
 			uint32_t vo = k9->stage0 + vr->off + (uint32_t)kk * 16 * GPU_TMAP_ROW;
-			PtxOpnd o[7] = {po_vec(&g->acc[i][m * net * 4], net * 4),
+			PtxOpnd o[7] = {po_vec(&g->acc[i][m * net * 4], n / 2),
 					po_vec(&a[(m * g->bn / 16 + kk) * 4], 4),
 					po_r(sm90_desc_at(g, vd, vo)),
 					po_r(one),

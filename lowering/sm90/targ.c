@@ -13,11 +13,12 @@ static int retune(const GpuKernelInfo *k, long spills)
 	return spills > 0 && k->block_n > GPU_BN ? SM90_TILING_BN64 : 0;
 }
 
-/* What the sm_90a kernels cannot take yet, as a reason (NULL: they can):
-** the 128-byte swizzle's panels need head dims that are multiples of 64; a
+/* What the sm_90a kernels cannot take yet, as a reason (NULL: they can): a
 ** tensor map has at most five dimensions, and a kernel takes at most
 ** GPU_MAX_TMAPS; K or V rows placed through a gather (a paged cache) have
-** no tensor map's box. */
+** no tensor map's box. Head dims not a multiple of 64 fill the last panel
+** with TMA's zeros (gpu_tma_tile_bytes), but not in gathered rows, slices of
+** V or a sum over the CTA's rows (copied or staged by whole panels). */
 const char *sm90_refusal(const Plan *p, const KernelShape *s)
 {
 	if (s->ncross && s->pack)
@@ -42,21 +43,19 @@ const char *sm90_refusal(const Plan *p, const KernelShape *s)
 			       "sm_90a (Q comes by one TMA box); --target=sm_80 takes them (the "
 			       "default bundle runs its sm_80 kernel on Hopper)";
 	/* a read at an offset is copied either way (a box, gather stage or not) */
-	for (int r = 0; r < s->nqk + s->nvreads && s->gathers; r++) {
+	for (int r = 0; r < s->nqk + s->nvreads; r++) {
 		int gk = r < s->nqk ? s->qk[r].bgather : s->vgather[r - s->nqk];
 		long w = r < s->nqk ? s->qk[r].D : s->DV;
-		if (gk != sm90_gathered(s) && !gpu_stage_at_offset(s, r))
+		if (s->gathers && gk != sm90_gathered(s) && !gpu_stage_at_offset(s, r))
 			return "K and V read one through a gather and one not are not yet taken by "
 			       "sm_90a; --target=sm_80 takes them";
-		if (sm90_gathered(s) && 32 % (w / 8))
+		if (s->gathers && sm90_gathered(s) && w != 64 && w != 128 && w != 256)
 			return "gathered K and V rows with head dims other than 64, 128 and 256 "
 			       "are not yet taken by sm_90a; --target=sm_80 takes them";
+		if ((s->ncross || s->vslices > 1) && w % GPU_TMAP_INNER)
+			return "head dims that are not multiples of 64 are not yet taken by sm_90a "
+			       "in a backward or with V in slices; --target=sm_80 takes them";
 	}
-	for (int k = 0; k < s->nqk; k++)
-		if (s->qk[k].D % GPU_TMAP_INNER)
-			return "head dims that are not multiples of 64 are not yet taken by sm_90a";
-	if (s->DV % GPU_TMAP_INNER)
-		return "value head dims that are not multiples of 64 are not yet taken by sm_90a";
 	return NULL;
 }
 
@@ -74,6 +73,7 @@ const GpuTarget T_sm90 = {
     .meet_bar = SM90_BAR_MEET,
     .consumer_warps = SM90_CONSUMER_WARPS,
     .cta_slices = 2,
+    .acc_cols_unit = GPU_TMAP_INNER,
     .min_ctas_per_sm = 1,
     .warp_classes = 0,
     .smem_max = 227 * 1024,

@@ -20,6 +20,11 @@ rm -rf "$DIR" && mkdir -p "$DIR/gen"
 # for the GPU target, checked by grad_harness.c against the C backward;
 # the others print the diagnostic that refuses them
 GRAD=${GRAD:-0}
+# ONLY=REGEX: only the plan's examples (first words) that match it
+ONLY=${ONLY:-}
+only() {
+	[ -z "$ONLY" ] || { grep -E "^($ONLY) " "$DIR/plan.txt" > "$DIR/plan.only" || :; mv "$DIR/plan.only" "$DIR/plan.txt"; }
+}
 if [ "$GRAD" = 1 ]; then
 	cat > "$DIR/plan.txt" <<'CASES'
 full full B=2,H=3,N=200,M=333 B=1,H=2,N=1,M=77 B=2,H=2,N=64,M=64 B=1,H=2,N=300,M=900,ramp=4
@@ -31,6 +36,8 @@ prefix_lm prefix_lm B=3,H=2,N=160 B=2,H=1,N=1 B=1,H=2,N=400 --int prefix_len=0:1
 document document B=2,H=2,N=180 B=1,H=1,N=1 B=1,H=2,N=700 --int doc=0:40:150
 causal_d64 causal B=2,H=4,N=257 B=1,H=1,N=1 B=2,H=2,N=600
 full_d64 full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=900
+full_d96 full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=900,ramp=4
+causal_d32 causal B=2,H=4,N=257 B=1,H=1,N=1 B=2,H=2,N=600,ramp=4
 causal_strict causal B=2,H=2,N=130 B=1,H=1,N=1 B=1,H=2,N=300
 gqa gqa B=2,HKV=2,G=4,N=130,M=190 B=1,HKV=3,G=1,N=65,M=65 B=1,HKV=1,G=8,N=100,M=300 B=1,HKV=2,G=4,N=200,M=700,ramp=4
 mqa mqa B=2,H=4,N=150 B=1,H=1,N=1 B=1,H=8,N=300,ramp=4
@@ -53,15 +60,17 @@ cosine cosine B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
 cosine_lse cosine_lse B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
 linear linear_attn B=2,H=2,N=150 B=1,H=1,N=1 B=1,H=2,N=500,ramp=4
 CASES
+	only
 	echo grad > "$DIR/mode.txt"
 	mkdir -p "$DIR/src"
 	while read -r file casc rest; do
 		src="examples/$file.attn"
 		case "$file" in
-		*_d64)
-			# head dim 64: dK and dV in one kernel (lowering: grad_split.c)
+		*_d32 | *_d64 | *_d96)
+			# head dim 64: dK and dV in one kernel (lowering: grad_split.c);
+			# 32 and 96: sm_90a's last panel half filled (TMA's zeros)
 			src="$DIR/src/$file.attn"
-			sed -e 's/dims D = 128;/dims D = 64;/' "examples/${file%_d64}.attn" > "$src"
+			sed -e "s/dims D = 128;/dims D = ${file##*_d};/" "examples/${file%_d*}.attn" > "$src"
 			;;
 		causal_strict)
 			# j < i: row 0 has no key (L = -inf; its gradients and what it
@@ -99,7 +108,7 @@ CASES
 	echo "prepared $(wc -l < "$DIR/cases.txt") backward $TARGET cases in $DIR"
 	exit 0
 fi
-# example (NAME_d64: the same with D = 64, O only; NAME_o: O only)  cascade  shape sets (ragged,
+# example (NAME_d64, _d32, _d96: the same with that head dim, O only; NAME_o: O only)  cascade  shape sets (ragged,
 # N_q != N_kv, N = 1, GQA group 1/4/8; paramK=V sets the K-th param: a negative or
 # zero softmax scale, which the kernels fold into the row max and the exponent;
 # name=V fills the input `name` with V: lam = 0.9995 makes differential
@@ -141,6 +150,14 @@ full_d64 full B=2,H=3,N=200,M=333 B=1,H=2,N=300,M=900,ramp=8
 causal_d64 causal B=2,H=4,N=257 B=1,H=1,N=1 B=2,H=2,N=600,ramp=8 B=2,H=2,N=300,param0=-0.2 B=1,H=2,N=200,param0=0
 sliding_window_d64 sliding_window B=2,H=2,N=700 B=1,H=1,N=33
 alibi_d64 alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6
+full_d96 full B=2,H=3,N=200,M=333 B=1,H=2,N=1,M=77 B=1,H=2,N=300,M=900,ramp=8 B=2,H=3,N=200,M=333,param0=-0.09
+causal_d32 causal B=2,H=4,N=257 B=1,H=1,N=1 B=2,H=2,N=600,ramp=8 B=2,H=2,N=300,param0=-0.2
+gqa_d96 gqa B=2,HKV=2,G=4,N=130,M=190 B=1,HKV=1,G=8,N=100,M=300 B=1,HKV=2,G=4,N=200,M=700,ramp=8
+sliding_window_d32 sliding_window B=2,H=2,N=700 B=1,H=1,N=33
+alibi_d96 alibi B=2,H=4,N=190 B=1,H=2,N=500,ramp=6
+cosine_d96 cosine B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=8
+decode_d96 decode B=2,HKV=2,G=4,M=300 B=1,HKV=2,G=8,M=900,ramp=8 B=1,HKV=3,G=8,M=1 B=3,HKV=1,G=1,M=70 --int kv_len=0:300
+varlen_decode_d32 varlen_decode B=5,TK=900,HKV=2,G=4,NK=400 B=1,TK=1,HKV=1,G=1,NK=1 B=3,TK=20000,HKV=2,G=8,NK=9000,ramp=8 --int cu_k=cum:TK:NK
 prefix_lm_d64 prefix_lm B=3,H=2,N=160 B=1,H=2,N=400,ramp=8 --int prefix_len=0:160
 document_d64 document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 B=3,H=1,N=4001 --int doc=0:40:700
 document_o document B=2,H=2,N=180 B=1,H=1,N=300 B=1,H=1,N=9000 B=2,H=2,N=180,param0=-0.1 B=3,H=2,N=181 --int doc=0:40:1500
@@ -167,6 +184,7 @@ headnorm qscale B=2,H=3,N=200 B=1,H=1,N=1 B=1,H=2,N=700,ramp=4
 varlen_decode varlen_decode B=5,TK=900,HKV=2,G=4,NK=400 B=1,TK=1,HKV=1,G=1,NK=1 B=3,TK=20000,HKV=2,G=8,NK=9000,ramp=8 B=9,TK=300,HKV=1,G=4,NK=100 --int cu_k=cum:TK:NK
 varlen varlen B=5,T=300,TK=520,HKV=2,G=2,NQ=130,NK=200 B=1,T=1,TK=1,HKV=1,G=1,NQ=1,NK=1 B=3,T=700,TK=700,HKV=2,G=4,NQ=400,NK=400,ramp=4 B=7,T=90,TK=1500,HKV=1,G=8,NQ=40,NK=600 B=9,T=1000,TK=300,HKV=2,G=1,NQ=300,NK=100 --int cu_q=cum:T:NQ --int cu_k=cum:TK:NK
 CASES
+only
 # tc_NAME: causal.attn with another mask, for the less common cases of the
 # tile-class rule (compiler/intervals.c): a negation, floor division and
 # products of indices, min and max, modulo, == (every row keeps its diagonal)
@@ -178,7 +196,7 @@ tc_mask() {
 }
 mkdir -p "$DIR/src"
 while read -r file casc rest; do
-	# NAME_d64: examples/NAME.attn with head dim 64 and O only (no L, whose
+	# NAME_d64 (_d32, _d96): examples/NAME.attn with that head dim and O only (no L, whose
 	# registers would send it back to 64-key tiles): the 128-key kernels
 	src="examples/$file.attn"
 	file_parts=$parts_opt
@@ -256,10 +274,10 @@ while read -r file casc rest; do
 		src="$DIR/src/$file.attn"
 		sed -e "s#where j <= i;#where $(tc_mask "$file");#" examples/causal.attn > "$src"
 		;;
-	*_d64)
+	*_d32 | *_d64 | *_d96)
 		src="$DIR/src/$file.attn"
-		sed -e 's/dims D = 128;/dims D = 64;/' -e '/^  out L\[/d' -e '/^  L\[b, h, i\]/d' \
-			"examples/${file%_d64}.attn" > "$src"
+		sed -e "s/dims D = 128;/dims D = ${file##*_d};/" -e '/^  out L\[/d' -e '/^  L\[b, h, i\]/d' \
+			"examples/${file%_d*}.attn" > "$src"
 		;;
 	esac
 	if ! "$ATTNC" --target="$TARGET" $file_parts "$src" -o "$DIR/gen/$file" 2> "$DIR/gen/$file.err"; then
