@@ -234,3 +234,53 @@ void gpu_gather_stage_copy(KernelGen *g, const GatherStage *gs, PReg tid32, PReg
 	if (pages)
 		ptx_label(g->f, Lend);
 }
+
+/* Q's tile of read q, whose rows are placed through a gather and not at an
+** offset (gpu_q_gathered: no box takes them), copied by the nthreads
+** consumer threads (tid: 0 up, b64) with cp.async into the tile as TMA lays
+** it out (the 128-byte swizzle), and waited for: thread t copies chunk
+** t % cpr of rows t / cpr + it * (nthreads / cpr). A row past the query
+** extent, one whose gathered index falls outside the tensor, and the last
+** panel's chunks past the head dim are zero-filled from the read's fixed
+** part. The consumers' barrier (gpu_bar) then orders the copies before
+** every consumer's reads; the caller fences them before the async proxy's. */
+void gpu_gather_q_copy(KernelGen *g, const TmaRead *q, PReg tid, int nthreads)
+{
+	long cpr = (long)q->panels * GPU_TMAP_INNER / 8, step = nthreads / cpr;
+	PReg t = gpu_u32(g, tid), col = gpu_reg(g, PC_B32), row0 = gpu_reg(g, PC_B32),
+	     c64 = gpu_reg(g, PC_B64), srow = g->row, pan = gpu_reg(g, PC_B32),
+	     cc = gpu_reg(g, PC_B32), dst0 = gpu_reg(g, PC_B32), inside = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_AND, ".b32", po_r(col), po_r(t), po_i(cpr - 1));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(row0), po_r(t), po_i(gpu_log2(cpr)));
+	gpu_op3(g, PTX_SETP, ".lt.u32", po_r(inside), po_r(col), po_i(q->cols / 8));
+	int snode = g->node;
+	g->node = q->node, g->row = g->q0;
+	PReg base = gpu_gather_base(g, q->node, q->e, IDX_QUERY), src0 = gpu_reg(g, PC_B64);
+	g->node = snode, g->row = srow;
+	gpu_op2(g, PTX_CVT, ".u64.u32", po_r(c64), po_r(col));
+	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(src0), po_r(c64), po_i(16), po_r(base));
+	gpu_op3(g, PTX_SHR, ".u32", po_r(pan), po_r(col), po_i(3));
+	gpu_op3(g, PTX_AND, ".b32", po_r(cc), po_r(col), po_i(7));
+	gpu_op4(g, PTX_MAD, ".lo.u32", po_r(dst0), po_r(pan), po_i(q->rows * GPU_TMAP_ROW),
+		po_r(g->sbase));
+	gpu_op3(g, PTX_ADD, ".u32", po_r(dst0), po_r(dst0), po_i(q->off));
+	for (long it = 0; it < (long)q->rows / step; it++) {
+		PReg row = gpu_reg(g, PC_B32), r64 = gpu_reg(g, PC_B64), i = gpu_reg(g, PC_B64),
+		     d = gpu_reg(g, PC_B32), sw = gpu_reg(g, PC_B32), a = gpu_reg(g, PC_B64),
+		     nb = gpu_reg(g, PC_B32), ok;
+		gpu_op3(g, PTX_ADD, ".u32", po_r(row), po_r(row0), po_i(it * step));
+		gpu_op2(g, PTX_CVT, ".u64.u32", po_r(r64), po_r(row));
+		gpu_op3(g, PTX_ADD, ".s64", po_r(i), po_r(g->q0), po_r(r64));
+		PReg off = gpu_gather_row(g, q->node, q->e, IDX_QUERY, i, g->qext, &ok);
+		gpu_op3(g, PTX_AND, ".pred", po_r(ok), po_r(ok), po_r(inside));
+		gpu_op3(g, PTX_ADD, ".s64", po_r(a), po_r(src0), po_r(off));
+		gpu_op4(g, PTX_SELP, ".b64", po_r(a), po_r(a), po_r(base), po_r(ok));
+		gpu_op4(g, PTX_SELP, ".b32", po_r(nb), po_i(16), po_i(0), po_r(ok));
+		swizzled(g, d, sw, row, cc, dst0);
+		gpu_op4(g, PTX_CP_ASYNC, ".cg.shared.global", po_mem(d, 0), po_mem(a, 0), po_i(16),
+			po_r(nb));
+	}
+	gpu_op0(g, PTX_CP_COMMIT, "");
+	gpu_op1(g, PTX_CP_WAIT, "", po_i(0));
+	gpu_bar(g, 0);
+}

@@ -698,6 +698,8 @@ PReg gpu_tma_box_row(KernelGen *g, PReg j, PReg off);
 ** with its rows at an offset. */
 int gpu_stage_at_offset(const KernelShape *s, int r);
 int gpu_q_at_offset(const KernelShape *s, int k);
+/* Q read k's rows are placed through a gather, not at an offset. */
+int gpu_q_gathered(const KernelShape *s, int k);
 /* Every read kernel s's stage copies is at an offset. */
 int gpu_stage_all_at_offset(const KernelShape *s);
 void gpu_tma_copy(KernelGen *g, const TmaRead *r, PReg map, const PReg *fixed, PReg row, int p,
@@ -729,6 +731,7 @@ typedef struct GatherStage {
 void gpu_gather_stage_setup(KernelGen *g, GatherStage *gs, PReg tid32);
 void gpu_gather_stage_copy(KernelGen *g, const GatherStage *gs, PReg tid32, PReg j0, PReg sa,
 			   PReg fb);
+void gpu_gather_q_copy(KernelGen *g, const TmaRead *q, PReg tid, int nthreads);
 
 /* ---- the tile body (tile.c, online.c, maskonce.c) ------------------------ */
 

@@ -377,6 +377,11 @@ int gpu_q_at_offset(const KernelShape *s, int k)
 			       IDX_QUERY) >= 0;
 }
 
+int gpu_q_gathered(const KernelShape *s, int k)
+{
+	return s->qk[k].agather && !gpu_q_at_offset(s, k);
+}
+
 int gpu_stage_all_at_offset(const KernelShape *s)
 {
 	for (int r = 0; r < s->nqk + s->nvreads; r++) /* a V read of K's tile: no copy */

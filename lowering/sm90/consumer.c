@@ -1,9 +1,9 @@
 /*
 ** lowering/sm90/consumer.c: the kernel builder's hooks as the consumer
 ** warpgroups run them, but the ring's (ring.c). The producer does every
-** copy, so the loaders and prefetches are empty; the stream starts with
-** the wait for Q; the contractions' last group completes before the
-** epilogue.
+** copy but a gathered Q's, so the loaders and prefetches are empty; the
+** stream starts with the wait for Q; the contractions' last group
+** completes before the epilogue.
 */
 #include "sm90.h"
 
@@ -16,9 +16,7 @@
 ** the query row (KernelGen.grouped) and the CTAs' streams differ in length
 ** (gpu_equal_streams): CTAs that take every nctaid.x-th tile then drift
 ** apart, over more heads' K and V than the L2 holds, where the hardware
-** starts each waiting CTA as one ends, in the launch order's groups. On an
-** H200 (e086575 against 63a4957, bench/RESULTS.md) persistent causal at
-** D 128 8k ran 9% slower, full 1-2% and a sliding window 1-5% faster. */
+** starts each waiting CTA as one ends, in the launch order's groups. */
 int sm90_persistent_wanted(KernelGen *g)
 {
 	const KernelShape *s = g->s;
@@ -128,6 +126,9 @@ void sm90_stream_start(KernelGen *g, PReg j0, PReg buf, PReg any)
 		gpu_op3(g, PTX_XOR, ".b32", po_r(k9->qphase), po_r(k9->qphase), po_i(1));
 	if (persistent)
 		hand_first_turn(g, one);
+	for (int k = 0; k < g->s->nqk; k++)
+		if (k9->q[k].map < 0)
+			gpu_gather_q_copy(g, &k9->q[k], g->tid, gpu_warps(g->t) * 32);
 	for (int k = 0; k < g->s->nqk; k++)
 		gpu_scale_negate_q_halves(g, k, g->sbase, k9->q[k].off,
 					  gpu_tma_tile_bytes((uint32_t)g->cta_rows, g->s->qk[k].D),

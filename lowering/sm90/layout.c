@@ -36,17 +36,16 @@ uint32_t sm90_min_bytes(const KernelShape *s, int bn)
 /* Keys per tile: 128 (GPU_MAXBN, FlashAttention-3's tile at head dims up
 ** to 128) where the score tile's 64 accumulators fit beside the output's:
 ** value head dims up to 128 and Q K^T head dims up to 192 (MLA's 192 / 128,
-** Q read from shared memory: 1.08-1.10x its 64-key tiles on an H200,
-** bench/RESULTS.md), else GPU_BN, and where that spilled (the retry loop's
-** SM90_TILING_BN64).
+** Q read from shared memory, bench/RESULTS.md), else GPU_BN, and where
+** that spilled (the retry loop's SM90_TILING_BN64).
 ** Kernels of partial states keep GPU_BN, and so do the kernels beside them
 ** (KernelShape.with_parts: their tensor maps' boxes are shared, and the
 ** launcher cuts the keys at multiples of 64); gathered tiles too
 ** (gather.c's copies); kernels whose tiles of 128 keys do not fit two
 ** stages (a backward's, with Q and dO per contraction); and kernels with
 ** two value indices (ecls2: a backward's dK beside dV), whose two
-** accumulators and two score tiles of 128 keys filled the registers (at
-** head dim 64 the dK/dV kernel ran 8% slower than with 64 keys). */
+** accumulators and two score tiles of 128 keys filled the registers (and
+** were slower at head dim 64 too). */
 int sm90_block_n(const KernelShape *s)
 {
 	if (s->tiling == SM90_TILING_BN64 || s->parts || s->with_parts || sm90_gathered(s) ||
@@ -81,11 +80,12 @@ uint32_t sm90_layout(KernelGen *g, int table)
 	s->ntmaps = 0;
 	for (int k = 0; k < s->nqk; k++) {
 		int node = gpu_gemm_node(s, n, SN_GEMM1, k);
+		int gq = gpu_q_gathered(s, k); /* no map: the consumers copy it */
 		gpu_tma_add_map(g, &k9->q[k], s->qk[k].a, node, s->qcls, (uint32_t)g->cta_rows,
-				(uint32_t)g->cta_rows, s->qk[k].D, 0);
+				(uint32_t)g->cta_rows, s->qk[k].D, gq);
 		k9->q[k].off = off;
 		off = align1k(off + gpu_tma_tile_bytes((uint32_t)g->cta_rows, s->qk[k].D));
-		k9->q_tx += gpu_tma_tile_bytes((uint32_t)g->cta_rows, s->qk[k].D);
+		k9->q_tx += gq ? 0 : gpu_tma_tile_bytes((uint32_t)g->cta_rows, s->qk[k].D);
 	}
 	/* X of each sum over the CTA's rows, two buffers, and its staged sums
 	** (cross.c) */

@@ -217,10 +217,9 @@ void sm90_contract_pv(KernelGen *g, int i, const PReg *x)
 ** rescaled (sm90_acc_wait), so that tile t + 1's maxes and exponentials run
 ** while it does; its P fragments stay live across the loop's back edge. It
 ** pays where a score costs more than its exponential (an element-wise
-** value besides softmax's exp, such as ALiBi's bias: +10% at head dim
-** 128) and a tile's contractions are long enough to cover it (head dim
-** 128); it cost 1-3% on plain and causal scores and 9% on ALiBi at head
-** dim 64 (an H200, c9867f0, bench/RESULTS.md). Only with a P V: its wait
+** value besides softmax's exp, such as ALiBi's bias) and a tile's
+** contractions are long enough to cover it (head dim 128), and costs
+** elsewhere (bench/RESULTS.md). Only with a P V: its wait
 ** releases the stage (sm90_acc_wait); a first pass with none hung. Not
 ** where the warpgroups are slices over the same rows: ptxas serialised
 ** every wgmma of absorbed MLA's stream-K entry (C7520). */

@@ -17,7 +17,8 @@ void sm90_next_stage(KernelGen *g, PReg stage, PReg ph)
 	gpu_ring_next(g, stage, ph, sm90_of(g)->nstages);
 }
 
-/* Q of every contraction: one box of the CTA's rows per panel. */
+/* Q of every contraction: one box of the CTA's rows per panel, none for a
+** gathered Q (the barrier completes its phase all the same). */
 static void load_q(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 {
 	const KernelShape *s = g->s;
@@ -27,6 +28,8 @@ static void load_q(KernelGen *g, Sm90Kernel *k9, const PReg *maps)
 	PReg q32 = gpu_u32(g, g->q0);
 	for (int k = 0; k < s->nqk; k++) {
 		const TmaRead *r = &k9->q[k];
+		if (r->map < 0)
+			continue;
 		PReg fixed[GPU_TMAP_MAX_RANK];
 		PReg row = gpu_tma_box_row(g, q32, gpu_tma_fixed_coords(g, r, fixed));
 		for (int p = 0; p < r->panels; p++)

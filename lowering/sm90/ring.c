@@ -87,12 +87,9 @@ void sm90_tile_end(KernelGen *g, PReg buf)
 }
 
 /* Turns pay where a tile's contractions are long enough to cover the other
-** warpgroup's softmax: head dims of 128 and more (on an H200, 1ac8231 to
-** 9724fc7 plus turns: D 128 +2-3%, D 64 -3%, bench/RESULTS.md). Where a sum
-** over the CTA's rows has both warpgroups meet at a barrier every tile
-** (cross.c) they still pay on balance: without them the backward's fused
-** dK/dV kernel at D 128 8k (an H200, 1497937 against 70ceb17) ran causal
-** 2% and softcap 10% faster but ALiBi 17% and ALiBi + causal 20% slower. */
+** warpgroup's softmax: head dims of 128 and more. They still pay on balance
+** where a sum over the CTA's rows has both warpgroups meet at a barrier
+** every tile (cross.c; both measured in bench/RESULTS.md). */
 int sm90_turns_wanted(const KernelShape *s)
 {
 	return s->qk[0].D >= 128;

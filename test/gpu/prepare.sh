@@ -174,7 +174,9 @@ paged_decode_long paged_decode B=2,HKV=2,G=4,NP=1200,P=16,MAXP=570 B=1,HKV=1,G=8
 paged_decode_hnd paged_decode_hnd B=3,HKV=2,G=4,NP=80,P=16,MAXP=20 B=2,HKV=2,G=8,NP=20,P=64,MAXP=5 B=2,HKV=1,G=8,NP=100,P=7,MAXP=45 B=2,HKV=2,G=4,NP=120,P=8,MAXP=50 B=3,HKV=3,G=1,NP=10,P=128,MAXP=3 B=1,HKV=2,G=8,NP=40,P=32,MAXP=30,ramp=8 --int block=perm:NP --int kv_len=0:300
 paged_decode_hnd_long paged_decode_hnd B=2,HKV=2,G=4,NP=1200,P=16,MAXP=570 B=1,HKV=1,G=8,NP=200,P=64,MAXP=150 B=2,HKV=2,G=4,NP=2400,P=8,MAXP=1130 B=2,HKV=2,G=4,NP=1000,P=24,MAXP=400 --int block=perm:NP --int kv_len=3000:9000
 paged_prefill paged_prefill B=2,HKV=2,G=2,N=100,NP=50,P=16,MAXP=20 B=2,HKV=1,G=1,N=300,NP=12,P=64,MAXP=5 B=1,HKV=2,G=4,N=1,NP=30,P=16,MAXP=20 B=3,HKV=1,G=2,N=70,NP=200,P=7,MAXP=45 B=1,HKV=2,G=2,N=200,NP=20,P=32,MAXP=10,ramp=8 --int block=perm:NP --int kv_len=0:300
-gather_q gather_q B=2,H=3,N=200 B=1,H=2,N=64 B=2,H=1,N=130 --int perm=0:63
+gather_q gather_q B=2,H=3,N=200 B=1,H=2,N=64 B=2,H=1,N=130 B=4,H=16,N=2100 --int perm=0:63
+gather_q_d128 gather_q B=2,H=3,N=200 B=1,H=2,N=64 B=4,H=16,N=2100 --int perm=0:63
+gather_q_d96 gather_q B=2,H=3,N=200 B=2,H=1,N=130 --int perm=0:63
 paged_prefill_d64 paged_prefill B=2,HKV=2,G=2,N=100,NP=50,P=16,MAXP=20 B=1,HKV=1,G=4,N=250,NP=10,P=64,MAXP=5 --int block=perm:NP --int kv_len=0:300
 tc_not causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
 tc_mix causal B=2,H=3,N=200 B=3,H=2,N=190 B=1,H=1,N=1
@@ -251,6 +253,11 @@ while read -r file casc rest; do
 	gather_q)
 		# Q's rows read through a gather (the lit test's input)
 		src=test/lit/ptx/Inputs/gather_q.attn
+		;;
+	gather_q_d*)
+		# the same at another head dim
+		src="$DIR/src/$file.attn"
+		sed -e "s/dims D = 64;/dims D = ${file##*_d};/" test/lit/ptx/Inputs/gather_q.attn > "$src"
 		;;
 	*_long)
 		# the same example over longer sequences: split-KV over many tiles
