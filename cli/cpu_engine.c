@@ -508,8 +508,17 @@ static int work_call(Work *w, void *dl, const char *symbol, int partitioned, con
 		memcpy(&fn, &sym, sizeof fn);
 		rc = fn(b->dims, b->params, w->data, 0);
 	}
+	if (rc == 1) {
+		/* where attnc run checked the sizes before: the data */
+		fail(w,
+		     "generated code returned error 1: the sizes, bounds or data are outside what "
+		     "it takes (a gathered index outside its tensor, or a packed output's offsets "
+		     "placing a point outside its buffer)");
+		return rc;
+	}
 	if (rc) {
-		fail(w, "generated code returned error %d", rc);
+		fail(w, "generated code returned error %d%s", rc,
+		     rc == 2 ? " (out of memory)" : "");
 		return rc;
 	}
 	for (int i = 0; i < w->ntensors; i++) {
@@ -555,7 +564,7 @@ int cpu_engine_run_ex(const Binding *b, const char *c_source, const char *entry_
 	int rc = work_call(&w, m->dl, entry_name, 0, b, use_f64, NULL, 0);
 	work_free(&w);
 	cpu_engine_unload(m);
-	return rc ? -1 : 0;
+	return rc == 1 ? 1 : rc ? -1 : 0;
 }
 
 /* f32 buffers: what `attnc run --engine cpu` uses by default. */

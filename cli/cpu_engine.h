@@ -58,8 +58,10 @@ int cpu_engine_call(CpuModule *m, const char *entry_prefix, const Binding *b, in
 void cpu_engine_unload(CpuModule *m);
 
 /* Compiles c_source, runs entry_name on b's inputs and writes every TK_OUT
-** buffer of b->data (as f64). Float tensors travel as f32. Returns 0, or
-** nonzero with a one-line reason in err (b's outputs then unspecified). */
+** buffer of b->data (as f64). Float tensors travel as f32. Returns 0; 1
+** where the generated code refused the sizes or data (its status 1); -1
+** for any other failure; a one-line reason in err (b's outputs then
+** unspecified). */
 int cpu_engine_run(const Binding *b, const char *c_source, const char *entry_name, char *err,
 		   size_t errlen);
 

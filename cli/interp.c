@@ -36,6 +36,7 @@ typedef struct Interp {
 	long *sizemem;
 	long var[MAX_VARS]; /* the current iteration point */
 	int failed;
+	int data_failed; /* the first error is the given data's (fail_data) */
 	char *err;
 	size_t errlen;
 } Interp;
@@ -50,6 +51,30 @@ __attribute__((format(printf, 2, 3))) static void fail(Interp *in, const char *f
 	va_start(ap, fmt);
 	vsnprintf(in->err, in->errlen, fmt, ap);
 	va_end(ap);
+}
+
+/* The same for an error the given data causes (a gathered index or offsets
+** out of range), which interp_run reports as the user's. */
+__attribute__((format(printf, 2, 3))) static void fail_data(Interp *in, const char *fmt, ...)
+{
+	if (in->failed)
+		return;
+	in->failed = in->data_failed = 1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(in->err, in->errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Whether expression x reads a tensor: a subscript whose value is data. */
+static int reads_data(const Expr *x)
+{
+	if (x->kind == EX_ACCESS)
+		return 1;
+	for (int k = 0; k < x->nargs; k++)
+		if (reads_data(x->args[k]))
+			return 1;
+	return 0;
 }
 
 /* Float to integer for data read from i32/bool buffers and int params:
@@ -123,8 +148,9 @@ static const double *access(Interp *in, const Expr *e)
 	for (int k = 0; k < t->rank; k++) {
 		long i = ev_int(in, e->args[k]);
 		if (i < 0 || i >= in->size[t->id][k]) {
-			fail(in, "index %ld of dimension %d of '%s' is out of range [0, %ld)", i, k,
-			     t->name, in->size[t->id][k]);
+			(reads_data(e->args[k]) ? fail_data : fail)(
+			    in, "index %ld of dimension %d of '%s' is out of range [0, %ld)", i, k,
+			    t->name, in->size[t->id][k]);
 			return NULL;
 		}
 		off += i * in->stride[t->id][k];
@@ -390,15 +416,16 @@ static int store_packed(Interp *in, const Node *n, const long *ext, const double
 		for (int k = 0; k < pk->rank && !in->failed; k++) {
 			long x = ev_int(in, pk->at[k]);
 			if (x < 0 || x >= size[k]) {
-				fail(in, "'%s' stores a point at %ld in dimension %d of %ld",
-				     t->name, x, k, size[k]);
+				fail_data(in, "'%s' stores a point at %ld in dimension %d of %ld",
+					  t->name, x, k, size[k]);
 				break;
 			}
 			at = at * size[k] + x;
 		}
 		if (!in->failed && seen[at])
-			fail(in, "'%s' stores two points at element %ld: the offsets '%s' overlap",
-			     t->name, at, pk->table->name);
+			fail_data(in,
+				  "'%s' stores two points at element %ld: the offsets '%s' overlap",
+				  t->name, at, pk->table->name);
 		if (in->failed)
 			break;
 		seen[at] = 1;
@@ -506,7 +533,8 @@ static void teardown(Interp *in)
 	free(in->sizemem);
 }
 
-/* Nodes in order (they are topologically sorted); stops at the first error. */
+/* Nodes in order (they are topologically sorted); stops at the first error:
+** returns 1 where the given data caused it, -1 for any other. */
 int interp_run(const Binding *b, char *err, size_t errlen)
 {
 	Interp in;
@@ -519,5 +547,5 @@ int interp_run(const Binding *b, char *err, size_t errlen)
 			run_node(&in, in.c->nodes.v[i]);
 	}
 	teardown(&in);
-	return in.failed ? -1 : 0;
+	return in.failed ? (in.data_failed ? 1 : -1) : 0;
 }

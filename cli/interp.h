@@ -11,6 +11,9 @@
 
 #include "../compiler/cascade.h"
 
+/* Runs b's cascade on its buffers. Returns 0; 1 where the given data
+** caused the error (a gathered index or a packed output's offsets out of
+** range); -1 for any other; a one-line reason in err. */
 int interp_run(const Binding *b, char *err, size_t errlen);
 
 #endif

@@ -580,7 +580,9 @@ static int run_cpu(Run *r, char *why, size_t n)
 	return bad;
 }
 
-/* The chosen engine; its failure is ours (exit 3), not the user's. */
+/* The chosen engine; its failure is ours (exit 3), not the user's, except
+** where the interpreter or the C back end's code says that the data given
+** caused it (1: a gathered index or offsets out of range; exit 1). */
 static int run_engine(Run *r)
 {
 	char why[1024] = "";
@@ -600,6 +602,10 @@ static int run_engine(Run *r)
 	}
 	if (!bad)
 		return RUN_OK;
+	if (bad == 1 && r->cfg->engine != RUN_ENGINE_MLIR) {
+		errorf(r, "'%s' cannot run on the data given (%s): %s", r->c->name, what, why);
+		return RUN_EUSER;
+	}
 	errorf(r, "%s failed on '%s': %s", what, r->c->name, why[0] ? why : "no reason given");
 	return RUN_EINTERNAL;
 }

@@ -61,6 +61,54 @@ LocalDim cg_local_dim(const CGen *g, int node, int var)
 	return LD_FULL;
 }
 
+/* Whether x reads a tensor: its value is data. */
+static int reads_data(const Expr *x)
+{
+	if (x->kind == EX_ACCESS)
+		return 1;
+	for (int k = 0; k < x->nargs; k++)
+		if (reads_data(x->args[k]))
+			return 1;
+	return 0;
+}
+
+/* A gather's data come from the caller, so no rule bounds them: an index
+** outside the tensor would read outside its buffer. */
+static int expr_gathers(const Expr *x)
+{
+	if (x->kind == EX_ACCESS)
+		for (int k = 0; k < x->nargs; k++)
+			if (reads_data(x->args[k]))
+				return 1;
+	for (int k = 0; k < x->nargs; k++)
+		if (expr_gathers(x->args[k]))
+			return 1;
+	return 0;
+}
+
+int cg_cascade_gathers(const Cascade *c)
+{
+	for (int i = 0; i < c->nodes.n; i++) {
+		const Node *n = c->nodes.v[i];
+		if (expr_gathers(n->body) || (n->filter && expr_gathers(n->filter)))
+			return 1;
+	}
+	return 0;
+}
+
+/* Subscript k of a read of t: a gathered one through attn_gix, against the
+** extent n (a C expression). */
+static void subscript(CGen *g, const Expr *x, const char *n)
+{
+	if (!g->gathers || !n || !reads_data(x)) {
+		cg_expr(g, x);
+		return;
+	}
+	fputs("attn_gix(", g->o);
+	cg_expr(g, x);
+	fprintf(g->o, ", %s, &gather_bad)", n);
+}
+
 /* Row-major offset of a global tensor element, from its strides. */
 static void global_offset(CGen *g, const Tensor *t, Expr *const *args)
 {
@@ -69,7 +117,7 @@ static void global_offset(CGen *g, const Tensor *t, Expr *const *args)
 		if (k)
 			fputs(" + ", g->o);
 		fputc('(', g->o);
-		cg_expr(g, args[k]);
+		subscript(g, args[k], g->gathers ? cg_expr_str(g, t->shape[k]) : NULL);
 		fprintf(g->o, ")*s_%d_%d", t->id, k);
 	}
 	if (!t->rank)
@@ -88,7 +136,8 @@ static void local_offset(CGen *g, const Tensor *t, Expr *const *args)
 		if (s->ld[k] == LD_GRID)
 			continue;
 		fputs(any++ ? " + (" : "(", g->o);
-		cg_expr(g, args[k]);
+		subscript(g, args[k],
+			  g->gathers && s->ld[k] == LD_FULL ? cg_expr_str(g, t->shape[k]) : NULL);
 		fputs(s->ld[k] == LD_QTILE ? " - q0" : s->ld[k] == LD_STREAM ? " - j0" : "", g->o);
 		fprintf(g->o, ")*ls_%d_%d", t->id, k);
 	}

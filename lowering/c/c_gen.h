@@ -43,6 +43,7 @@ typedef struct CGen {
 	const char **var;   /* C expression of each variable of the node being emitted */
 	const char *prefix; /* buffer prefix for local reads: "b" (current) unless rebasing */
 	int ind;            /* indentation */
+	int gathers;        /* the cascade reads through data (cg_cascade_gathers) */
 } CGen;
 
 /* c_expr.c */
@@ -53,6 +54,9 @@ void cg_indent(CGen *g);
 /* The address (C expression) of element args of tensor t, in buffer prefix. */
 void cg_addr(CGen *g, const Tensor *t, Expr *const *args, const char *prefix);
 const char *cg_real(const CGen *g);
+/* Some read of c's has a subscript that reads data (a gather): such
+** subscripts are checked against their extents (attn_gix). */
+int cg_cascade_gathers(const Cascade *c);
 /* Emits `int NAME = class of node's filter over the current tile box;` (0
 ** never, 1 always, 2 decided per element), by compiler/intervals.c's rule. */
 void cg_tile_class(CGen *g, int node, const char *name);
