@@ -66,17 +66,6 @@ __attribute__((format(printf, 2, 3))) static void fail_data(Interp *in, const ch
 	va_end(ap);
 }
 
-/* Whether expression x reads a tensor: a subscript whose value is data. */
-static int reads_data(const Expr *x)
-{
-	if (x->kind == EX_ACCESS)
-		return 1;
-	for (int k = 0; k < x->nargs; k++)
-		if (reads_data(x->args[k]))
-			return 1;
-	return 0;
-}
-
 /* Float to integer for data read from i32/bool buffers and int params:
 ** values are integral already; the clamps only keep odd values (e.g. the
 ** -inf of an empty int max) from being undefined behaviour. */
@@ -148,7 +137,7 @@ static const double *access(Interp *in, const Expr *e)
 	for (int k = 0; k < t->rank; k++) {
 		long i = ev_int(in, e->args[k]);
 		if (i < 0 || i >= in->size[t->id][k]) {
-			(reads_data(e->args[k]) ? fail_data : fail)(
+			(expr_reads_any(e->args[k]) ? fail_data : fail)(
 			    in, "index %ld of dimension %d of '%s' is out of range [0, %ld)", i, k,
 			    t->name, in->size[t->id][k]);
 			return NULL;

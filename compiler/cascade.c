@@ -196,6 +196,18 @@ int expr_equal(const Expr *a, const Expr *b)
 	return expr_equal_by(a, b, NULL, NULL);
 }
 
+/* A subscript that reads a tensor is a gather: its value comes from data,
+** which no rule of the language bounds. */
+int expr_reads_any(const Expr *e)
+{
+	if (e->kind == EX_ACCESS)
+		return 1;
+	for (int k = 0; k < e->nargs; k++)
+		if (expr_reads_any(e->args[k]))
+			return 1;
+	return 0;
+}
+
 /* Whether e (NULL: no) reads tensor t anywhere. */
 int expr_reads(const Expr *e, const Tensor *t)
 {

@@ -316,6 +316,7 @@ Expr *expr_and(Arena *a, Expr *l, Expr *r); /* either may be NULL (= true) */
 Expr *expr_copy(Arena *a, const Expr *e);
 int expr_equal(const Expr *a, const Expr *b);
 int expr_reads(const Expr *e, const Tensor *t); /* e (or NULL) reads t */
+int expr_reads_any(const Expr *e);              /* e reads some tensor: its value is data */
 /* The factors of a float product e, flattened in order: the first max
 ** into f; returns how many there are (more than max: f holds max). */
 int expr_factors(const Expr *e, const Expr **f, int max);

@@ -61,24 +61,13 @@ LocalDim cg_local_dim(const CGen *g, int node, int var)
 	return LD_FULL;
 }
 
-/* Whether x reads a tensor: its value is data. */
-static int reads_data(const Expr *x)
-{
-	if (x->kind == EX_ACCESS)
-		return 1;
-	for (int k = 0; k < x->nargs; k++)
-		if (reads_data(x->args[k]))
-			return 1;
-	return 0;
-}
-
 /* A gather's data come from the caller, so no rule bounds them: an index
 ** outside the tensor would read outside its buffer. */
 static int expr_gathers(const Expr *x)
 {
 	if (x->kind == EX_ACCESS)
 		for (int k = 0; k < x->nargs; k++)
-			if (reads_data(x->args[k]))
+			if (expr_reads_any(x->args[k]))
 				return 1;
 	for (int k = 0; k < x->nargs; k++)
 		if (expr_gathers(x->args[k]))
@@ -100,7 +89,7 @@ int cg_cascade_gathers(const Cascade *c)
 ** extent n (a C expression). */
 static void subscript(CGen *g, const Expr *x, const char *n)
 {
-	if (!g->gathers || !n || !reads_data(x)) {
+	if (!g->gathers || !n || !expr_reads_any(x)) {
 		cg_expr(g, x);
 		return;
 	}

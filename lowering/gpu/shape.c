@@ -130,24 +130,13 @@ static void split_row_factors(Arena *a, const Expr *x, int sv, const Expr **xj, 
 	*xj = reads_key ? x : NULL, *xr = reads_key ? NULL : x;
 }
 
-/* e reads some tensor. */
-static int reads_any(const Expr *e)
-{
-	if (e->kind == EX_ACCESS)
-		return 1;
-	for (int k = 0; k < e->nargs; k++)
-		if (reads_any(e->args[k]))
-			return 1;
-	return 0;
-}
-
 /* The first access in e whose subscripts read a tensor (a gather), or NULL. */
 static const Expr *gathered_read(const Expr *e)
 {
 	if (!e)
 		return NULL;
 	for (int k = 0; k < e->nargs; k++) {
-		if (e->kind == EX_ACCESS && reads_any(e->args[k]))
+		if (e->kind == EX_ACCESS && expr_reads_any(e->args[k]))
 			return e;
 		const Expr *r = gathered_read(e->args[k]);
 		if (r)
