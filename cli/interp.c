@@ -41,28 +41,30 @@ typedef struct Interp {
 	size_t errlen;
 } Interp;
 
-/* Records the first error only: later ones are usually consequences. */
-__attribute__((format(printf, 2, 3))) static void fail(Interp *in, const char *fmt, ...)
+/* Records the first error only: later ones are usually consequences; data
+** says whether the given data caused it (interp_run reports it as the
+** user's: a gathered index or offsets out of range). */
+static void vfail(Interp *in, int data, const char *fmt, va_list ap)
 {
 	if (in->failed)
 		return;
-	in->failed = 1;
+	in->failed = 1, in->data_failed = data;
+	vsnprintf(in->err, in->errlen, fmt, ap);
+}
+
+__attribute__((format(printf, 2, 3))) static void fail(Interp *in, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(in->err, in->errlen, fmt, ap);
+	vfail(in, 0, fmt, ap);
 	va_end(ap);
 }
 
-/* The same for an error the given data causes (a gathered index or offsets
-** out of range), which interp_run reports as the user's. */
 __attribute__((format(printf, 2, 3))) static void fail_data(Interp *in, const char *fmt, ...)
 {
-	if (in->failed)
-		return;
-	in->failed = in->data_failed = 1;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(in->err, in->errlen, fmt, ap);
+	vfail(in, 1, fmt, ap);
 	va_end(ap);
 }
 

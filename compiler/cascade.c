@@ -208,6 +208,22 @@ int expr_reads_any(const Expr *e)
 	return 0;
 }
 
+/* The first access in e (NULL: none) whose subscripts read a tensor (a
+** gather), or NULL. */
+const Expr *expr_gathered_read(const Expr *e)
+{
+	if (!e)
+		return NULL;
+	for (int k = 0; k < e->nargs; k++) {
+		if (e->kind == EX_ACCESS && expr_reads_any(e->args[k]))
+			return e;
+		const Expr *r = expr_gathered_read(e->args[k]);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
 /* Whether e (NULL: no) reads tensor t anywhere. */
 int expr_reads(const Expr *e, const Tensor *t)
 {

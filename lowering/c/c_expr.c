@@ -63,23 +63,11 @@ LocalDim cg_local_dim(const CGen *g, int node, int var)
 
 /* A gather's data come from the caller, so no rule bounds them: an index
 ** outside the tensor would read outside its buffer. */
-static int expr_gathers(const Expr *x)
-{
-	if (x->kind == EX_ACCESS)
-		for (int k = 0; k < x->nargs; k++)
-			if (expr_reads_any(x->args[k]))
-				return 1;
-	for (int k = 0; k < x->nargs; k++)
-		if (expr_gathers(x->args[k]))
-			return 1;
-	return 0;
-}
-
 int cg_cascade_gathers(const Cascade *c)
 {
 	for (int i = 0; i < c->nodes.n; i++) {
 		const Node *n = c->nodes.v[i];
-		if (expr_gathers(n->body) || (n->filter && expr_gathers(n->filter)))
+		if (expr_gathered_read(n->body) || expr_gathered_read(n->filter))
 			return 1;
 	}
 	return 0;

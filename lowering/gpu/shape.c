@@ -130,21 +130,6 @@ static void split_row_factors(Arena *a, const Expr *x, int sv, const Expr **xj, 
 	*xj = reads_key ? x : NULL, *xr = reads_key ? NULL : x;
 }
 
-/* The first access in e whose subscripts read a tensor (a gather), or NULL. */
-static const Expr *gathered_read(const Expr *e)
-{
-	if (!e)
-		return NULL;
-	for (int k = 0; k < e->nargs; k++) {
-		if (e->kind == EX_ACCESS && expr_reads_any(e->args[k]))
-			return e;
-		const Expr *r = gathered_read(e->args[k]);
-		if (r)
-			return r;
-	}
-	return NULL;
-}
-
 /* Why node n's gather is not one the kernels take, naming the read and
 ** its line: they place only Q, K and V rows through one. */
 static const char *gather_reason(Arena *a, const Node *n, const Expr *r)
@@ -221,7 +206,7 @@ static const char *gemm2(Arena *a, const Plan *p, int i, KernelShape *s)
 		s->node[i] = (ShapeNode){SN_GEMM2, s->npv++};
 		return NULL;
 	}
-	const Expr *gr = gathered_read(b);
+	const Expr *gr = expr_gathered_read(b);
 	if (gr)
 		return gather_reason(a, n, gr);
 	return arena_printf(a, "%s: no factor of its body reads V at the key and value indices",
@@ -319,7 +304,7 @@ static const char *gemm1(Arena *a, const Plan *p, int i, KernelShape *s)
 			return NULL;
 		}
 	}
-	const Expr *gr = gathered_read(b);
+	const Expr *gr = expr_gathered_read(b);
 	if (gr)
 		return gather_reason(a, n, gr);
 	return arena_printf(

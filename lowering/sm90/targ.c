@@ -39,9 +39,8 @@ const char *sm90_refusal(const Plan *p, const KernelShape *s)
 	for (int k = 0; k < s->nqk && s->gathers; k++)
 		if (gpu_q_gathered(s, k) && (s->pack || s->cta_slices > 1 || s->qk[k].D > 128))
 			return "Q rows read through a gather with packed heads, V in slices or "
-			       "head "
-			       "dims above 128 are not yet taken by sm_90a; --target=sm_80 takes "
-			       "them";
+			       "head dims above 128 are not yet taken by sm_90a; --target=sm_80 "
+			       "takes them";
 	/* a read at an offset is copied either way (a box, gather stage or not) */
 	for (int r = 0; r < s->nqk + s->nvreads; r++) {
 		int gk = r < s->nqk ? s->qk[r].bgather : s->vgather[r - s->nqk];
