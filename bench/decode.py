@@ -287,6 +287,27 @@ def packed_rows(vlib, label, B, HKV, G, lens, q, K, V, ref, ws, ws_bytes, nbytes
     del Kp, Vp, o, lse
 
 
+def rel(a, b):
+    a, b = a.float(), b.float()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def checked_launch(lib, call, out, ref, flops):
+    """One call of an attnc launch whose output `out` the caller poisoned
+    (NaN), checked against ref (rel L2 below 1e-2, no NaN), then timed: the
+    row's fields (ms, TFLOP/s for `flops` a call, rel_l2, nan, ok), or its
+    error where the launch failed."""
+    rc = call()
+    torch.cuda.synchronize()
+    if rc:
+        return dict(error=lib.attnrt_last_error().decode())
+    err = rel(out, ref) if ref is not None else None
+    nan = int(torch.isnan(out).sum().item())
+    ms = bench(call)
+    return dict(ms=ms, tflops=flops / ms / 1e9, rel_l2=err, nan=nan,
+                ok=bool(err is not None and err < 1e-2 and nan == 0))
+
+
 def run_folder(kind, what, into):
     """The run's folder under $OUT (rundir.sh: DATE-COMMIT-KIND with its
     meta.json), its target, device, commit and date copied into `into`."""

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from decode import bench, library, run_folder  # soak and median, build, run folder
+from decode import bench, checked_launch, library, run_folder  # timing, build, check, run folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 D, HKV, G = 128, 8, 4
@@ -64,11 +64,6 @@ def shapes():
         out.append((label.split("x")[0] + "x" + str(mean) + "_balanced", [mean] * n))
     out.append(("8x2k", [2048] * 8))
     return out
-
-
-def rel(a, b):
-    a, b = a.float(), b.float()
-    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
 
 
 def main():
@@ -132,16 +127,7 @@ def main():
             dims = (ctypes.c_long * 8)(B, T, T, HKV, G, L, L, D)
             params = (ctypes.c_double * 1)(D ** -0.5)
             call = lambda: lib.varlen_launch_generic(ptrs, None, dims, params, stream())
-            rc = call()
-            torch.cuda.synchronize()
-            if rc:
-                rec(sys=name, error=lib.attnrt_last_error().decode(), **base)
-                continue
-            err = rel(o, ref) if ref is not None else None
-            nan = int(torch.isnan(o).sum().item())
-            ms = bench(call)
-            rec(sys=name, ms=ms, tflops=flops / ms / 1e9, rel_l2=err, nan=nan,
-                ok=bool(err is not None and err < 1e-2 and nan == 0), **base)
+            rec(sys=name, **checked_launch(lib, call, o, ref, flops), **base)
         del q, K, V
         torch.cuda.empty_cache()
     with open(os.path.join(run, "varlen.json"), "w") as f:
