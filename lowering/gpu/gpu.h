@@ -246,10 +246,10 @@ typedef struct KernelShape {
 /* gpu/shape.c: fills s or returns a reason the plan does not fit. */
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s);
 /* Why a kernel cannot store c's packed outputs (Tensor.pack), or NULL: the
-** one-pass kernel over query tiles stores them; a pass over rows alone, one
-** pass of several and split-KV parts (whose merge would store them) do not
-** yet. */
-const char *gpu_packed_refusal(const Cascade *c, int parts, int rows);
+** one-pass kernel over query tiles stores them, its split-KV parts too (the
+** warp that merges them runs the same epilogue); a pass over rows alone and
+** one pass of several do not yet. */
+const char *gpu_packed_refusal(const Cascade *c, int rows);
 int gpu_gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k);
 int gpu_vread_node(const KernelShape *s, int v);
 /* Class cls is a value index of the contractions with V. In the header:

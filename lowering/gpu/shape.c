@@ -473,7 +473,7 @@ const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 	return NULL;
 }
 
-const char *gpu_packed_refusal(const Cascade *c, int parts, int rows)
+const char *gpu_packed_refusal(const Cascade *c, int rows)
 {
 	const Tensor *t = NULL;
 	for (int i = 0; i < c->tensors.n && !t; i++)
@@ -482,8 +482,5 @@ const char *gpu_packed_refusal(const Cascade *c, int parts, int rows)
 		return NULL;
 	if (rows || c->pass_of)
 		return "a packed output is stored only by a one-pass kernel over query tiles yet";
-	if (parts)
-		return "split-KV parts (--parts) do not store a packed output yet (their merge "
-		       "would)";
 	return NULL;
 }
