@@ -26,6 +26,17 @@ TFLOP/s count the causal pairs each sequence has (n (n + 1) / 2), 4 H D
 flops a pair, over the median time (triton do_bench). attnc's and FA2's
 outputs are compared on every packed row (rel L2 below 1e-2, no NaN).
 
+Then a few new tokens after long cached prefixes (speculative decoding,
+chunked prefill; kind "append"): sequence b has lq[b] queries and lk[b] >=
+lq[b] keys, the queries the last lq[b] positions (causal at the bottom
+right). The plain grid is b x heads x one query tile, so attnc's kernel of
+partial states (gen/varlen.c built with --parts) also runs split-KV
+(attnc_split: NAME_launch_part_generic, the launcher's split count) and
+stream-K (attnc_streamk), against fa2_varlen on the same tensors and SDPA's
+cuDNN on the batch padded to the longest (no mask: the causal corner is
+lq^2 / 2 of lq lk pairs; its time is the anchor, its output is not compared).
+TB/s count the K and V bytes each sequence reads once.
+
 usage: python3 varlen.py    writes DATE-COMMIT-varlen/{meta,varlen}.json and
 varlen.txt under $OUT (bench/rundir.sh, bench/results/README.md)
 """
@@ -37,7 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from decode import bench, checked_launch, library, run_folder  # timing, build, check, run folder
+from decode import Part, bench, checked_launch, library, run_folder  # timing, build, check, run folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 D, HKV, G = 128, 8, 4
@@ -64,6 +75,83 @@ def shapes():
         out.append((label.split("x")[0] + "x" + str(mean) + "_balanced", [mean] * n))
     out.append(("8x2k", [2048] * 8))
     return out
+
+
+def append_shapes():
+    """(label, lq, lk): new tokens after ragged cached prefixes, and one long
+    balanced prefix each."""
+    g = torch.Generator().manual_seed(6)
+    out = []
+    for label, n, q, top in (("4x16+1..32k", 4, 16, 32768), ("16x16+1..16k", 16, 16, 16384),
+                             ("8x128+1..8k", 8, 128, 8192)):
+        lk = [q + x for x in torch.randint(1, top + 1, (n,), generator=g).tolist()]
+        out.append((label, [q] * n, lk))
+    out.append(("1x64+64k", [64], [65536 + 64]))
+    out.append(("2x16+128k", [16, 16], [131072 + 16] * 2))
+    return out
+
+
+def append_rows(libs, label, lq, lk, stream):
+    """One append shape: FA2's varlen kernel, cuDNN on the padded batch, and
+    attnc's plain, split-KV and stream-K launches on the same tensors."""
+    B, T, TK, NQ, NK = len(lq), sum(lq), sum(lk), max(lq), max(lk)
+    H = HKV * G
+    cq = torch.tensor([0] + torch.tensor(lq).cumsum(0).tolist(), dtype=torch.int32, device="cuda")
+    ck = torch.tensor([0] + torch.tensor(lk).cumsum(0).tolist(), dtype=torch.int32, device="cuda")
+    q = torch.randn(T, H, D, device="cuda", dtype=torch.bfloat16)
+    K = torch.randn(TK, HKV, D, device="cuda", dtype=torch.bfloat16)
+    V = torch.randn(TK, HKV, D, device="cuda", dtype=torch.bfloat16)
+    flops = 4 * H * D * sum(m * k - m * (m - 1) // 2 for m, k in zip(lq, lk))
+    nbytes = 2 * TK * HKV * D * 2
+    base = dict(kind="append", shape=label, B=B, tokens=T, kv_tokens=TK, longest_q=NQ, longest_k=NK,
+                HKV=HKV, G=G, D=D)
+
+    def tb(r):
+        if "ms" in r:
+            r["tbps"] = nbytes / r["ms"] / 1e9
+        return r
+
+    def fa2():
+        return torch.ops.aten._flash_attention_forward(q, K, V, cq, ck, NQ, NK, 0.0, True, False,
+                                                       scale=D ** -0.5)[0]
+    ref = None
+    try:
+        ref = fa2()
+        ms = bench(fa2)
+        rec(sys="fa2_varlen", **tb(dict(ms=ms, tflops=flops / ms / 1e9)), **base)
+    except Exception as e:
+        rec(sys="fa2_varlen", error=str(e)[:200], **base)
+    qp = torch.randn(B, H, NQ, D, device="cuda", dtype=torch.bfloat16)
+    Kp = torch.randn(B, H, NK, D, device="cuda", dtype=torch.bfloat16)
+    Vp = torch.randn_like(Kp)
+    try:
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            fn = lambda: F.scaled_dot_product_attention(qp, Kp, Vp)
+            ms = bench(fn)
+        rec(sys="cudnn_padded", **tb(dict(ms=ms, tflops=flops / ms / 1e9)), **base)
+    except Exception as e:
+        rec(sys="cudnn_padded", error=str(e)[:200], **base)
+    del qp, Kp, Vp
+    ws_bytes = 1 << 28
+    ws = torch.empty(ws_bytes, device="cuda", dtype=torch.uint8)
+    o = torch.empty(T, H, D, device="cuda", dtype=torch.bfloat16)
+    lse = torch.empty(T, H, device="cuda", dtype=torch.float32)
+    ptrs = (ctypes.c_void_p * 8)(*[x.data_ptr() for x in (q, K, V, cq, ck, o, lse)])
+    dims = (ctypes.c_long * 8)(B, T, TK, HKV, G, NQ, NK, D)
+    params = (ctypes.c_double * 1)(D ** -0.5)
+    split = Part(0, 0, 0, 0, 0, 2, ws.data_ptr(), ws_bytes, None, 0)
+    sk = Part(0, 0, 0, 0, 0, 2 | 4, ws.data_ptr(), ws_bytes, None, 0)
+    for name, lib in libs:
+        runs = [("", lambda lib=lib: lib.varlen_launch_generic(ptrs, None, dims, params, stream()))]
+        if hasattr(lib, "varlen_launch_part_generic"):
+            runs += [(tag, lambda lib=lib, pt=pt: lib.varlen_launch_part_generic(
+                ptrs, None, dims, params, ctypes.byref(pt), stream())) for tag, pt in
+                     (("_split", split), ("_streamk", sk))]
+        for tag, call in runs:
+            o.fill_(float("nan"))
+            rec(sys=name + tag, **tb(checked_launch(lib, call, o, ref, flops)), **base)
+    del q, K, V, ws, o, lse
+    torch.cuda.empty_cache()
 
 
 def main():
@@ -130,23 +218,26 @@ def main():
             rec(sys=name, **checked_launch(lib, call, o, ref, flops), **base)
         del q, K, V
         torch.cuda.empty_cache()
+    for label, lq, lk in append_shapes():
+        append_rows(libs, label, lq, lk, stream)
     with open(os.path.join(run, "varlen.json"), "w") as f:
         json.dump(rows, f, indent=1)
     by = {}
     for r in rows:
         by.setdefault(r["shape"], {})[r["sys"]] = r
-    lines = ["%-22s %-12s %9s %9s %9s %9s %9s" % ("shape", "system", "ms", "TFLOP/s", "x_fa2", "x_cudnn",
-                                                "x_cudnn_n")]
+    lines = ["%-22s %-18s %9s %9s %9s %9s %9s %7s" % ("shape", "system", "ms", "TFLOP/s", "x_fa2", "x_cudnn",
+                                                      "x_cudnn_n", "TB/s")]
     for shape, s in by.items():
         for name, r in s.items():
             if "ms" not in r:
-                lines.append("%-22s %-12s %s" % (shape, name, r.get("error", "")))
+                lines.append("%-22s %-18s %s" % (shape, name, r.get("error", "")))
                 continue
             fa, cd = s.get("fa2_varlen", {}).get("ms"), s.get("cudnn_padded", {}).get("ms")
             cn = s.get("cudnn_nested", {}).get("ms")
-            lines.append("%-22s %-12s %9.3f %9.1f %9s %9s %9s%s" % (
+            lines.append("%-22s %-18s %9.3f %9.1f %9s %9s %9s %7s%s" % (
                 shape, name, r["ms"], r["tflops"], "%.2f" % (fa / r["ms"]) if fa else "-",
                 "%.2f" % (cd / r["ms"]) if cd else "-", "%.2f" % (cn / r["ms"]) if cn else "-",
+                "%.2f" % r["tbps"] if "tbps" in r else "-",
                 "" if r.get("ok", True) else "  CHECK FAILED rel %s nan %s" % (r.get("rel_l2"), r.get("nan"))))
     open(os.path.join(run, "varlen.txt"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
