@@ -210,6 +210,26 @@ int expr_reads_any(const Expr *e)
 
 /* The first access in e (NULL: none) whose subscripts read a tensor (a
 ** gather), or NULL. */
+const Expr *expr_offset_row(const Expr *s, const Expr **row)
+{
+	if (!(s->kind == EX_BINOP && s->op == OP_ADD))
+		return NULL;
+	for (int side = 0; side < 2; side++) {
+		const Expr *t = s->args[side], *v = s->args[!side];
+		if (t->kind != EX_ACCESS || v->kind != EX_INDEX || t->tensor->kind != TK_IN ||
+		    t->type != VT_INT)
+			continue;
+		int plain = 1;
+		for (int k = 0; k < t->nargs; k++)
+			plain &= t->args[k]->kind == EX_INDEX;
+		if (plain) {
+			*row = v;
+			return t;
+		}
+	}
+	return NULL;
+}
+
 const Expr *expr_gathered_read(const Expr *e)
 {
 	if (!e)

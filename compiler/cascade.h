@@ -318,6 +318,10 @@ int expr_equal(const Expr *a, const Expr *b);
 int expr_reads(const Expr *e, const Tensor *t); /* e (or NULL) reads t */
 int expr_reads_any(const Expr *e);              /* e reads some tensor: its value is data */
 const Expr *expr_gathered_read(const Expr *e);  /* e's first gather (NULL: none) */
+/* The offsets T[x, ..] of a subscript T[x, ..] + v, a row at an offset (a
+** packed batch's q[cu_q[b] + i, ..]): T an i32 input read at index
+** variables, v an index variable, in *row; else NULL. */
+const Expr *expr_offset_row(const Expr *s, const Expr **row);
 /* The factors of a float product e, flattened in order: the first max
 ** into f; returns how many there are (more than max: f holds max). */
 int expr_factors(const Expr *e, const Expr **f, int max);

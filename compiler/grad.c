@@ -99,6 +99,11 @@ static void setup(Grad *g)
 			g->dx[i] = grad_new_tensor(g, interface_name(g, t, "incoming gradient"),
 						   TK_IN, g->val[i]);
 			g->dx[i]->loc = t->loc;
+			if (t->pack) {
+				/* read where its output is stored, and only there */
+				g->dx[i]->pack = t->pack;
+				g->dx[i]->domain = g->val[i]->domain;
+			}
 		}
 	}
 	for (int i = 0; i < f->nodes.n; i++) {
@@ -282,6 +287,28 @@ static void sweep_node(Grad *g, const Node *n)
 	}
 }
 
+/* The gradient `into` of input t as its one contribution c, read at
+** offsets (grad_read.c): c's node writes it, and it is stored packed as a
+** forward's packed output is, where the node's domain bounds the offset's
+** row (rows past a sequence would overwrite the next one's). */
+static Tensor *packed_into(Grad *g, const Tensor *t, Tensor *c, Tensor *into)
+{
+	if (!c->domain || !(expr_vars(c->domain) >> c->pack->row & 1)) {
+		diag_error(g->d, t->loc,
+			   "cannot derive the gradient of '%s': it is read at offsets '%s', and "
+			   "nothing bounds the rows each offset reaches (a `where` on '%s' would), "
+			   "so its gradient would be stored over the next sequence's rows",
+			   t->name, c->pack->table->name, c->def->vars[c->pack->row].name);
+		g->failed = 1;
+		return NULL;
+	}
+	into->def = c->def, into->domain = c->domain, into->pack = c->pack;
+	into->rank = c->rank, into->shape = c->shape;
+	c->def->out = into;
+	c->name = NULL;
+	return into;
+}
+
 /* The adjoint of forward tensor t from its contributions (and the incoming
 ** dX of an output): one contribution is the adjoint itself, several are
 ** summed. A term whose domain is smaller than the others' is guarded by it,
@@ -299,8 +326,20 @@ static Tensor *finish(Grad *g, const Tensor *t, Tensor *into)
 	}
 	if (terms.n == 0 && !into)
 		return NULL;
+	for (int i = 0; i < terms.n && terms.n > 1; i++)
+		if (((Tensor *)terms.v[i])->pack) {
+			diag_error(g->d, t->loc,
+				   "cannot derive the gradient of '%s': it is read at offsets and "
+				   "elsewhere too, and the sum of its gradients would be stored at "
+				   "the offsets' rows",
+				   t->name);
+			g->failed = 1;
+			return NULL;
+		}
 	if (terms.n == 1 && (!into || ((Tensor *)terms.v[0])->kind == TK_TEMP)) {
 		Tensor *c = terms.v[0];
+		if (into && c->pack)
+			return packed_into(g, t, c, into);
 		if (into) {
 			into->def = c->def, into->domain = c->domain;
 			c->def->out = into;
@@ -422,6 +461,57 @@ static void propagate_copies(Grad *g)
 	}
 }
 
+/* A copy of e in which a read of a packed tensor at logical point p reads
+** its buffer at pack->at(p) (the forward's offsets remapped to the
+** backward's). A copy: subexpressions may be shared with other nodes, or
+** with the forward. */
+static Expr *unpack_read(Grad *g, const Expr *e)
+{
+	if (!e)
+		return NULL;
+	Expr *c = ARENA_NEW(g->a, Expr);
+	*c = *e;
+	if (e->nargs) {
+		c->args = ARENA_ARRAY(g->a, Expr *, e->nargs);
+		for (int i = 0; i < e->nargs; i++)
+			c->args[i] = unpack_read(g, e->args[i]);
+	}
+	const Tensor *t = e->tensor;
+	if (e->kind != EX_ACCESS || t->kind != TK_IN || !t->pack)
+		return c;
+	Expr **at = ARENA_ARRAY(g->a, Expr *, t->pack->rank + 1);
+	for (int k = 0; k < t->pack->rank; k++)
+		at[k] = expr_subst(g->a, grad_remap(g, t->pack->at[k]), c->args, c->nargs);
+	c->args = at, c->nargs = t->pack->rank;
+	return c;
+}
+
+/* The forward's packed outputs and their incoming gradients are inputs of
+** the backward, which reads them at logical points (the sweep's rules do
+** not know packing): each read becomes one of the caller's buffer at the
+** place the forward stored the point, and the tensor the buffer. The
+** readers' filters were closed over the logical domain as they were made,
+** so no reader reaches a row past its sequence. */
+static void unpack_inputs(Grad *g)
+{
+	for (int i = 0; i < g->b->nodes.n; i++) {
+		Node *n = g->b->nodes.v[i];
+		n->body = unpack_read(g, n->body);
+		n->filter = unpack_read(g, n->filter);
+		n->out->domain = unpack_read(g, n->out->domain);
+	}
+	for (int i = 0; i < g->made.n; i++) {
+		Tensor *t = g->made.v[i];
+		if (t->kind != TK_IN || !t->pack)
+			continue;
+		t->rank = t->pack->rank;
+		t->shape = ARENA_ARRAY(g->a, Expr *, t->rank + 1);
+		for (int k = 0; k < t->rank; k++)
+			t->shape[k] = grad_remap(g, t->pack->shape[k]);
+		t->domain = NULL, t->pack = NULL;
+	}
+}
+
 /* ---- dead nodes and the final order --------------------------------------- */
 
 /* Marks every tensor e reads. */
@@ -486,18 +576,6 @@ static void assemble(Grad *g, PtrVec *dys)
 
 Cascade *grad_derive(Arena *a, Diag *d, const Cascade *c, int flash, PtrVec *notes)
 {
-	for (int i = 0; i < c->tensors.n; i++) {
-		const Tensor *t = c->tensors.v[i];
-		if (t->pack) {
-			/* its gradient would be read packed too: a gather of dO
-			** the backward's interface does not take yet */
-			diag_error(d, t->loc,
-				   "cannot derive the gradient of '%s' yet: it is written packed "
-				   "at offsets '%s', and its gradient would be read through them",
-				   t->name, t->pack->table->name);
-			return NULL;
-		}
-	}
 	Grad g;
 	memset(&g, 0, sizeof g);
 	int nt = c->tensors.n + 1;
@@ -546,6 +624,7 @@ Cascade *grad_derive(Arena *a, Diag *d, const Cascade *c, int flash, PtrVec *not
 	if (flash)
 		grad_from_lse(&g);
 	propagate_copies(&g);
+	unpack_inputs(&g);
 	assemble(&g, &dys);
 	return g.b;
 }

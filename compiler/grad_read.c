@@ -13,9 +13,17 @@
 **   U[.., hk * G + g, ..] hk < X and g < G are merged into hk_g < X * G
 **                         (hk = hk_g / G, g = hk_g % G)
 **
-** which covers grouped-query attention written either way. Any other
-** subscript (a shift K[j - 1], a gather K[page[..]], a repeated index)
-** would need a scatter: one diagnostic names the read and its line.
+** which covers grouped-query attention written either way. One subscript
+** may be a row at an offset, T[b, ..] + i with T an i32 input read at
+** index variables (a packed batch's K[cu_k[b] + j, ..]): the contribution
+** is then the logical tensor over b, .., i in that position, and its Pack
+** stores the point (b, .., i) at row T[b, ..] + i of the input's buffer,
+** as a packed output's (grad.c gives the pack to the gradient). Distinct
+** points reach distinct rows where the offsets are a packed batch's (the
+** rows of one sequence do not reach the next), which the interpreter
+** checks and the GPU cannot. Any other subscript (a shift K[j - 1], a
+** gather K[page[..]], a repeated index) would need a scatter: one
+** diagnostic names the read and its line.
 */
 #include <string.h>
 
@@ -132,25 +140,43 @@ Tensor *grad_contribution(Grad *g, const Node *n, Expr *local, const Expr *R)
 		w.sub[k] = expr_copy(g->a, R->args[k]);
 	const Tensor *U = R->tensor;
 	Tensor *Ub = g->val[U->id];
+	const Expr *tab = NULL, *row = NULL;
+	int kp = -1; /* the position of a row at an offset */
 	for (int k = 0; k < w.k; k++) {
 		if (w.sub[k]->kind == EX_INDEX)
 			continue;
-		if (!split(g, &w, w.sub[k]) && !merge(g, &w, k, Ub->shape[k]))
-			return not_plain(g, n, R, R->args[k],
-					 "is not a plain index (a shift, a gather or an index map "
-					 "other than h / G and hk * G + g would need a scatter)");
+		if (split(g, &w, w.sub[k]) || merge(g, &w, k, Ub->shape[k]))
+			continue;
+		if (kp < 0 && U->kind == TK_IN && expr_offset_row(w.sub[k], &row)) {
+			kp = k;
+			continue;
+		}
+		return not_plain(g, n, R, R->args[k],
+				 "is not a plain index (a shift, a gather or an index map "
+				 "other than h / G and hk * G + g would need a scatter)");
 	}
+	if (kp >= 0 && !(tab = expr_offset_row(w.sub[kp], &row)))
+		return not_plain(g, n, R, R->args[kp],
+				 "is a row at an offset whose indices are also split (h / G) "
+				 "elsewhere in the read, which would need a scatter");
 	int nv = 0;
 	Expr *ren[GRAD_MAX_VARS] = {0};
 	IndexVar vars[GRAD_MAX_VARS];
+	Expr *lshape[GRAD_MAX_VARS]; /* the logical dims (U's, or the offset's) */
 	for (int k = 0; k < w.k; k++) {
-		int v = w.sub[k]->var;
-		if (ren[v])
-			return not_plain(g, n, R, R->args[k],
-					 "repeats an index (the read is a diagonal, whose adjoint "
-					 "would need a scatter)");
-		ren[v] = expr_index(g->a, nv);
-		vars[nv++] = w.v[v];
+		int nk = k == kp ? tab->nargs + 1 : 1;
+		for (int m = 0; m < nk; m++) {
+			int v = k != kp          ? w.sub[k]->var
+				: m < tab->nargs ? tab->args[m]->var
+						 : row->var;
+			if (ren[v] || nv >= GRAD_MAX_VARS)
+				return not_plain(g, n, R, R->args[k],
+						 "repeats an index (the read is a diagonal, whose "
+						 "adjoint would need a scatter)");
+			ren[v] = expr_index(g->a, nv);
+			lshape[nv] = k == kp ? w.v[v].extent : Ub->shape[k];
+			vars[nv++] = w.v[v];
+		}
 	}
 	int nfree = nv;
 	for (int v = 0; v < w.n; v++) {
@@ -164,7 +190,7 @@ Tensor *grad_contribution(Grad *g, const Node *n, Expr *local, const Expr *R)
 	/* a free variable spans U's whole dimension; the points the node did
 	** not reach get no contribution */
 	for (int k = 0; k < nfree; k++) {
-		Expr *shape = expr_copy(g->a, Ub->shape[k]);
+		Expr *shape = expr_copy(g->a, lshape[k]);
 		if (!expr_equal(vars[k].extent, shape))
 			filter = expr_and(g->a, filter,
 					  expr_binop(g->a, OP_LT, expr_index(g->a, k),
@@ -172,8 +198,22 @@ Tensor *grad_contribution(Grad *g, const Node *n, Expr *local, const Expr *R)
 		vars[k].extent = shape;
 	}
 	const char *name = arena_printf(g->a, "d%s.%d", U->name, g->contrib[U->id].n);
-	Tensor *t = grad_new_tensor(g, name, TK_TEMP, Ub);
+	Tensor *t = grad_new_tensor(g, name, TK_TEMP, kp < 0 ? Ub : NULL);
 	grad_new_node(g, t, vars, nfree, nv - nfree, nv > nfree ? RED_SUM : RED_NONE, body,
 		      grad_close_filter(g, body, filter), n->loc, "gradient");
+	if (kp >= 0) {
+		/* where each logical point lies in U's buffer */
+		Pack *pk = ARENA_NEW(g->a, Pack);
+		pk->rank = Ub->rank;
+		pk->shape = ARENA_ARRAY(g->a, Expr *, Ub->rank + 1);
+		for (int k = 0; k < Ub->rank; k++)
+			pk->shape[k] = expr_copy(g->a, Ub->shape[k]);
+		pk->at = ARENA_ARRAY(g->a, Expr *, Ub->rank + 1);
+		for (int k = 0; k < w.k; k++)
+			pk->at[k] = expr_subst(g->a, grad_remap(g, w.sub[k]), ren, w.n);
+		pk->row = ren[row->var]->var;
+		pk->table = g->val[tab->tensor->id];
+		t->pack = pk;
+	}
 	return t;
 }

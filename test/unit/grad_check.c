@@ -36,11 +36,7 @@
 /* Blocks whose backward is a diagnostic, and the tensor it names. */
 static const struct {
 	const char *block, *tensor;
-} not_derivable[] = {{"paged_decode", "Kc"},
-		     {"paged_decode_hnd", "Kc"},
-		     {"paged_prefill", "Kc"},
-		     {"varlen", "o"},
-		     {"varlen_decode", "V"}};
+} not_derivable[] = {{"paged_decode", "Kc"}, {"paged_decode_hnd", "Kc"}, {"paged_prefill", "Kc"}};
 
 static int nblocks, nchecks, nc_checked;
 

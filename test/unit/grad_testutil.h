@@ -90,6 +90,25 @@ static int fill_i32(const Cascade *c, const long *dims, const Tensor *t, double 
 			buf[i] = (double)((i * 3) % dim_of(c, dims, "NP"));
 		return 0;
 	}
+	if (!strcmp(t->name, "cu_q") || !strcmp(t->name, "cu_k")) {
+		/* a packed batch's offsets: lengths up to NQ (NK) that fill T
+		** (TK), the first sequences emptiest (a 0-long one where they
+		** fit), never past the buffer */
+		int q = t->name[3] == 'q';
+		long total = dim_of(c, dims, q ? "T" : "TK"),
+		     most = dim_of(c, dims, q ? "NQ" : "NK");
+		long left = total, nseq = n - 1;
+		buf[0] = 0;
+		for (long b = 0; b < nseq; b++) {
+			long room = most * (nseq - 1 - b); /* what the later ones can hold */
+			long len = left > room ? left - room : 0;
+			if (b == nseq - 1 || (len == 0 && b > 0 && left > 0))
+				len = left < most ? left : most;
+			left -= len;
+			buf[b + 1] = buf[b] + (double)len;
+		}
+		return 0;
+	}
 	if (!strcmp(t->name, "doc")) {
 		long len = tensor_dim_size(t, 1, dims);
 		for (long i = 0; i < n; i++)
