@@ -134,11 +134,22 @@ Cascade *cascade_piece(Arena *a, const Cascade *c0, const char *name, const char
 		if (!keep[i])
 			continue;
 		const Node *n = c->nodes.v[i];
+		const Pack *pk = n->out->pack;
 		used[n->out->id] = 1;
-		for (int t = 0; t < nt; t++)
-			if (expr_reads(n->body, c->tensors.v[t]) ||
-			    expr_reads(n->filter, c->tensors.v[t]))
+		if (pk)
+			used[pk->table->id] = 1;
+		/* and what the output's domain and its packed place read (the
+		** offsets of a backward's dV summed from GQA's parts, whose
+		** node reads the parts alone) */
+		for (int t = 0; t < nt; t++) {
+			const Tensor *x = c->tensors.v[t];
+			int by_pack = 0;
+			for (int k = 0; pk && k < pk->rank; k++)
+				by_pack |= expr_reads(pk->at[k], x);
+			if (expr_reads(n->body, x) || expr_reads(n->filter, x) ||
+			    expr_reads(n->out->domain, x) || by_pack)
 				used[t] = 1;
+		}
 	}
 	Cascade *r = ARENA_NEW(a, Cascade);
 	r->name = name, r->loc = c->loc, r->dims = c->dims, r->params = c->params;

@@ -31,6 +31,7 @@ Tensor *grad_part_tensor(Arena *a, Cascade *b, const Node *x, Node *m, const cha
 	*t = *x->out;
 	t->name = arena_printf(a, "%s%s", x->out->name, suffix);
 	t->kind = TK_TEMP, t->dtype = DT_F32, t->trainable = 0, t->domain = NULL;
+	t->pack = NULL; /* a part lies in the workspace as it is */
 	t->rank = m->nfree, t->id = b->tensors.n;
 	t->shape = ARENA_ARRAY(a, Expr *, m->nfree + 1);
 	for (int v = 0; v < m->nfree; v++)
@@ -51,7 +52,7 @@ const Tensor *grad_forward_of(const Cascade *fwd, const char *name)
 const Tensor *grad_output_of(const Cascade *fwd, const Tensor *x)
 {
 	const Tensor *o = x->kind == TK_IN ? grad_forward_of(fwd, x->name) : NULL;
-	return o && o->kind == TK_OUT && o->rank == x->rank ? o : NULL;
+	return o && o->kind == TK_OUT && tensor_buf_rank(o) == x->rank ? o : NULL;
 }
 
 /* Whether e reads an incoming gradient (the divisor of one scaled by

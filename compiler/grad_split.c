@@ -15,16 +15,22 @@
 #include "grad_cut.h"
 
 /* The class of dimension `dim` of the tensor named `name` in plan p: the
-** class of a node variable that reads it as a plain index, or -1. */
+** class of a node variable that reads it as a plain index, or as the row
+** at an offset (a packed batch's q[cu_q[b] + i, ..]: i's), or -1. */
 static int dim_class(const Plan *p, const char *name, int dim)
 {
 	for (int i = 0; i < p->c->nodes.n; i++) {
 		const Expr *r[256];
 		int nr = node_reads(p->c->nodes.v[i], r, 256);
-		for (int k = 0; k < nr && k < 256; k++)
-			if (!strcmp(r[k]->tensor->name, name) && dim < r[k]->nargs &&
-			    r[k]->args[dim]->kind == EX_INDEX)
-				return p->cls[i][r[k]->args[dim]->var];
+		for (int k = 0; k < nr && k < 256; k++) {
+			if (strcmp(r[k]->tensor->name, name) || dim >= r[k]->nargs)
+				continue;
+			const Expr *s = r[k]->args[dim], *row = NULL;
+			if (s->kind == EX_INDEX)
+				return p->cls[i][s->var];
+			if (expr_offset_row(s, &row))
+				return p->cls[i][row->var];
+		}
 	}
 	return -1;
 }

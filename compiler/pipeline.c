@@ -66,6 +66,27 @@ static int summed_across_tiles(const Plan *p, int i)
 	return ((const Node *)p->c->nodes.v[i])->out->added_to;
 }
 
+/* The grid class of an index some input is read at as a row at an offset
+** (K[cu_k[b] + j, ..]: j's), or -1: a backward's kernel over key tiles has
+** no packed output to say that the keys are its rows, and its parts'
+** logical dims (dK_grp[b, j, h, d]) put the heads last. The GPU reads rows
+** at offsets only as the tiled rows or the stream. */
+static int offset_rows_class(const Plan *p)
+{
+	for (int i = 0; i < p->c->nodes.n; i++) {
+		const Expr *r[64];
+		int nr = node_reads(p->c->nodes.v[i], r, 64);
+		for (int k = 0; k < nr && k < 64; k++)
+			for (int m = 0; m < r[k]->nargs; m++) {
+				const Expr *row = NULL;
+				if (expr_offset_row(r[k]->args[m], &row) &&
+				    p->classes[p->cls[i][row->var]].grid)
+					return p->cls[i][row->var];
+			}
+	}
+	return -1;
+}
+
 /* The kernel's grid: indices every running state is indexed by and some
 ** tile value is too (batch, heads, queries; not the value dimension of V,
 ** which only the states carry); the query-like one, last in the first
@@ -102,6 +123,7 @@ static void choose_grid(Plan *p)
 			p->classes[k].grid = 0;
 	if (!any && p->stream < 0 && strcmp(p->target, "cpu"))
 		row_grid(p);
+	int offset_rows = offset_rows_class(p);
 	for (int i = 0; i < c->nodes.n; i++) {
 		Node *n = c->nodes.v[i];
 		if (n->out->kind != TK_OUT || p->np[i].role == ROLE_PROLOGUE ||
@@ -112,6 +134,10 @@ static void choose_grid(Plan *p)
 		int row = n->out->pack ? n->out->pack->row : -1;
 		if (row >= 0 && p->classes[p->cls[i][row]].grid) {
 			p->classes[p->cls[i][row]].qtile = 1;
+			return;
+		}
+		if (offset_rows >= 0) {
+			p->classes[offset_rows].qtile = 1;
 			return;
 		}
 		for (int v = n->nfree - 1; v >= 0; v--)

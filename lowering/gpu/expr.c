@@ -125,6 +125,29 @@ PReg gpu_index_value(KernelGen *g, int v)
 	}
 }
 
+/* off where 0 <= off < the elements of t's buffer, else 0: a read whose
+** subscripts read data (lse[cu_q[b] + i, h] at a row past the last
+** sequence, which the node's filter masks) stays inside its buffer, as the
+** tile loaders' gathered rows do (gather.c). */
+static PReg inside_buffer(KernelGen *g, const Tensor *t, PReg off)
+{
+	int rank = tensor_buf_rank(t);
+	Expr *const *shape = tensor_buf_shape(t);
+	PReg n = iconst(g, 1);
+	g->in_subscript++;
+	for (int k = 0; k < rank; k++) {
+		PReg m = gpu_reg(g, PC_B64);
+		gpu_op3(g, PTX_MUL, ".lo.s64", po_r(m), po_r(n), po_r(gpu_expr(g, shape[k])));
+		n = m;
+	}
+	g->in_subscript--;
+	PReg lo = gpu_reg(g, PC_PRED), hi = gpu_reg(g, PC_PRED), r = gpu_reg(g, PC_B64);
+	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(hi), po_r(off), po_r(n));
+	gpu_op4(g, PTX_SETP, ".ge.and.s64", po_r(lo), po_r(off), po_i(0), po_r(hi));
+	gpu_op4(g, PTX_SELP, ".b64", po_r(r), po_r(off), po_i(0), po_r(lo));
+	return r;
+}
+
 PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args)
 {
 	int rank = t->rank;
@@ -151,6 +174,11 @@ PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args)
 		off = n;
 	}
 	g->in_subscript--;
+	int data = 0;
+	for (int k = 0; k < rank && t->kind == TK_IN; k++)
+		data |= expr_reads_any(args[k]);
+	if (data)
+		off = inside_buffer(g, t, off);
 	int es = dtype_size(t->dtype);
 	PReg a = gpu_reg(g, PC_B64);
 	gpu_op4(g, PTX_MAD, ".lo.s64", po_r(a), po_r(off), po_i(es), po_r(g->par.tptr[t->id]));

@@ -247,9 +247,9 @@ typedef struct KernelShape {
 const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s);
 /* Why a kernel cannot store c's packed outputs (Tensor.pack), or NULL: the
 ** one-pass kernel over query tiles stores them, its split-KV parts too (the
-** warp that merges them runs the same epilogue); a pass over rows alone and
-** one pass of several do not yet. */
-const char *gpu_packed_refusal(const Cascade *c, int rows);
+** warp that merges them runs the same epilogue), and a pass over rows alone
+** (a backward's sum of GQA's parts); one pass of several does not yet. */
+const char *gpu_packed_refusal(const Cascade *c);
 int gpu_gemm_node(const KernelShape *s, int n, ShapeNodeKind kind, int k);
 int gpu_vread_node(const KernelShape *s, int v);
 /* Class cls is a value index of the contractions with V. In the header:

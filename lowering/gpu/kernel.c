@@ -484,7 +484,7 @@ int gpu_emit_program(const GpuTarget *t, FILE *out, const Program *prog, Diag *d
 		if (!why && t->refusal && !rows)
 			why = t->refusal(p, &s);
 		if (!why)
-			why = gpu_packed_refusal(c, rows);
+			why = gpu_packed_refusal(c);
 		if (why) {
 			/* at the statement the refusal is about, where there is one */
 			SrcLoc at = s.why_node >= 0 ? ((const Node *)p->c->nodes.v[s.why_node])->loc

@@ -473,14 +473,14 @@ const char *gpu_shape(Arena *a, const Plan *p, KernelShape *s)
 	return NULL;
 }
 
-const char *gpu_packed_refusal(const Cascade *c, int rows)
+const char *gpu_packed_refusal(const Cascade *c)
 {
 	const Tensor *t = NULL;
 	for (int i = 0; i < c->tensors.n && !t; i++)
 		t = ((const Tensor *)c->tensors.v[i])->pack ? c->tensors.v[i] : NULL;
 	if (!t)
 		return NULL;
-	if (rows || c->pass_of)
-		return "a packed output is stored only by a one-pass kernel over query tiles yet";
+	if (c->pass_of)
+		return "a packed output is not stored by one pass of several yet";
 	return NULL;
 }

@@ -86,6 +86,6 @@ const char *gpu_refusal(Arena *a, const GpuTarget *t, const Cascade *c, int part
 	if (!why && t->refusal)
 		why = t->refusal(p, &s);
 	if (!why)
-		why = gpu_packed_refusal(c, 0);
+		why = gpu_packed_refusal(c);
 	return why;
 }

@@ -58,4 +58,50 @@ static inline double normal(void)
 	return sqrt(-2 * log(unit())) * cos(6.283185307179586 * unit());
 }
 
+/* Cumulative offsets of b = n - 1 sequences (cu_seqlens): v[0] = 0, v[n - 1]
+** = total, each length at most max. Ragged: random lengths, the first two
+** 0 and 1 where there are three sequences or more (and room), then moved
+** one at a time until they sum to total. Returns 0 where they cannot. */
+static inline int fill_cum(int32_t *v, long n, long total, long max)
+{
+	long b = n - 1, sum = 0;
+	if (b < 1 || max < 0 || total < 0 || total > b * max)
+		return 0;
+	long *len = calloc((size_t)b, sizeof *len);
+	for (long k = 0; k < b; k++) {
+		len[k] = (long)(unit() * (double)(max + 1));
+		len[k] = len[k] > max ? max : len[k];
+	}
+	int fix = b >= 3 && max >= 1 && total >= 1 && total <= (b - 2) * max + 1;
+	if (fix)
+		len[0] = 0, len[1] = 1;
+	for (long k = 0; k < b; k++)
+		sum += len[k];
+	while (sum != total) {
+		long k = (long)(unit() * (double)b);
+		k = k >= b ? b - 1 : k;
+		if (fix && k < 2)
+			continue;
+		if (sum > total && len[k] > 0)
+			len[k]--, sum--;
+		else if (sum < total && len[k] < max)
+			len[k]++, sum++;
+	}
+	v[0] = 0;
+	for (long k = 0; k < b; k++)
+		v[k + 1] = (int32_t)(v[k] + len[k]);
+	free(len);
+	return 1;
+}
+
+/* The size of dim `name`, or -1 (the harness declares NAME_dim_name). */
+const char *F(_dim_name)(int);
+static inline long dim_named(const long *dims, int nd, const char *name, size_t len)
+{
+	for (int k = 0; k < nd; k++)
+		if (strlen(F(_dim_name)(k)) == len && !strncmp(F(_dim_name)(k), name, len))
+			return dims[k];
+	return -1;
+}
+
 #endif

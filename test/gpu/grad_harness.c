@@ -5,10 +5,10 @@
 ** gen/<file>.c (the GPU interface with NAME_bwd_launch) and gen/<file>_cpu.c
 ** (the portable C back end of the forward and the backward).
 **
-**   grad_harness B=2,H=4,N=300[,ramp=R] [seed] [--int NAME=lo:hi[:run]]
+**   grad_harness B=2,H=4,N=300[,ramp=R] [seed] [--int NAME=lo:hi[:run]|NAME=cum:TOTAL:MAX]
 **
 ** Seeded random inputs (normal, rounded to bf16/f16 where declared; i32 in
-** lo:hi, with :run in runs), the saved outputs (O, L) computed by the C
+** lo:hi, with :run in runs, or cum:TOTAL:MAX ragged offsets as harness.c's), the saved outputs (O, L) computed by the C
 ** forward from them (O rounded to its dtype, as a GPU forward stores it),
 ** incoming gradients (dO, dL) random, rounded to the dtype the GPU takes
 ** (NAME_elem_bytes). The gradients are poisoned with NaN, the backward
@@ -163,13 +163,31 @@ int main(int argc, char **argv)
 		hraw[i] = calloc((size_t)numel[i] + 1, (size_t)es[i]);
 		check(attnrt_malloc(&dev[i], (size_t)numel[i] * (size_t)es[i] + 16), "malloc");
 		long lo = 0, hi = maxdim, run = 1, left = 0;
+		int cum = 0;
 		for (int q = 0; q < nints; q++) {
 			size_t l = strlen(name[i]);
-			if (!strncmp(ints[q], name[i], l) && ints[q][l] == '=')
-				sscanf(ints[q] + l + 1, "%ld:%ld:%ld", &lo, &hi, &run);
+			if (strncmp(ints[q], name[i], l) || ints[q][l] != '=')
+				continue;
+			if (!strncmp(ints[q] + l + 1, "cum:", 4)) {
+				/* cum:TOTAL:MAX, a packed batch's offsets (fill_cum) */
+				const char *x = ints[q] + l + 5, *c = strchr(x, ':');
+				long total = c ? dim_named(dims, nd, x, (size_t)(c - x)) : -1;
+				long most = c ? dim_named(dims, nd, c + 1, strlen(c + 1)) : -1;
+				if (dt[i] != T_I32 || total < 0 || most < 0 ||
+				    !fill_cum(hraw[i], numel[i], total, most)) {
+					printf("%s: no offsets of that total and longest "
+					       "length\nFAIL\n",
+					       ints[q]);
+					return 1;
+				}
+				memcpy(host_f[i], hraw[i], (size_t)numel[i] * 4);
+				cum = 1;
+				continue;
+			}
+			sscanf(ints[q] + l + 1, "%ld:%ld:%ld", &lo, &hi, &run);
 		}
 		int32_t v = 0;
-		for (long e = 0; kind[i] == K_IN && e < numel[i]; e++) {
+		for (long e = 0; kind[i] == K_IN && !cum && e < numel[i]; e++) {
 			if (dt[i] == T_I32) {
 				if (left-- <= 0) {
 					v = (int32_t)(lo + (long)(unit() * (double)(hi - lo + 1)));

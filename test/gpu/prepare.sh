@@ -58,6 +58,8 @@ neighborhood3d neighborhood3d B=1,H=2,T=4,IH=9,IW=10 B=1,H=1,T=2,IH=8,IW=8
 gaussian gaussian B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
 cosine cosine B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
 cosine_lse cosine_lse B=2,H=3,N=100,M=170 B=1,H=1,N=1,M=1 B=1,H=2,N=300,M=700,ramp=4
+varlen varlen B=5,T=300,TK=520,HKV=2,G=2,NQ=130,NK=200 B=1,T=1,TK=1,HKV=1,G=1,NQ=1,NK=1 B=3,T=700,TK=700,HKV=2,G=4,NQ=400,NK=400,ramp=4 B=4,T=40,TK=3000,HKV=2,G=4,NQ=16,NK=1000 --int cu_q=cum:T:NQ --int cu_k=cum:TK:NK
+varlen_decode varlen_decode B=5,TK=900,HKV=2,G=4,NK=400 B=1,TK=1,HKV=1,G=1,NK=1 --int cu_k=cum:TK:NK
 linear linear_attn B=2,H=2,N=150 B=1,H=1,N=1 B=1,H=2,N=500,ramp=4
 CASES
 	only
