@@ -78,9 +78,12 @@ done
 "$ATTNC" --target=$TARGET --parts examples/paged_decode_hnd.attn -o "$DIR/gen/paged_decode_hnd" 2> /dev/null ||
 	"$ATTNC" --target=sm_80 --parts examples/paged_decode_hnd.attn -o "$DIR/gen/paged_decode_hnd"
 # packed ragged batches (bench/varlen.py), with the entry of partial states
-# for its split-KV rows, and as varlen80 sm_80's kernel alone
+# for its split-KV rows, and as varlen80 sm_80's kernel alone; with the
+# backward (varlen_g, varlen_g80) for its backward rows
 "$ATTNC" --target=$TARGET --parts examples/varlen.attn -o "$DIR/gen/varlen"
 "$ATTNC" --target=sm_80 --parts examples/varlen.attn -o "$DIR/gen/varlen80"
+"$ATTNC" --target=$TARGET --grad examples/varlen.attn -o "$DIR/gen/varlen_g"
+"$ATTNC" --target=sm_80 --grad examples/varlen.attn -o "$DIR/gen/varlen_g80"
 # neighbourhood attention (bench/neighborhood.py): the 2-D and 3-D examples
 # (and as NAME80, sm_80 alone: the other image on a Hopper device)
 for n in neighborhood2d neighborhood3d; do

@@ -37,6 +37,14 @@ cuDNN on the batch padded to the longest (no mask: the causal corner is
 lq^2 / 2 of lq lk pairs; its time is the anchor, its output is not compared).
 TB/s count the K and V bytes each sequence reads once.
 
+Last the backward of the prefill shapes (kind "bwd"), where gen/varlen_g.c
+(examples/varlen.attn built with --grad; gen/varlen_g80.c sm_80's alone)
+is present: varlen_bwd_launch_generic on attnc's own forward's o and lse,
+dO random, dlse zero, against FlashAttention-2's varlen backward
+(torch.ops.aten._flash_attention_backward) on its own forward's, the
+same q, K, V and dO; FLOPs 2.5 times the forward's, dq, dK and dV
+compared (rel L2 below 2e-2).
+
 usage: python3 varlen.py    writes DATE-COMMIT-varlen/{meta,varlen}.json and
 varlen.txt under $OUT (bench/rundir.sh, bench/results/README.md)
 """
@@ -48,7 +56,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from decode import Part, bench, checked_launch, library, run_folder  # timing, build, check, run folder
+from decode import Part, bench, checked_launch, library, rel, run_folder  # timing, build, check, run folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 D, HKV, G = 128, 8, 4
@@ -75,6 +83,69 @@ def shapes():
         out.append((label.split("x")[0] + "x" + str(mean) + "_balanced", [mean] * n))
     out.append(("8x2k", [2048] * 8))
     return out
+
+
+def bwd_library(name):
+    """gen/NAME.c (varlen with --grad) built into lib/NAME.so, its launches typed."""
+    lib = library(name, "varlen")
+    lib.varlen_bwd_launch_generic.restype = ctypes.c_int
+    lib.varlen_bwd_workspace_bytes_generic.restype = ctypes.c_size_t
+    return lib
+
+
+def backward_rows(blibs, label, lens, stream):
+    """The backward of one prefill shape: FA2's varlen backward and attnc's."""
+    B, T, L = len(lens), sum(lens), max(lens)
+    H = HKV * G
+    cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32, device="cuda")
+    q = torch.randn(T, H, D, device="cuda", dtype=torch.bfloat16)
+    K = torch.randn(T, HKV, D, device="cuda", dtype=torch.bfloat16)
+    V = torch.randn(T, HKV, D, device="cuda", dtype=torch.bfloat16)
+    dO = torch.randn(T, H, D, device="cuda", dtype=torch.bfloat16)
+    flops = 2.5 * 4 * H * D * sum(n * (n + 1) // 2 for n in lens)
+    base = dict(kind="bwd", shape=label, B=B, tokens=T, longest=L, HKV=HKV, G=G, D=D)
+    ref = None
+    try:
+        out, lse, seed, off, _ = torch.ops.aten._flash_attention_forward(q, K, V, cu, cu, L, L, 0.0, True, False,
+                                                                          scale=D ** -0.5)
+
+        def fa2():
+            return torch.ops.aten._flash_attention_backward(dO, q, K, V, out, lse, cu, cu, L, L, 0.0, True, seed,
+                                                            off, scale=D ** -0.5)
+        ref = [x.float() for x in fa2()[:3]]
+        ms = bench(fa2)
+        rec(sys="fa2_varlen_bwd", ms=ms, tflops=flops / ms / 1e9, **base)
+    except Exception as e:
+        rec(sys="fa2_varlen_bwd", error=str(e)[:200], **base)
+    dims = (ctypes.c_long * 8)(B, T, T, HKV, G, L, L, D)
+    params = (ctypes.c_double * 1)(D ** -0.5)
+    for name, lib in blibs:
+        o = torch.empty(T, H, D, device="cuda", dtype=torch.bfloat16)
+        lse = torch.empty(T, H, device="cuda", dtype=torch.float32)
+        fp = (ctypes.c_void_p * 8)(*[x.data_ptr() for x in (q, K, V, cu, cu, o, lse)])
+        if lib.varlen_launch_generic(fp, None, dims, params, stream()):
+            rec(sys=name, error=lib.attnrt_last_error().decode(), **base)
+            continue
+        dlse = torch.zeros(T, H, device="cuda", dtype=torch.float32)
+        grads = [torch.full_like(x, float("nan")) for x in (q, K, V)]
+        ptrs = (ctypes.c_void_p * 13)(*[x.data_ptr() for x in (q, K, V, cu, cu, o, lse, dO, dlse)] +
+                                      [x.data_ptr() for x in grads])
+        wsb = lib.varlen_bwd_workspace_bytes_generic(dims)
+        ws = torch.empty(max(wsb, 16), device="cuda", dtype=torch.uint8)
+        call = lambda: lib.varlen_bwd_launch_generic(ptrs, None, dims, params, ctypes.c_void_p(ws.data_ptr()),
+                                                     ctypes.c_size_t(wsb), stream())
+        if call():
+            rec(sys=name, error=lib.attnrt_last_error().decode(), **base)
+            continue
+        torch.cuda.synchronize()
+        errs = [rel(g, r) if ref else None for g, r in zip(grads, ref or [None] * 3)]
+        nan = sum(int(torch.isnan(g).sum().item()) for g in grads)
+        ms = bench(call)
+        rec(sys=name, ms=ms, tflops=flops / ms / 1e9, rel_l2=errs, nan=nan,
+            ok=bool(ref and max(errs) < 2e-2 and nan == 0), **base)
+        del o, lse, dlse, grads, ws
+    del q, K, V, dO
+    torch.cuda.empty_cache()
 
 
 def append_shapes():
@@ -220,11 +291,16 @@ def main():
         torch.cuda.empty_cache()
     for label, lq, lk in append_shapes():
         append_rows(libs, label, lq, lk, stream)
+    blibs = [(tag, bwd_library(f)) for tag, f in (("attnc_bwd", "varlen_g"), ("attnc_sm80_bwd", "varlen_g80"))
+             if os.path.exists(os.path.join(HERE, "gen", f + ".c"))]
+    for label, lens in shapes() if blibs else []:
+        backward_rows(blibs, label, lens, stream)
     with open(os.path.join(run, "varlen.json"), "w") as f:
         json.dump(rows, f, indent=1)
     by = {}
     for r in rows:
-        by.setdefault(r["shape"], {})[r["sys"]] = r
+        label = r["shape"] + (" bwd" if r["kind"] == "bwd" else "")
+        by.setdefault(label, {})[r["sys"]] = r
     lines = ["%-22s %-18s %9s %9s %9s %9s %9s %7s" % ("shape", "system", "ms", "TFLOP/s", "x_fa2", "x_cudnn",
                                                       "x_cudnn_n", "TB/s")]
     for shape, s in by.items():
@@ -232,7 +308,8 @@ def main():
             if "ms" not in r:
                 lines.append("%-22s %-18s %s" % (shape, name, r.get("error", "")))
                 continue
-            fa, cd = s.get("fa2_varlen", {}).get("ms"), s.get("cudnn_padded", {}).get("ms")
+            fa = s.get("fa2_varlen_bwd" if shape.endswith(" bwd") else "fa2_varlen", {}).get("ms")
+            cd = s.get("cudnn_padded", {}).get("ms")
             cn = s.get("cudnn_nested", {}).get("ms")
             lines.append("%-22s %-18s %9.3f %9.1f %9s %9s %9s %7s%s" % (
                 shape, name, r["ms"], r["tflops"], "%.2f" % (fa / r["ms"]) if fa else "-",
