@@ -125,8 +125,21 @@ PReg gpu_index_value(KernelGen *g, int v)
 	}
 }
 
+/* Whether e reads an input tensor: data the caller gives, which no rule of
+** the cascade bounds (a computed index, T5's bucket, is bounded by its
+** own expression). */
+static int reads_input(const Expr *e)
+{
+	if (e->kind == EX_ACCESS && e->tensor->kind == TK_IN)
+		return 1;
+	for (int k = 0; k < e->nargs; k++)
+		if (reads_input(e->args[k]))
+			return 1;
+	return 0;
+}
+
 /* off where 0 <= off < the elements of t's buffer, else 0: a read whose
-** subscripts read data (lse[cu_q[b] + i, h] at a row past the last
+** subscripts read an input (lse[cu_q[b] + i, h] at a row past the last
 ** sequence, which the node's filter masks) stays inside its buffer, as the
 ** tile loaders' gathered rows do (gather.c). */
 static PReg inside_buffer(KernelGen *g, const Tensor *t, PReg off)
@@ -176,7 +189,7 @@ PReg gpu_addr(KernelGen *g, const Tensor *t, Expr *const *args)
 	g->in_subscript--;
 	int data = 0;
 	for (int k = 0; k < rank && t->kind == TK_IN; k++)
-		data |= expr_reads_any(args[k]);
+		data |= reads_input(args[k]);
 	if (data)
 		off = inside_buffer(g, t, off);
 	int es = dtype_size(t->dtype);
