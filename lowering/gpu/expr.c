@@ -858,6 +858,12 @@ static char index_dep(KernelGen *g, const Expr *e)
 		int k = gpu_index_kind(g, e->var);
 		return k == 'q' || k == 's' ? (char)k : k == 'g' ? 'c' : 0;
 	}
+	case EX_ACCESS:
+		/* an i32 input read at grid indices (a sequence's offset or
+		** length): one value a CTA */
+		if (e->type != VT_INT || e->tensor->def)
+			return 0;
+		break;
 	case EX_UNOP:
 	case EX_BINOP:
 	case EX_SELECT:
@@ -872,17 +878,31 @@ static char index_dep(KernelGen *g, const Expr *e)
 		if (a != 'c')
 			d = a;
 	}
-	return d;
+	return e->kind == EX_ACCESS && d != 'c' ? 0 : d;
 }
 
-/* Which index a float input read follows in a tile body (index_dep of its
-** subscripts): a backward's L[b, h, i] and Delta along the rows or, in the
-** kernel over key tiles, along the streamed query rows. */
+/* index_dep of a subscript, where a row at an offset T[b, ..] + i (T read
+** at grid indices: one offset a CTA) follows i. */
+static char subscript_dep(KernelGen *g, const Expr *x)
+{
+	const Expr *row = NULL, *tab = expr_offset_row(x, &row);
+	if (!tab)
+		return index_dep(g, x);
+	for (int k = 0; k < tab->nargs; k++)
+		if (index_dep(g, tab->args[k]) != 'c')
+			return 0;
+	return index_dep(g, row);
+}
+
+/* Which index a float input read follows in a tile body (subscript_dep of
+** its subscripts): a backward's L[b, h, i] and Delta along the rows or, in
+** the kernel over key tiles, along the streamed query rows; a packed
+** batch's lse[cu_q[b] + i, h] so too. */
 char gpu_read_follows(KernelGen *g, const Expr *e)
 {
 	char d = 'c';
 	for (int i = 0; i < e->nargs; i++) {
-		char a = index_dep(g, e->args[i]);
+		char a = subscript_dep(g, e->args[i]);
 		if (!a || (a != 'c' && d != 'c' && a != d))
 			return 0;
 		if (a != 'c')
@@ -922,7 +942,7 @@ static PReg index_memo(KernelGen *g, const Expr *e, PReg (*eval)(KernelGen *, co
 		k = gpu_read_follows(g, e);
 	/* a float read of grid indices alone (a temperature per head) is the
 	** same at every element: one load per tile body, not one per score */
-	if (k == 'c' && !(e->kind == EX_ACCESS && e->type == VT_FLOAT))
+	if (k == 'c' && e->kind != EX_ACCESS)
 		return eval(g, e);
 	if (k != 'q' && k != 's' && k != 'c')
 		return eval(g, e);
