@@ -85,6 +85,22 @@ def shapes():
     return out
 
 
+def fa2_forward(q, K, V, cq, ck, nq, nk, flops, base, more=lambda r: r):
+    """FlashAttention-2's varlen forward (torch's _flash_attention_forward with
+    cu_seqlens, causal at the bottom right) on these tensors: its row recorded
+    (more adds fields), its output returned, or None where it fails."""
+    fn = lambda: torch.ops.aten._flash_attention_forward(q, K, V, cq, ck, nq, nk, 0.0, True, False,
+                                                         scale=D ** -0.5)[0]
+    try:
+        ref = fn()
+        ms = bench(fn)
+        rec(sys="fa2_varlen", **more(dict(ms=ms, tflops=flops / ms / 1e9)), **base)
+        return ref
+    except Exception as e:
+        rec(sys="fa2_varlen", error=str(e)[:200], **base)
+        return None
+
+
 def bwd_library(name):
     """gen/NAME.c (varlen with --grad) built into lib/NAME.so, its launches typed."""
     lib = library(name, "varlen")
@@ -182,16 +198,7 @@ def append_rows(libs, label, lq, lk, stream):
             r["tbps"] = nbytes / r["ms"] / 1e9
         return r
 
-    def fa2():
-        return torch.ops.aten._flash_attention_forward(q, K, V, cq, ck, NQ, NK, 0.0, True, False,
-                                                       scale=D ** -0.5)[0]
-    ref = None
-    try:
-        ref = fa2()
-        ms = bench(fa2)
-        rec(sys="fa2_varlen", **tb(dict(ms=ms, tflops=flops / ms / 1e9)), **base)
-    except Exception as e:
-        rec(sys="fa2_varlen", error=str(e)[:200], **base)
+    ref = fa2_forward(q, K, V, cq, ck, NQ, NK, flops, base, tb)
     qp = torch.randn(B, H, NQ, D, device="cuda", dtype=torch.bfloat16)
     Kp = torch.randn(B, H, NK, D, device="cuda", dtype=torch.bfloat16)
     Vp = torch.randn_like(Kp)
@@ -241,16 +248,7 @@ def main():
         flops = 4 * H * D * sum(n * (n + 1) // 2 for n in lens)
         base = dict(kind="varlen", shape=label, B=B, tokens=T, longest=L, HKV=HKV, G=G, D=D)
 
-        def fa2():
-            return torch.ops.aten._flash_attention_forward(q, K, V, cu, cu, L, L, 0.0, True, False,
-                                                           scale=D ** -0.5)[0]
-        ref = None
-        try:
-            ref = fa2()
-            ms = bench(fa2)
-            rec(sys="fa2_varlen", ms=ms, tflops=flops / ms / 1e9, **base)
-        except Exception as e:
-            rec(sys="fa2_varlen", error=str(e)[:200], **base)
+        ref = fa2_forward(q, K, V, cu, cu, L, L, flops, base)
         # the padded batch: [B, H, L, D], K and V repeated to the query heads
         qp = torch.zeros(B, H, L, D, device="cuda", dtype=torch.bfloat16)
         Kp = torch.zeros(B, H, L, D, device="cuda", dtype=torch.bfloat16)

@@ -104,4 +104,22 @@ static inline long dim_named(const long *dims, int nd, const char *name, size_t 
 	return -1;
 }
 
+/* --int NAME=cum:TOTAL:MAX (spec: what follows "cum:"): n - 1 ragged
+** sequences' offsets (fill_cum) of dims TOTAL and MAX into the i32 buffer
+** raw, copied into host (4 bytes an element). 0 after printing why where
+** the dims are unknown or the lengths cannot meet them (the caller FAILs). */
+static inline int cum_offsets(const char *spec, const long *dims, int nd, int32_t *raw, void *host,
+			      long n)
+{
+	const char *c = strchr(spec, ':');
+	long total = c ? dim_named(dims, nd, spec, (size_t)(c - spec)) : -1;
+	long most = c ? dim_named(dims, nd, c + 1, strlen(c + 1)) : -1;
+	if (total < 0 || most < 0 || !fill_cum(raw, n, total, most)) {
+		printf("cum:%s: no offsets of that total and longest length\nFAIL\n", spec);
+		return 0;
+	}
+	memcpy(host, raw, (size_t)n * 4);
+	return 1;
+}
+
 #endif

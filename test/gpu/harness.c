@@ -415,20 +415,11 @@ int main(int argc, char **argv)
 				if (strncmp(ints[q], name[i], l) || ints[q][l] != '=')
 					continue;
 				if (!strncmp(ints[q] + l + 1, "cum:", 4)) {
-					/* cum:TOTAL:MAX, cumulative offsets (see fill_cum) */
-					const char *x = ints[q] + l + 5, *c = strchr(x, ':');
-					long total =
-					    c ? dim_named(dims, nd, x, (size_t)(c - x)) : -1;
-					long max =
-					    c ? dim_named(dims, nd, c + 1, strlen(c + 1)) : -1;
-					if (dt[i] != T_I32 || total < 0 || max < 0 ||
-					    !fill_cum(hraw[i], numel[i], total, max)) {
-						printf("%s: no offsets of that total and longest "
-						       "length\nFAIL\n",
-						       ints[q]);
+					/* cumulative offsets (cum_offsets) */
+					if (dt[i] != T_I32 ||
+					    !cum_offsets(ints[q] + l + 5, dims, nd, hraw[i],
+							 host_f[i], numel[i]))
 						return 1;
-					}
-					memcpy(host_f[i], hraw[i], (size_t)numel[i] * 4);
 					perm = 0;
 					continue;
 				}
