@@ -848,7 +848,8 @@ static PReg scaled_key_cast(KernelGen *g, const Expr *e)
 /* Which index e's value follows in a tile body: 'q' the row alone, 's'
 ** the key alone (either with grid indices, dims and literals), 0 neither
 ** or both, 'c' none (the same for every element). Reads of tensors make it
-** 0: only arithmetic is kept. */
+** 0, except an i32 input read at grid indices (one value a CTA): otherwise
+** only arithmetic is kept. */
 static char index_dep(KernelGen *g, const Expr *e)
 {
 	switch (e->kind) {
@@ -870,39 +871,20 @@ static char index_dep(KernelGen *g, const Expr *e)
 	case EX_CALL: break;
 	default: return 0;
 	}
-	char d = 'c';
-	for (int i = 0; i < e->nargs; i++) {
-		char a = index_dep(g, e->args[i]);
-		if (!a || (a != 'c' && d != 'c' && a != d))
-			return 0;
-		if (a != 'c')
-			d = a;
-	}
+	char d = gpu_read_follows(g, e);
 	return e->kind == EX_ACCESS && d != 'c' ? 0 : d;
 }
 
-/* index_dep of a subscript, where a row at an offset T[b, ..] + i (T read
-** at grid indices: one offset a CTA) follows i. */
-static char subscript_dep(KernelGen *g, const Expr *x)
-{
-	const Expr *row = NULL, *tab = expr_offset_row(x, &row);
-	if (!tab)
-		return index_dep(g, x);
-	for (int k = 0; k < tab->nargs; k++)
-		if (index_dep(g, tab->args[k]) != 'c')
-			return 0;
-	return index_dep(g, row);
-}
-
-/* Which index a float input read follows in a tile body (subscript_dep of
-** its subscripts): a backward's L[b, h, i] and Delta along the rows or, in
-** the kernel over key tiles, along the streamed query rows; a packed
-** batch's lse[cu_q[b] + i, h] so too. */
+/* Which index a float input read follows in a tile body (index_dep of its
+** subscripts together; index_dep folds an expression's arguments so too): a
+** backward's L[b, h, i] and Delta along the rows or, in the kernel over key
+** tiles, along the streamed query rows; a packed batch's lse[cu_q[b] + i, h]
+** so too, its offset one value a CTA. */
 char gpu_read_follows(KernelGen *g, const Expr *e)
 {
 	char d = 'c';
 	for (int i = 0; i < e->nargs; i++) {
-		char a = subscript_dep(g, e->args[i]);
+		char a = index_dep(g, e->args[i]);
 		if (!a || (a != 'c' && d != 'c' && a != d))
 			return 0;
 		if (a != 'c')
