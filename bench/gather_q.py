@@ -26,19 +26,11 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from decode import bench, checked_launch, library, run_folder  # timing, build, check, run folder
+# timing, build, check, run folder; rec records a row in rows (attnc rows with meta)
+from decode import bench, checked_launch, library, meta, rec, rows, run_folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 H = 16
-rows = []
-meta = {}
-
-
-def rec(**kw):
-    if kw.get("sys", "").startswith("attnc"):
-        kw.update(meta)
-    rows.append(kw)
-    print(json.dumps(kw), flush=True)
 
 
 def main():

@@ -56,19 +56,11 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from decode import Part, bench, checked_launch, library, rel, run_folder  # timing, build, check, run folder
+# timing, build, check, run folder; rec records a row in rows (attnc rows with meta)
+from decode import Part, bench, checked_launch, library, meta, rec, rel, rows, run_folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 D, HKV, G = 128, 8, 4
-rows = []
-meta = {}
-
-
-def rec(**kw):
-    if kw.get("sys", "").startswith("attnc"):
-        kw.update(meta)
-    rows.append(kw)
-    print(json.dumps(kw), flush=True)
 
 
 def shapes():
