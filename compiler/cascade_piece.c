@@ -136,8 +136,6 @@ Cascade *cascade_piece(Arena *a, const Cascade *c0, const char *name, const char
 		const Node *n = c->nodes.v[i];
 		const Pack *pk = n->out->pack;
 		used[n->out->id] = 1;
-		if (pk)
-			used[pk->table->id] = 1;
 		/* and what the output's domain and its packed place read (the
 		** offsets of a backward's dV summed from GQA's parts, whose
 		** node reads the parts alone) */

@@ -9,6 +9,18 @@
 
 /* ---- epilogue ------------------------------------------------------------- */
 
+PReg gpu_packed_guard(KernelGen *g, PReg base, const Tensor *t)
+{
+	if (!t->pack || !t->domain)
+		return base;
+	PReg ok = gpu_expr(g, t->domain);
+	if (!base.n)
+		return ok;
+	PReg both = gpu_reg(g, PC_PRED);
+	gpu_op3(g, PTX_AND, ".pred", po_r(both), po_r(ok), po_r(base));
+	return both;
+}
+
 static void store(KernelGen *g, int i, PReg v, PReg guard)
 {
 	const Node *n = gpu_node(g, i);
@@ -16,12 +28,9 @@ static void store(KernelGen *g, int i, PReg v, PReg guard)
 	Expr **args = ARENA_ARRAY(g->a, Expr *, n->nfree + 1);
 	for (int k = 0; k < n->nfree; k++)
 		args[k] = expr_index(g->a, k);
-	if (t->domain && t->pack) {
-		/* an absent point of a packed output has no place: no store */
-		PReg ok = gpu_expr(g, t->domain), both = gpu_reg(g, PC_PRED);
-		gpu_op3(g, PTX_AND, ".pred", po_r(both), po_r(ok), po_r(guard));
-		guard = both;
-	} else if (t->domain) {
+	if (t->pack)
+		guard = gpu_packed_guard(g, guard, t);
+	else if (t->domain) {
 		PReg ok = gpu_expr(g, t->domain), z = gpu_reg(g, PC_F32);
 		gpu_op4(g, PTX_SELP, ".f32", po_r(z), po_r(v), po_f(0.0f), po_r(ok));
 		v = z;

@@ -909,6 +909,11 @@ void gpu_leave(KernelGen *g);
 
 /* epilogue.c */
 void gpu_epilogue(KernelGen *g, TileState *t);
+/* The predicate of a store of output t by a thread that stores where base
+** holds (n == 0: always), and, for a packed output, where t is present: an
+** absent point has no place (a row past its sequence is the next one's).
+** The epilogue's stores and the row passes' take it. */
+PReg gpu_packed_guard(KernelGen *g, PReg base, const Tensor *t);
 
 /* pairs.c: node i's 16-bit output dimension indexed by the column alone
 ** (-1: none, its elements go one by one); a branch to other unless that

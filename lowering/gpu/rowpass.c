@@ -189,27 +189,6 @@ static PReg kept(KernelGen *g, PReg v, const Expr *keep, float other)
 	return z;
 }
 
-/* body where `keep` holds (NULL: always), else `other`. A body that reads
-** at data-dependent places (a packed batch's dO[cu_q[b] + i, ..]) is not
-** evaluated where keep fails: past a sequence's end its rows are the next
-** sequence's, and past the last one's they lie outside the buffer. The
-** loads it made there are not reused after it (the memo is dropped). */
-static PReg body_kept(KernelGen *g, const Expr *body, const Expr *keep, float other)
-{
-	if (!keep || !expr_gathered_read(body))
-		return kept(g, gpu_expr(g, body), keep, other);
-	PReg ok = gpu_expr(g, keep), z = gpu_reg(g, PC_F32);
-	int skip = ptx_new_label(g->f);
-	gpu_op2(g, PTX_MOV, ".f32", po_r(z), po_f(other));
-	gpu_op1(g, PTX_BRA, "", po_label(skip));
-	ptx_guard(g->f, ok, 1);
-	PReg v = gpu_expr(g, body);
-	gpu_op2(g, PTX_MOV, ".f32", po_r(z), po_r(v));
-	ptx_label(g->f, skip);
-	gpu_expr_forget(g, 0);
-	return z;
-}
-
 /* Node i's sum at the element g->col: a loop of the lane over its reduced
 ** index v (g->inner, its class g->inner_cls, which the expressions read),
 ** in order, absent points (its filter) adding 0. GQA's gradient of a
@@ -227,7 +206,7 @@ static PReg element_sum(KernelGen *g, int i, int v)
 	ptx_guard(g->f, p, 0);
 	gpu_expr_forget(g, 0);
 	ptx_label(g->f, top);
-	PReg x = body_kept(g, n->body, n->filter, 0.0f);
+	PReg x = kept(g, gpu_expr(g, n->body), n->filter, 0.0f);
 	gpu_op3(g, PTX_ADD, ".f32", po_r(acc), po_r(acc), po_r(x));
 	gpu_op3(g, PTX_ADD, ".s64", po_r(g->inner), po_r(g->inner), po_i(1));
 	gpu_op3(g, PTX_SETP, ".lt.s64", po_r(p), po_r(g->inner), po_r(ext));
@@ -279,7 +258,7 @@ static PReg lanes_sum(KernelGen *g, const RowLanes *rl, int i, int v)
 		g->inner = gpu_reg(g, PC_B64);
 		gpu_op3(g, PTX_MIN, ".s64", po_r(g->inner), po_r(at), po_r(last));
 		gpu_expr_forget(g, 0);
-		PReg y = body_kept(g, n->body, n->filter, 0.0f);
+		PReg y = kept(g, gpu_expr(g, n->body), n->filter, 0.0f);
 		gpu_op4(g, PTX_SELP, ".f32", po_r(x), po_r(y), po_f(0.0f), po_r(in));
 		gpu_op3(g, PTX_ADD, ".f32", po_r(acc[k]), po_r(acc[k]), po_r(x));
 	}
@@ -330,7 +309,7 @@ static PReg row_value(KernelGen *g, const RowLanes *rl, int i)
 	const Node *n = gpu_node(g, i);
 	g->node = i;
 	if (!n->nred)
-		return body_kept(g, n->body, n->filter, 0.0f);
+		return kept(g, gpu_expr(g, n->body), n->filter, 0.0f);
 	float id = n->red == RED_MAX ? -INFINITY : n->red == RED_MIN ? INFINITY : 0.0f;
 	PtxOpcode op = n->red == RED_SUM ? PTX_ADD : n->red == RED_MAX ? PTX_MAX : PTX_MIN;
 	PReg acc = gpu_reg(g, PC_F32);
@@ -344,7 +323,7 @@ static PReg row_value(KernelGen *g, const RowLanes *rl, int i)
 	for (int k = 0; k < reps; k++) {
 		loop_at(g, ol, &l, k);
 		PReg x = n->nred == 2 ? lanes_sum(g, rl, i, n->nfree + 1)
-				      : body_kept(g, n->body, n->filter, id);
+				      : kept(g, gpu_expr(g, n->body), n->filter, id);
 		gpu_op3(g, op, ".f32", po_r(acc), po_r(acc), po_r(x));
 	}
 	loop_close(g, &l);
@@ -356,22 +335,6 @@ static PReg row_value(KernelGen *g, const RowLanes *rl, int i)
 	if (rl->lanes > 32)
 		acc = warps_combine(g, rl, op, acc);
 	return acc;
-}
-
-/* The predicate of a store of t by a thread that stores where `base` holds
-** (n == 0: always): and where t is present, for a packed output, whose
-** absent points have no place (a row past its sequence would be the next
-** one's). */
-static PReg store_guard(KernelGen *g, PReg base, const Tensor *t)
-{
-	if (!t->pack || !t->domain)
-		return base;
-	PReg ok = gpu_expr(g, t->domain);
-	if (!base.n)
-		return ok;
-	PReg both = gpu_reg(g, PC_PRED);
-	gpu_op3(g, PTX_AND, ".pred", po_r(both), po_r(ok), po_r(base));
-	return both;
 }
 
 /* Output node i's elements along its value index (the last): each
@@ -389,12 +352,12 @@ static void row_elements_store(KernelGen *g, const RowLanes *rl, int i)
 	int reps = loop_open(g, rl, &l, i, n->nfree - 1);
 	for (int k = 0; k < reps; k++) {
 		loop_at(g, rl, &l, k);
-		PReg v = n->nred
-			     ? element_sum(g, i, n->nfree)
-			     : body_kept(g, n->body, n->filter ? n->filter : n->out->domain, 0.0f);
+		PReg v = n->nred ? element_sum(g, i, n->nfree)
+				 : kept(g, gpu_expr(g, n->body),
+					n->filter ? n->filter : n->out->domain, 0.0f);
 		if (n->nred && n->out->domain)
 			v = kept(g, v, n->out->domain, 0.0f);
-		PReg ok = store_guard(g, rl->valid, n->out);
+		PReg ok = gpu_packed_guard(g, rl->valid, n->out);
 		PReg ad = gpu_addr(g, n->out, args);
 		if (n->out->dtype == DT_F32) {
 			gpu_op2(g, PTX_ST, ".global.f32", po_mem(ad, 0), po_r(v));
@@ -437,7 +400,7 @@ static void row_nodes(KernelGen *g, const RowLanes *rl)
 				po_r(gpu_expr(g, x->out->domain)));
 			v = z;
 		}
-		PReg ok = store_guard(g, rl->lead, x->out);
+		PReg ok = gpu_packed_guard(g, rl->lead, x->out);
 		PReg ad = gpu_addr(g, x->out, args);
 		gpu_op2(g, PTX_ST, ".global.f32", po_mem(ad, 0), po_r(v));
 		if (ok.n)
